@@ -1,0 +1,166 @@
+"""The `rloo-studio` command line: train, runs, rewards, ui.
+
+Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
+turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
+input, 1 for a failed run) — never a bare traceback. `--json` prints one JSON document on
+stdout and nothing else there. Heavy imports (torch, TRL) happen only inside `train`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import runs
+from .errors import StudioError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _fail(exc: StudioError) -> int:
+    print(f"error: {exc.message()}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+# ---- train --------------------------------------------------------------------------------------
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .config import RunConfig
+
+    overrides = list(args.overrides)
+    config_path = args.config
+    if config_path and "=" in config_path and not Path(config_path).exists():
+        overrides.insert(0, config_path)  # `train --resume DIR key=value`: the first override landed here
+        config_path = None
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / runs.CONFIG_FILE).is_file():
+            return _fail(StudioError(f"{run_dir} is not a run directory (no {runs.CONFIG_FILE})",
+                                     "--resume takes a folder under runs/ made by an earlier `rloo-studio train`",
+                                     "list runs with `rloo-studio runs`"))
+        status = runs.read_status(run_dir)
+        if runs.effective_state(status) in runs.ACTIVE_STATES:
+            return _fail(StudioError(f"run {run_dir.name} is still {status.get('state')} (process {status.get('pid')})",
+                                     "two workers must not write one run directory",
+                                     f"stop it first (`touch {run_dir / runs.STOP_FILE}`) and wait for it to end"))
+        config_path = config_path or str(run_dir / runs.CONFIG_FILE)
+    if not config_path:
+        return _fail(StudioError("no config file given", "", "run `rloo-studio train CONFIG.yaml` (e.g. presets/cpu-demo.yaml)"))
+    try:
+        cfg = RunConfig.load(config_path, overrides)
+        from .engine.train import run_training
+
+        run_dir = run_training(cfg, args.resume or args.run_dir, resume=bool(args.resume))
+    except StudioError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print("error: interrupted; the run can be continued with --resume from its last checkpoint.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line; the traceback is in train.log
+        print(f"error: training failed: {type(exc).__name__}: {exc}\n"
+              "The full traceback is in the run's train.log (see `rloo-studio runs`).", file=sys.stderr)
+        if os.environ.get("RLOO_STUDIO_DEBUG"):
+            raise
+        return EXIT_FAILED
+    status = runs.read_status(run_dir)
+    if status.get("state") == "stopped":
+        print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir}")
+    return EXIT_OK
+
+
+# ---- runs ---------------------------------------------------------------------------------------
+
+def _fmt_time(ts) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    found = runs.list_runs(args.runs_dir)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in found]))
+        return EXIT_OK
+    if not found:
+        print(f"No runs in {args.runs_dir}/ yet. Start one with: rloo-studio train presets/cpu-demo.yaml")
+        return EXIT_OK
+    header = f"{'RUN':<40} {'STATE':<12} {'STEP':>11} {'REWARD':>8}  {'STARTED':<16}  MODEL"
+    print(header)
+    for r in found:
+        step = f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
+        reward = f"{r.last_reward:.3f}" if isinstance(r.last_reward, (int, float)) else "-"
+        print(f"{r.run_id:<40} {r.state:<12} {step:>11} {reward:>8}  {_fmt_time(r.started_at):<16}  {r.model or '-'}")
+    return EXIT_OK
+
+
+# ---- rewards ------------------------------------------------------------------------------------
+
+def cmd_rewards(args: argparse.Namespace) -> int:
+    from .rewards import builtin_catalog
+
+    catalog = builtin_catalog()
+    if args.json:
+        print(json.dumps(catalog))
+    else:
+        for name, text in catalog.items():
+            print(f"{name:<16} {text}")
+    return EXIT_OK
+
+
+# ---- ui -----------------------------------------------------------------------------------------
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from .serve import check_exposure, serve_placeholder
+
+    try:
+        credentials = check_exposure(args.host, args.auth or os.environ.get("RLOO_STUDIO_AUTH"), share=False)
+    except StudioError as exc:
+        return _fail(exc)
+    return serve_placeholder(args.host, args.port, args.runs_dir, credentials)
+
+
+# ---- parser -------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rloo-studio", description="RLOO fine-tuning of language models (Unsloth + TRL).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("train", help="train one run from a config file", description=(
+        "Train with RLOO. Overrides like rloo.max_steps=20 or model.load_in_4bit=true change the config for this run."))
+    p.add_argument("config", nargs="?", help="the run config (YAML); optional with --resume")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.max_steps=20")
+    p.add_argument("--run-dir", help="write the run into this new folder instead of runs/<timestamp>-<name>")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or interrupted run from its last checkpoint")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("runs", help="list runs with their state, step and last reward")
+    p.add_argument("--runs-dir", default="runs", help="the folder holding run directories (default: runs)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("rewards", help="list the builtin reward functions")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_rewards)
+
+    p = sub.add_parser("ui", help="start the web app on this machine")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: only this machine)")
+    p.add_argument("--port", type=int, default=7860, help="port (the next free one is used if taken)")
+    p.add_argument("--auth", metavar="USER:PASS", help="require this login (needed to bind beyond localhost); or set RLOO_STUDIO_AUTH")
+    p.add_argument("--runs-dir", default="runs", help="the folder holding run directories")
+    p.set_defaults(func=cmd_ui)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

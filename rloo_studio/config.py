@@ -1,0 +1,447 @@
+"""The run configuration: dataclasses with help text, YAML load/save, overrides, validation.
+
+A `RunConfig` is everything needed to reproduce a training run. It is plain data: this module
+imports only the standard library and PyYAML, so the UI can build and check configs without
+loading torch. Checks that need other layers (which reward names exist, which keys TRL's
+`RLOOConfig` accepts, which columns a dataset has) are passed in by the caller —
+see `rloo_studio.engine.preflight`, which combines them so every problem is reported at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import re
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .errors import ConfigError
+
+BACKENDS = ("auto", "unsloth", "transformers")
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+PROMPT_FORMATS = ("auto", "chat", "plain")
+
+# Values we set in trl.RLOOConfig unless the config says otherwise, each with its reason.
+RLOO_DEFAULTS: dict[str, Any] = {
+    # TRL logs every 10 steps by default; the live curves and metrics.jsonl want every step.
+    "logging_steps": 1,
+    # TRL's 1e-6 is tuned for full fine-tuning of large models; LoRA adapters need ~10x more.
+    "learning_rate": 1e-5,
+    # No experiment trackers: the run directory is the record, and the app works offline.
+    "report_to": "none",
+    "save_steps": 50,
+    "max_steps": 100,
+    "num_generations": 4,
+    "per_device_train_batch_size": 4,
+    "max_completion_length": 256,
+    "seed": 42,
+}
+
+# Keys of RLOOConfig that the run directory decides; a config may not set them.
+RLOO_RESERVED = {
+    "output_dir": "checkpoints always go to <run-dir>/checkpoints",
+    "logging_dir": "logs always go to <run-dir>/train.log",
+    "reward_weights": "set `weight:` on each entry of `rewards` instead",
+}
+
+# TRL 1.15 defaults used when TRL itself is not importable (e.g. validating in the UI process).
+TRL_FALLBACK_DEFAULTS: dict[str, Any] = {
+    "gradient_accumulation_steps": 1,
+    "steps_per_generation": None,
+    "generation_batch_size": None,
+}
+
+
+def _help(text: str, **kw) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass
+class ModelConfig:
+    name_or_path: str = _help("Hugging Face model id (e.g. Qwen/Qwen3-0.6B), a local model folder, or `demo`.", default="demo")
+    backend: str = _help("`auto` (Unsloth when importable, else transformers+PEFT), `unsloth`, or `transformers`.", default="auto")
+    load_in_4bit: bool = _help("Load the base weights in 4-bit (bitsandbytes NF4): QLoRA. Needs LoRA.", default=False)
+    dtype: str = _help("Compute dtype: auto (bf16 on GPUs that support it, fp16 on older GPUs, fp32 on CPU), bfloat16, float16, float32.", default="auto")
+    max_seq_length: int = _help("Longest prompt + completion in tokens the model is prepared for.", default=1024)
+    gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower.", default=True)
+    trust_remote_code: bool = _help("Allow model code from the model's repository to run (only for models you trust).", default=False)
+
+
+@dataclass
+class LoraConfig:
+    r: int = _help("LoRA rank: higher learns more, costs more memory.", default=16)
+    alpha: int = _help("LoRA scaling numerator (effective scale alpha/r); 2*r is a common choice.", default=32)
+    dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL.", default=0.0)
+    target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", default="all-linear")
+
+
+@dataclass
+class DataConfig:
+    source: str = _help("`demo`, a local .jsonl/.json/.csv/.parquet file, or a Hugging Face dataset id.", default="demo")
+    config_name: str | None = _help("Hub dataset configuration (subset) name, if it has several.", default=None)
+    split: str = _help("Split used for training.", default="train")
+    prompt_column: str = _help("Column holding the prompt text (or a list of chat messages).", default="prompt")
+    system_prompt: str | None = _help("System message put before every prompt in chat format.", default=None)
+    prompt_format: str = _help("`auto` (chat when the tokenizer has a chat template), `chat`, or `plain` text.", default="auto")
+    test_split: str | None = _help("Held-out data: a split name of the dataset, or a local file path.", default=None)
+    test_fraction: float = _help("When there is no test split: the fraction of rows held out for evaluation (0 = none).", default=0.0)
+    max_train_samples: int | None = _help("Use at most this many training rows (after shuffling); empty = all.", default=None)
+
+
+@dataclass
+class RewardSpec:
+    name: str | None = _help("A builtin reward's name (see `rloo-studio rewards`).", default=None)
+    file: str | None = _help("A Python file with reward functions (relative to the config file).", default=None)
+    function: str | None = _help("With `file`: the function to use; empty = every public function in the file.", default=None)
+    model: str | None = _help("A sequence-classification reward model (folder or hub id) whose score is the reward.", default=None)
+    weight: float = _help("Weight of this reward in the total that RLOO optimises.", default=1.0)
+    params: dict = _help("Parameters of a builtin reward, e.g. {answer_column: answer}.", default_factory=dict)
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        if self.file:
+            return f"{self.file}:{self.function or '*'}"
+        return f"model:{self.model}"
+
+
+@dataclass
+class OutputConfig:
+    runs_dir: str = _help("Folder that holds the run directories.", default="runs")
+    run_name: str | None = _help("Short name put into the run id; empty = derived from the model name.", default=None)
+    samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
+
+
+@dataclass
+class RunConfig:
+    model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
+    lora: LoraConfig | None = _help("LoRA adapter settings; leave the section out for full fine-tuning (small models only).", default=None)
+    data: DataConfig = _help("The prompts to train on.", default_factory=DataConfig)
+    rewards: list = _help("Reward functions and their weights.", default_factory=list)
+    rloo: dict = _help("Passed to trl.RLOOConfig by name: anything RLOOConfig accepts may appear here.", default_factory=dict)
+    output: OutputConfig = _help("Where runs are written.", default_factory=OutputConfig)
+    # Folder relative paths in the config (reward files, data files, model folders) resolve against.
+    base_dir: str = field(default=".", repr=False, compare=False, metadata={"help": "", "internal": True})
+
+    # ---- YAML ------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], base_dir: str | Path = ".", source: str = "the config") -> "RunConfig":
+        """Build a config from plain data; every unknown key and wrong type is reported at once."""
+        problems: list[str] = []
+        if not isinstance(data, Mapping):
+            raise ConfigError([f"expected a mapping of sections (model, data, rewards, rloo, ...), got {type(data).__name__}"], source)
+        cfg = _build(cls, data, "", problems)
+        if cfg is not None:
+            cfg.base_dir = str(base_dir)
+        if problems:
+            raise ConfigError(problems, source)
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | Path, overrides: list[str] | None = None) -> "RunConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError([f"no such file: {path}"], f"config {path}")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', exc)}"], f"config {path}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(["the file is not UTF-8 text"], f"config {path}") from None
+        if overrides:
+            data = apply_overrides(data, overrides)
+        return cls.from_dict(data, base_dir=path.parent.resolve(), source=f"config {path}")
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("internal"):
+                continue
+            value = getattr(self, f.name)
+            if dataclasses.is_dataclass(value):
+                value = dataclasses.asdict(value)
+            elif f.name == "rewards":
+                value = [{k: v for k, v in dataclasses.asdict(r).items() if v not in (None, {}) or k == "weight"} for r in value]
+            elif f.name == "lora" and value is None:
+                continue
+            out[f.name] = copy.deepcopy(value)
+        return out
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_yaml(), encoding="utf-8")
+
+    # ---- derived values -------------------------------------------------------------------
+    def rloo_value(self, key: str, trl_defaults: Mapping[str, Any] | None = None) -> Any:
+        """The effective RLOOConfig value: the config's, else ours, else TRL's default."""
+        if key in self.rloo:
+            return self.rloo[key]
+        if key in RLOO_DEFAULTS:
+            return RLOO_DEFAULTS[key]
+        return (trl_defaults or TRL_FALLBACK_DEFAULTS).get(key)
+
+    def resolve_path(self, value: str) -> Path:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else Path(self.base_dir) / path
+
+    # ---- validation -----------------------------------------------------------------------
+    def validate(self, rloo_fields: Mapping[str, Any] | None = None, num_processes: int = 1) -> list[str]:
+        """Every structural problem of this config (empty list = fine).
+
+        `rloo_fields` maps each key trl.RLOOConfig accepts to its default; when given, unknown
+        `rloo` keys are reported with a "did you mean". Data- and reward-dependent checks live
+        in `rloo_studio.engine.preflight`.
+        """
+        problems: list[str] = []
+        m = self.model
+        if not str(m.name_or_path).strip():
+            problems.append("model.name_or_path: empty; give a hub id, a local folder or `demo`")
+        _check_choice(problems, "model.backend", m.backend, BACKENDS)
+        _check_choice(problems, "model.dtype", m.dtype, DTYPES)
+        _check_positive(problems, "model.max_seq_length", m.max_seq_length)
+        if self.lora is not None:
+            _check_positive(problems, "lora.r", self.lora.r)
+            _check_positive(problems, "lora.alpha", self.lora.alpha)
+            if not (0 <= self.lora.dropout < 1):
+                problems.append(f"lora.dropout: {self.lora.dropout} is outside [0, 1)")
+            tm = self.lora.target_modules
+            if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(t, str) for t in tm))):
+                problems.append(f"lora.target_modules: {tm!r} must be `all-linear` or a non-empty list of module names")
+        elif m.load_in_4bit:
+            problems.append("model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) or set load_in_4bit: false")
+
+        d = self.data
+        if not str(d.source).strip():
+            problems.append("data.source: empty; give `demo`, a file path or a hub dataset id")
+        if not str(d.prompt_column).strip():
+            problems.append("data.prompt_column: empty; name the column that holds the prompts")
+        _check_choice(problems, "data.prompt_format", d.prompt_format, PROMPT_FORMATS)
+        if not (0 <= d.test_fraction < 1):
+            problems.append(f"data.test_fraction: {d.test_fraction} is outside [0, 1)")
+        if d.max_train_samples is not None:
+            _check_positive(problems, "data.max_train_samples", d.max_train_samples)
+
+        if not self.rewards:
+            problems.append("rewards: no reward functions; add at least one (e.g. `- {name: numeric_answer}`)")
+        for i, spec in enumerate(self.rewards):
+            chosen = [k for k in ("name", "file", "model") if getattr(spec, k)]
+            if len(chosen) != 1:
+                problems.append(f"rewards[{i}]: give exactly one of name, file or model (got {', '.join(chosen) or 'none'})")
+            if spec.function and not spec.file:
+                problems.append(f"rewards[{i}].function: only meaningful together with `file`")
+            if spec.params and not spec.name:
+                problems.append(f"rewards[{i}].params: only builtin rewards (`name`) take params")
+
+        if self.output.samples_per_step < 0:
+            problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
+
+        problems.extend(self._validate_rloo(rloo_fields, num_processes))
+        return problems
+
+    def _validate_rloo(self, rloo_fields: Mapping[str, Any] | None, num_processes: int) -> list[str]:
+        problems: list[str] = []
+        for key, reason in RLOO_RESERVED.items():
+            if key in self.rloo:
+                problems.append(f"rloo.{key}: cannot be set here ({reason})")
+        if rloo_fields is not None:
+            for key in self.rloo:
+                if key not in rloo_fields and key not in RLOO_RESERVED:
+                    problems.append(f"rloo.{key}: not an option of trl.RLOOConfig{_did_you_mean(key, rloo_fields)}")
+        value = lambda k: self.rloo_value(k, rloo_fields)  # noqa: E731
+
+        def as_number(key):
+            v = value(key)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                problems.append(f"rloo.{key}: {v!r} is not a number")
+                return None
+            return v
+
+        k = as_number("num_generations")
+        if k is not None and k < 2:
+            problems.append(f"rloo.num_generations: {k}; RLOO needs at least 2 completions per prompt (the baseline is the mean of the others)")
+        for key in ("max_completion_length", "per_device_train_batch_size", "learning_rate"):
+            v = as_number(key)
+            if v is not None and v <= 0:
+                problems.append(f"rloo.{key}: {v} must be greater than 0")
+        max_steps = as_number("max_steps")
+        if max_steps is not None and max_steps == 0:
+            problems.append("rloo.max_steps: 0 trains nothing; use a positive number, or -1 to train for num_train_epochs")
+        beta = as_number("beta")
+        if beta is not None and beta < 0:
+            problems.append(f"rloo.beta: {beta} must be 0 (no KL penalty) or more")
+
+        batch = as_number("per_device_train_batch_size")
+        if k and k >= 2 and batch and batch > 0:
+            gen_batch = as_number("generation_batch_size")
+            steps_per_gen = as_number("steps_per_generation") or as_number("gradient_accumulation_steps") or 1
+            if gen_batch is None:
+                gen_batch = batch * num_processes * steps_per_gen
+                how = f"per_device_train_batch_size {batch} x {num_processes} process(es) x steps_per_generation {steps_per_gen}"
+            else:
+                how = "generation_batch_size"
+            if gen_batch % k:
+                problems.append(
+                    f"rloo: the generation batch ({how} = {gen_batch}) is not divisible by num_generations {k}; "
+                    f"every prompt needs all its {k} completions in one batch — use a batch size that is a multiple of {k}"
+                )
+        return problems
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig}
+
+
+def _did_you_mean(key: str, choices) -> str:
+    close = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.6)
+    return f" — did you mean `{close[0]}`?" if close else ""
+
+
+def _check_choice(problems, path, value, choices):
+    if value not in choices:
+        problems.append(f"{path}: {value!r} is not one of {', '.join(choices)}{_did_you_mean(str(value), choices)}")
+
+
+def _check_positive(problems, path, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+        problems.append(f"{path}: {value} must be greater than 0")
+
+
+def _type_ok(value: Any, annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if annotation is Any:
+        return True
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        return any(_type_ok(value, a) for a in typing.get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, dict):
+        return isinstance(value, origin)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True
+
+
+def _build(cls, data: Mapping[str, Any], prefix: str, problems: list[str]):
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if key not in known:
+            problems.append(f"{path}: unknown key{_did_you_mean(str(key), known)} (known: {', '.join(known)})")
+            continue
+        if cls is RunConfig and key in _SECTION_TYPES:
+            if value is None and key == "lora":
+                kwargs[key] = None
+                continue
+            if not isinstance(value, Mapping):
+                problems.append(f"{path}: expected a mapping of settings, got {type(value).__name__}")
+                continue
+            kwargs[key] = _build(_SECTION_TYPES[key], value, f"{path}.", problems)
+        elif cls is RunConfig and key == "rewards":
+            if not isinstance(value, list):
+                problems.append(f"{path}: expected a list of rewards, got {type(value).__name__}")
+                continue
+            specs = []
+            for i, item in enumerate(value):
+                if isinstance(item, str):  # shorthand: a builtin name alone
+                    item = {"name": item}
+                if not isinstance(item, Mapping):
+                    problems.append(f"{path}[{i}]: expected a mapping like {{name: numeric_answer}}, got {item!r}")
+                    continue
+                spec = _build(RewardSpec, item, f"{path}[{i}].", problems)
+                if spec is not None:
+                    specs.append(spec)
+            kwargs[key] = specs
+        elif cls is RunConfig and key == "rloo":
+            if not isinstance(value, Mapping):
+                problems.append(f"{path}: expected a mapping of RLOOConfig options, got {type(value).__name__}")
+                continue
+            kwargs[key] = {k: _yaml_number(v) for k, v in value.items()}
+        else:
+            if not _type_ok(value, hints[key]):
+                problems.append(f"{path}: {value!r} has the wrong type (expected {_type_name(hints[key])})")
+                continue
+            kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # pragma: no cover - all keys were checked above
+        problems.append(f"{prefix or 'config'}: {exc}")
+        return None
+
+
+_FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+
+
+def _yaml_number(value: Any) -> Any:
+    """PyYAML reads `5e-5` (no dot) as a string, a classic trap for learning rates: read it as a number."""
+    if isinstance(value, str) and _FLOAT_TEXT.match(value.strip()):
+        return float(value)
+    return value
+
+
+def _type_name(annotation) -> str:
+    args = typing.get_args(annotation)
+    if args:
+        return " or ".join(_type_name(a) for a in args)
+    return "null" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: list[str]) -> dict:
+    """Apply `key.sub=value` overrides (value parsed as YAML; list items by index: rewards.0.weight=2)."""
+    data = copy.deepcopy(dict(data))
+    problems = []
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            problems.append(f"override {item!r}: expected key.sub=value, e.g. rloo.max_steps=20")
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node: Any = data
+        parts = key.strip().split(".")
+        try:
+            for part in parts[:-1]:
+                if isinstance(node, list):
+                    node = node[int(part)]
+                else:
+                    node = node.setdefault(part, {})
+                    if node is None:
+                        raise TypeError
+            last = parts[-1]
+            if isinstance(node, list):
+                node[int(last)] = value
+            else:
+                node[last] = value
+        except (ValueError, IndexError, TypeError, AttributeError):
+            problems.append(f"override {item!r}: {key} does not name a setting in this config")
+    if problems:
+        raise ConfigError(problems, "the command-line overrides")
+    return data
+
+
+def field_help(section: str, name: str) -> str:
+    """Help text of one field, for the UI and the README (e.g. field_help('lora', 'r'))."""
+    cls = _SECTION_TYPES.get(section, RewardSpec if section == "rewards" else RunConfig)
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f.metadata.get("help", "")
+    raise KeyError(f"{section}.{name}")

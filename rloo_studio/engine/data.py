@@ -1,0 +1,203 @@
+"""Training data: read the configured source into rows, split off a test set, build TRL prompts.
+
+Sources: the name `demo` (the bundled task under assets/demo-data/), a local .jsonl/.json/.csv/
+.parquet file (read here, so a broken line is reported by number), or a Hugging Face dataset id.
+`load_rows` needs no model; `to_trl_dataset` turns rows into the `prompt` column TRL expects —
+chat messages (TRL applies the tokenizer's chat template) or plain text — and keeps every other
+column, which TRL passes to the reward functions by name.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import DataConfig, _did_you_mean
+from ..errors import DataError
+
+LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEMO_DATA_DIR = PROJECT_ROOT / "assets" / "demo-data"
+
+
+@dataclass
+class Rows:
+    train: list[dict]
+    test: list[dict] | None
+    columns: list[str]
+    description: str  # where the rows came from, for logs
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {number} is not valid JSON ({exc.msg}, column {exc.colno})",
+                                "each line of a .jsonl file must be one JSON object",
+                                f"fix or delete line {number}") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}: line {number} is a JSON {type(row).__name__}, not an object",
+                                "each line must be an object like {\"prompt\": \"...\", \"answer\": \"...\"}", f"fix line {number}")
+            rows.append(row)
+    return rows
+
+
+def _read_local(path: Path) -> list[dict]:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            return _read_jsonl(path)
+        if suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):  # {"train": [...]} or {"data": [...]}
+                lists = [v for v in data.values() if isinstance(v, list)]
+                data = lists[0] if len(lists) == 1 else data
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+                raise DataError(f"{path}: expected a JSON list of objects", "each object is one row", "save the rows as a list, or as .jsonl")
+            return data
+        if suffix == ".csv":
+            with open(path, encoding="utf-8-sig", newline="") as fh:
+                return [dict(r) for r in csv.DictReader(fh)]
+        if suffix == ".parquet":
+            import pandas as pd
+
+            return pd.read_parquet(path).to_dict(orient="records")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+                        "data files must be UTF-8", "re-save the file as UTF-8 (e.g. in a spreadsheet: CSV UTF-8)") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})", "", "fix the file, or use .jsonl") from None
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"{path} could not be read: {exc}", "", "check that the file is complete and in the format its extension says") from None
+    raise DataError(f"{path}: unsupported file type {suffix!r}", f"supported: {', '.join(LOCAL_SUFFIXES)}", "convert the file")
+
+
+def _looks_local(source: str) -> bool:
+    return source.lower().endswith(LOCAL_SUFFIXES) or source.startswith((".", "/", "~"))
+
+
+def _read_source(source: str, cfg: DataConfig, base_dir: Path, split: str) -> list[dict]:
+    if source == "demo":
+        path = DEMO_DATA_DIR / f"{split}.jsonl"
+        if not path.is_file():
+            raise DataError(f"the bundled demo data has no `{split}` split ({path} is missing)",
+                            "the demo data ships with RLOO Studio under assets/demo-data/",
+                            "use split `train` or `test`, or point data.source at your own file")
+        return _read_jsonl(path)
+    path = Path(source).expanduser()
+    candidates = [path] if path.is_absolute() else [base_dir / path, Path.cwd() / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return _read_local(candidate)
+    if _looks_local(source):
+        raise DataError(f"data file not found: {source}", f"looked in {', '.join(str(c.parent) for c in candidates)}",
+                        "check the path (relative paths are relative to the config file)")
+    return _read_hub(source, cfg, split)
+
+
+def _read_hub(dataset_id: str, cfg: DataConfig, split: str) -> list[dict]:
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(dataset_id, cfg.config_name, split=split)
+    except Exception as exc:  # the hub client raises many types: connection, auth, not found, bad split
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        offline = "offline" in first.lower() or "connect" in first.lower() or "HF_HUB_OFFLINE" in first
+        raise DataError(
+            f"could not load hub dataset {dataset_id!r} (split {split!r}): {first}",
+            "no network connection to the Hugging Face hub" if offline else "the id, config or split may be wrong, or the dataset is private",
+            "download it while online (it is then cached), or use a local .jsonl/.csv/.parquet file" if offline
+            else "check the dataset id and split on the hub page; give data.config_name if it has several configurations",
+        ) from None
+    return [dict(r) for r in ds]
+
+
+def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Rows:
+    """Read training (and test) rows as plain dicts; no tokenizer or model needed."""
+    base_dir = Path(base_dir)
+    train = _read_source(cfg.source, cfg, base_dir, cfg.split)
+    if not train:
+        raise DataError(f"the dataset {cfg.source!r} has no rows", "", "check the file or split")
+    columns = list(dict.fromkeys(k for row in train[:1000] for k in row))
+    if cfg.prompt_column not in columns:
+        raise DataError(f"the dataset has no column `{cfg.prompt_column}`{_did_you_mean(cfg.prompt_column, columns)}",
+                        f"its columns are: {', '.join(columns)}", "set data.prompt_column to the column that holds the prompts")
+    empty = [i + 1 for i, row in enumerate(train) if _is_empty(row.get(cfg.prompt_column))]
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        raise DataError(f"{len(empty)} row(s) have an empty prompt (rows {shown})", "a model cannot be prompted with nothing",
+                        "remove those rows or fill in their prompts")
+
+    test: list[dict] | None = None
+    if cfg.test_split:
+        # A file path names its own file; anything else is a split of the same source.
+        test = _read_source(cfg.test_split if _looks_local(cfg.test_split) else cfg.source, cfg, base_dir, cfg.test_split)
+    elif cfg.test_fraction > 0:
+        shuffled = train[:]
+        random.Random(seed).shuffle(shuffled)
+        n_test = max(1, int(round(len(shuffled) * cfg.test_fraction)))
+        test, train = shuffled[:n_test], shuffled[n_test:]
+    if cfg.max_train_samples and len(train) > cfg.max_train_samples:
+        train = random.Random(seed).sample(train, cfg.max_train_samples)
+    return Rows(train=train, test=test, columns=columns, description=f"{cfg.source} ({len(train)} train rows)")
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, list) and not value)
+
+
+def use_chat_format(cfg: DataConfig, tokenizer) -> bool:
+    if cfg.prompt_format == "chat":
+        return True
+    if cfg.prompt_format == "plain":
+        return False
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def build_prompt(value: Any, cfg: DataConfig, chat: bool):
+    """One row's prompt in TRL's form: a list of messages (chat) or a string (plain)."""
+    if isinstance(value, list):  # already a conversation
+        messages = list(value)
+        if cfg.system_prompt and not any(m.get("role") == "system" for m in messages):
+            messages.insert(0, {"role": "system", "content": cfg.system_prompt})
+        return messages
+    text = str(value)
+    if chat:
+        messages = [{"role": "user", "content": text}]
+        if cfg.system_prompt:
+            messages.insert(0, {"role": "system", "content": cfg.system_prompt})
+        return messages
+    return f"{cfg.system_prompt}\n\n{text}" if cfg.system_prompt else text
+
+
+def to_trl_dataset(rows: list[dict], cfg: DataConfig, tokenizer):
+    """A datasets.Dataset with TRL's `prompt` column plus every original column (for the rewards)."""
+    import datasets
+
+    chat = use_chat_format(cfg, tokenizer)
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise DataError("data.prompt_format is `chat` but the tokenizer has no chat template",
+                        "chat prompts are turned into text by the tokenizer's template",
+                        "use prompt_format: plain, or a model with a chat template")
+    records = []
+    for row in rows:
+        record = {k: v for k, v in row.items() if k != "prompt"}
+        record["prompt"] = build_prompt(row[cfg.prompt_column], cfg, chat)
+        records.append(record)
+    try:
+        return datasets.Dataset.from_list(records)
+    except Exception as exc:  # pyarrow refuses columns whose values change type between rows
+        raise DataError(f"the dataset's columns could not be combined into a table: {str(exc).splitlines()[0]}",
+                        "a column holds values of different types in different rows (e.g. numbers and text)",
+                        "make every column one type (e.g. quote all answers as text)") from None

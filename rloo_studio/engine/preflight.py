@@ -1,0 +1,36 @@
+"""The pre-flight check: every problem with a run config, found before any model is loaded.
+
+It combines the config's own checks (`RunConfig.validate`, with the option names TRL's
+RLOOConfig really accepts), the data (readable? has the prompt column?), the reward specs
+(known builtins, valid params, files and functions that exist, columns they read) and the
+model reference (folder or hub id). All problems are raised together as one ConfigError.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..config import RunConfig
+from ..errors import ConfigError, StudioError
+from ..rewards import check_reward_specs
+from .data import Rows, load_rows
+from .model import resolve_model_source
+
+
+def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes: int = 1) -> Rows:
+    """Check everything checkable without a model; return the loaded data rows for reuse."""
+    problems = cfg.validate(rloo_fields, num_processes)
+    try:
+        resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+    except StudioError as exc:
+        problems.append(f"model.name_or_path: {exc.what} — {exc.fix}")
+    rows = None
+    try:
+        rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed") or 42))
+    except StudioError as exc:
+        problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
+    problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None))
+    if problems:
+        raise ConfigError(problems, "the run config")
+    assert rows is not None
+    return rows

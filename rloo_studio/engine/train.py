@@ -1,0 +1,302 @@
+"""The training worker: one RLOO run, from a checked config to a finished run directory.
+
+`run_training` is exactly what `rloo-studio train` executes (and what the app's training
+worker will run in a child process). It writes the run directory as the contract says:
+config.yaml, reward source copies, status.json, metrics.jsonl (every logged key), samples.jsonl,
+train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
+ends training after the current step with a checkpoint and the adapter saved. It does not
+parse command lines or print for people; the CLI does that.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .. import runs
+from ..config import RLOO_DEFAULTS, RunConfig
+from ..errors import ConfigError, OutOfMemory, StudioError
+from .preflight import preflight
+
+log = logging.getLogger("rloo_studio.train")
+
+
+def is_main_process() -> bool:
+    """Rank 0 writes the run directory; other ranks (accelerate/torchrun) only train."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+class _Tee:
+    """Copy a stream into train.log while still showing it to the person."""
+
+    def __init__(self, stream, log_file):
+        self.stream, self.log_file = stream, log_file
+
+    def write(self, text):
+        self.stream.write(text)
+        self.log_file.write(text)
+        return len(text)
+
+    def flush(self):
+        self.stream.flush()
+        self.log_file.flush()
+
+    def isatty(self):
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
+    """Create the run directory and write the resolved config and reward-source copies into it."""
+    if run_dir is None:
+        name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name
+        path = runs.create_run_dir(cfg.resolve_path(cfg.output.runs_dir), name)
+    else:
+        path = Path(run_dir)
+        if path.exists() and any(path.iterdir()):
+            raise StudioError(f"--run-dir {path} already exists and is not empty",
+                              "a run directory holds exactly one run, and nothing a run wrote is overwritten",
+                              f"choose a new folder, or continue that run with --resume {path}")
+        path.mkdir(parents=True, exist_ok=True)
+    resolved = resolved_config(cfg, path)
+    resolved.save(path / runs.CONFIG_FILE)
+    return path
+
+
+def resolved_config(cfg: RunConfig, run_dir: Path) -> RunConfig:
+    """A copy of `cfg` that reproduces the run from inside `run_dir`: reward files copied in, paths absolute."""
+    out = RunConfig.from_dict(cfg.to_dict(), base_dir=run_dir)
+    for name in ("name_or_path",):
+        value = getattr(cfg.model, name)
+        if value != "demo" and cfg.resolve_path(value).exists():
+            setattr(out.model, name, str(cfg.resolve_path(value).resolve()))
+    for attr in ("source", "test_split"):
+        value = getattr(cfg.data, attr)
+        if value and value != "demo" and cfg.resolve_path(value).is_file():
+            setattr(out.data, attr, str(cfg.resolve_path(value).resolve()))
+    out.output.runs_dir = str(cfg.resolve_path(cfg.output.runs_dir).resolve())
+    copied: dict[str, str] = {}
+    for spec_in, spec_out in zip(cfg.rewards, out.rewards):
+        if spec_in.file:
+            source = cfg.resolve_path(spec_in.file).resolve()
+            if str(source) not in copied:
+                target = runs.REWARDS_FILE if not copied else f"rewards_{len(copied) + 1}_{source.stem}.py"
+                if source != (run_dir / target).resolve():
+                    shutil.copyfile(source, run_dir / target)
+                copied[str(source)] = target
+            spec_out.file = copied[str(source)]
+    return out
+
+
+def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
+    """Keyword arguments for trl.RLOOConfig: our defaults, then the config's `rloo` section, then the run's paths."""
+    args = dict(RLOO_DEFAULTS)
+    if not stack.cuda:
+        args.update(use_cpu=True, bf16=False, fp16=False)
+    else:
+        args.update(bf16=dtype == "bfloat16", fp16=dtype == "float16")
+    if stack.backend == "transformers" and cfg.lora is not None:
+        args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
+    args.update(cfg.rloo)
+    args["output_dir"] = str(run_dir / runs.CHECKPOINTS_DIR)
+    args.setdefault("save_strategy", "steps")
+    args.setdefault("max_completion_length", RLOO_DEFAULTS["max_completion_length"])
+    return args
+
+
+def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
+    transformers = stack.transformers
+
+    class StudioCallback(transformers.TrainerCallback):
+        """Writes metrics.jsonl and status.json, and turns a stop request into a clean stop."""
+
+        def __init__(self):
+            self.started = time.time()
+            self.first_step = resumed_from
+
+        def _eta(self, state):
+            done = state.global_step - self.first_step
+            if done <= 0 or not state.max_steps:
+                return None
+            per_step = (time.time() - self.started) / done
+            return round(per_step * max(0, state.max_steps - state.global_step), 1)
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                runs.update_status(run_dir, state="running", max_steps=state.max_steps, step=state.global_step)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs:
+                return
+            if "train_runtime" in logs:  # the end-of-training summary, not a step
+                runs.update_status(run_dir, summary=dict(logs))
+                return
+            runs.append_jsonl(run_dir / runs.METRICS_FILE, {"step": state.global_step, "time": time.time(), **logs})
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state))
+            if stop_flag.get("signal") or runs.stop_requested(run_dir):
+                stop_flag["requested"] = True
+                control.should_training_stop = True
+                control.should_save = True  # a checkpoint at this step, so --resume continues from here
+                if state.is_world_process_zero:
+                    runs.update_status(run_dir, state="stopping")
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                runs.update_status(run_dir, last_checkpoint=state.global_step)
+
+    return StudioCallback()
+
+
+def _install_signal_handlers(stop_flag: dict):
+    def handler(signum, frame):
+        if stop_flag.get("signal"):
+            raise KeyboardInterrupt  # a second signal: stop now
+        stop_flag["signal"] = signum
+        print(f"\nStop requested ({signal.Signals(signum).name}): finishing the current step, then saving. "
+              "Send it again to stop at once.", file=sys.stderr, flush=True)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread (e.g. inside a test runner thread)
+            pass
+
+
+def out_of_memory_error(step) -> OutOfMemory:
+    return OutOfMemory(
+        f"the GPU ran out of memory at step {step}",
+        "RL keeps the policy, its gradients and the KV cache of every generated completion in memory at once",
+        "lower rloo.max_completion_length or rloo.per_device_train_batch_size (keep it a multiple of "
+        "rloo.num_generations), lower rloo.num_generations, set model.load_in_4bit: true, lower lora.r, "
+        "or keep model.gradient_checkpointing: true; `rloo-studio estimate CONFIG` shows what each costs",
+    )
+
+
+def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool = False) -> Path:
+    """Train one run; returns its directory. Raises StudioError for problems the person can fix."""
+    from .stack import import_training_stack, rloo_config_fields
+
+    stack = import_training_stack(cfg.model.backend if cfg.model.backend in ("auto", "unsloth", "transformers") else "auto")
+    rows = preflight(cfg, rloo_fields=rloo_config_fields())
+
+    main = is_main_process()
+    if resume:
+        run_dir = Path(run_dir)  # type: ignore[arg-type]
+    elif main:
+        run_dir = prepare_run_dir(cfg, run_dir)
+    else:  # other ranks learn the directory from rank 0 through the environment (set by the launcher)
+        run_dir = Path(os.environ["RLOO_STUDIO_RUN_DIR"])
+    assert run_dir is not None
+
+    log_file = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8", buffering=1) if main else None
+    saved_streams = sys.stdout, sys.stderr
+    if log_file:
+        sys.stdout, sys.stderr = _Tee(sys.stdout, log_file), _Tee(sys.stderr, log_file)
+    stop_flag: dict = {}
+    _install_signal_handlers(stop_flag)
+    try:
+        return _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
+    except BaseException as exc:
+        if main:
+            _record_failure(run_dir, exc, stack)
+        if isinstance(exc, StudioError) or not _is_oom(exc, stack):
+            raise
+        raise out_of_memory_error(runs.read_status(run_dir).get("step")) from exc
+    finally:
+        if log_file:
+            sys.stdout, sys.stderr = saved_streams
+            log_file.close()
+
+
+def _is_oom(exc: BaseException, stack) -> bool:
+    oom_type = getattr(stack.torch, "OutOfMemoryError", None) or getattr(stack.torch.cuda, "OutOfMemoryError", ())
+    return isinstance(exc, oom_type) or "CUDA out of memory" in str(exc)
+
+
+def _record_failure(run_dir: Path, exc: BaseException, stack) -> None:
+    if isinstance(exc, KeyboardInterrupt):
+        runs.update_status(run_dir, state="stopped", pid=None, error=None, note="interrupted before a clean stop; resume continues from the last checkpoint")
+        return
+    if _is_oom(exc, stack):
+        err = out_of_memory_error(runs.read_status(run_dir).get("step"))
+    elif isinstance(exc, StudioError):
+        err = exc
+    else:
+        err = StudioError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                          "an unexpected error inside the training stack (the full traceback is in train.log)",
+                          "read train.log; if the cause is not clear, report it with that file")
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
+
+
+def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
+    from ..rewards import build_rewards
+    from ..rewards.runtime import SampleRecorder, guard
+    from .data import to_trl_dataset
+    from .model import load_model
+
+    trl = stack.trl
+    resume_step, checkpoint = 0, None
+    if resume:
+        found = runs.last_checkpoint(run_dir)
+        if found:
+            resume_step, checkpoint = found
+    if main:
+        runs.clear_stop(run_dir)
+        if resume:
+            # Steps after the checkpoint are trained again: set their old records aside so nothing is duplicated.
+            for name in (runs.METRICS_FILE, runs.SAMPLES_FILE):
+                runs.set_aside_after(run_dir / name, resume_step)
+        runs.update_status(run_dir, state="running", pid=os.getpid(), started_at=runs.read_status(run_dir).get("started_at") or time.time(),
+                           model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
+                           step=resume_step, max_steps=cfg.rloo_value("max_steps"))
+    print(f"[rloo-studio] run directory: {run_dir}", flush=True)
+    print(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)
+    if resume:
+        print(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0", flush=True)
+
+    loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir)
+    print(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
+          f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{', 4-bit' if cfg.model.load_in_4bit else ''})", flush=True)
+    train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
+
+    rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names)
+    args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
+    try:
+        rloo_config = trl.RLOOConfig(**args)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError([f"rloo: {exc}"], "trl.RLOOConfig") from None
+    recorder = SampleRecorder(
+        [r.name for r in rewards], [r.weight for r in rewards], rloo_config.num_generations,
+        cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main)
+    reward_funcs = [guard(r.func, r.name, r.source_file, recorder.on_values) for r in rewards]
+    rloo_config.reward_weights = [r.weight for r in rewards]
+
+    trainer = trl.RLOOTrainer(
+        model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
+        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step)],
+    )
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+    stopped = bool(stop_flag.get("requested"))
+    if main:
+        final_dir = run_dir / (runs.ADAPTER_DIR if loaded.lora else runs.MODEL_DIR)
+        trainer.model.save_pretrained(str(final_dir))
+        loaded.tokenizer.save_pretrained(str(final_dir))
+        runs.clear_stop(run_dir)
+        runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
+                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name)
+    print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
+    return run_dir

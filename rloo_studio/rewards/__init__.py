@@ -1,0 +1,132 @@
+"""Rewards: the builtin library, user reward code, and turning a config's reward list into callables.
+
+`build_rewards` is the single entry point the training worker (and later the preview) uses:
+it resolves every `RewardSpec` — builtin name with params, a function from a user file, or a
+reward model — into a named callable in TRL's contract plus its weight. `check_reward_specs`
+reports every problem with those specs without loading a model, for the pre-flight check.
+This package never imports torch at module level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..config import RewardSpec, _did_you_mean
+from ..errors import RewardError, StudioError
+from .builtin import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID, describe_builtin
+from .user import load_reward_file
+
+THINK_END_TOKEN = "</think>"
+
+
+@dataclass
+class LoadedReward:
+    func: Callable            # TRL-contract callable; its __name__ is what TRL logs
+    weight: float
+    name: str
+    source_file: str | None   # the user's file, for error messages in its own line numbering
+
+
+def think_end_token_id(tokenizer) -> int | None:
+    """The id of `</think>` when the tokenizer has it as a single token, else None."""
+    if tokenizer is None:
+        return None
+    ids = tokenizer.convert_tokens_to_ids(THINK_END_TOKEN)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if isinstance(ids, int) and ids >= 0 and ids != unk:
+        return ids
+    encoded = tokenizer.encode(THINK_END_TOKEN, add_special_tokens=False)
+    return encoded[0] if len(encoded) == 1 else None
+
+
+def _builtin(spec: RewardSpec, tokenizer, check_only: bool) -> Callable:
+    factory = BUILTIN_REWARDS[spec.name]
+    params = dict(spec.params)
+    if spec.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in params:
+        if check_only:
+            params["think_end_token_id"] = 0  # stands in for the real id, to check the other params
+        else:
+            token_id = think_end_token_id(tokenizer)
+            if token_id is None:
+                raise RewardError(
+                    f"reward `{spec.name}` needs `{THINK_END_TOKEN}` to be one token, but this model's tokenizer splits it",
+                    "the thinking-aware rewards find the end of the reasoning by token id",
+                    "use a reasoning model whose tokenizer has <think>/</think> tokens (e.g. Qwen3, or the demo model), or a text-based reward such as think_format",
+                )
+            params["think_end_token_id"] = token_id
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        raise RewardError(f"reward `{spec.name}`: {exc}", describe_builtin(spec.name), "fix its `params:`") from None
+    except ValueError as exc:
+        raise RewardError(f"reward `{spec.name}`: {exc}", "", "fix its `params:`") from None
+
+
+def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", tokenizer=None,
+                  dataset_columns: Sequence[str] = (), check_only: bool = False) -> list[LoadedReward]:
+    """Resolve reward specs into callables with weights; raises RewardError on the first problem."""
+    loaded: list[LoadedReward] = []
+    extra = tuple(c for c in dataset_columns if c != "prompt")
+    for spec in specs:
+        if spec.name:
+            if spec.name not in BUILTIN_REWARDS:
+                raise RewardError(f"unknown builtin reward `{spec.name}`{_did_you_mean(spec.name, BUILTIN_REWARDS)}",
+                                  f"the builtins are: {', '.join(BUILTIN_REWARDS)}", "fix the name, or use `file:` for your own code")
+            loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only), float(spec.weight), spec.name, None))
+        elif spec.file:
+            path = Path(spec.file)
+            if not path.is_absolute():
+                path = Path(base_dir) / path
+            functions = load_reward_file(path, [spec.function] if spec.function else None, extra)
+            for name, fn in functions.items():
+                loaded.append(LoadedReward(fn, float(spec.weight), name, str(path)))
+        elif spec.model:
+            from .model_reward import reward_model_function  # imports torch/transformers: only when used
+
+            fn = (lambda *a, **k: []) if check_only else reward_model_function(spec.model, base_dir)
+            name = "reward_model_" + Path(spec.model).name.replace("-", "_")
+            fn.__name__ = fn.__qualname__ = name
+            loaded.append(LoadedReward(fn, float(spec.weight), name, None))
+    names = [r.name for r in loaded]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise RewardError(
+            f"two rewards have the same name: {', '.join(duplicates)}",
+            "TRL logs each reward under its function name, so their curves would be mixed up",
+            "use each builtin once, or wrap one in a differently named function in your reward file",
+        )
+    return loaded
+
+
+def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
+                       dataset_columns: Sequence[str] | None = None) -> list[str]:
+    """Every problem with the reward specs (names, params, files, functions, columns) — no model needed."""
+    problems: list[str] = []
+    for i, spec in enumerate(specs):
+        try:
+            build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True)
+        except StudioError as exc:
+            problems.append(f"rewards[{i}] ({spec.label()}): {exc.what}" + (f" — {exc.fix}" if exc.fix else ""))
+            continue
+        column = spec.params.get("answer_column") if spec.name else None
+        if column is None and spec.name in ("numeric_answer", "exact_match"):
+            column = "answer"
+        if column and dataset_columns is not None and column not in dataset_columns:
+            problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{_did_you_mean(column, dataset_columns)}"
+                            f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
+    try:
+        build_rewards(specs, base_dir, None, dataset_columns or (), check_only=True)
+    except StudioError as exc:
+        if "same name" in exc.what:
+            problems.append(f"rewards: {exc.what} — {exc.fix}")
+    return problems
+
+
+def builtin_catalog() -> dict[str, str]:
+    """{name: one-paragraph description} of every builtin reward."""
+    return {name: describe_builtin(name) for name in BUILTIN_REWARDS}
+
+
+__all__ = ["LoadedReward", "build_rewards", "check_reward_specs", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]

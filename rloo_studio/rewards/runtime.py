@@ -1,0 +1,168 @@
+"""Reward functions at training time: checking what they return, and recording samples.
+
+`guard` wraps a reward function so a misbehaving one fails with a message naming the function
+and what was wrong (an exception with its line in the user's file, the wrong number of values,
+a value that is not a number) instead of a stack trace from deep inside TRL. The wrapper keeps
+the function's `__name__`, which TRL uses for metric names.
+
+`SampleRecorder` sees every function's values for a generation batch and appends a few
+prompt groups to samples.jsonl with per-function rewards, the weighted total and the
+leave-one-out advantage. It knows nothing about models; it writes through a callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import numbers
+import threading
+from typing import Callable, Sequence
+
+from ..errors import RewardError
+from .builtin import completion_text, split_thinking
+from .scoring import leave_one_out_advantages, weighted_totals
+from .user import describe_call_error
+
+
+def _check_values(values, name: str, expected: int) -> list[float | None]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not hasattr(values, "tolist"):
+        raise RewardError(
+            f"reward function `{name}` returned {type(values).__name__}, not a list",
+            "TRL needs one float (or None) per completion",
+            f"return a list with {expected} numbers, e.g. `return [1.0 for _ in completions]`",
+        )
+    if hasattr(values, "tolist"):
+        values = values.tolist()
+    values = list(values)
+    if len(values) != expected:
+        raise RewardError(
+            f"reward function `{name}` returned {len(values)} values for {expected} completions",
+            "TRL needs exactly one value per completion, in the same order",
+            "return one float (or None) per item of `completions`",
+        )
+    out: list[float | None] = []
+    for i, v in enumerate(values):
+        if v is None:
+            out.append(None)
+        elif isinstance(v, numbers.Real):
+            out.append(float(v))
+        else:
+            raise RewardError(
+                f"reward function `{name}` returned {v!r} ({type(v).__name__}) for completion #{i}",
+                "each value must be a number, or None when the reward does not apply",
+                "convert it with float(...) or return None",
+            )
+    return out
+
+
+def guard(func: Callable, name: str, source_file: str | None = None,
+          on_values: Callable[[str, dict, list], None] | None = None) -> Callable:
+    """Wrap `func` with output checks and error messages; `on_values(name, kwargs, values)` sees results."""
+
+    def finish(kwargs, values):
+        checked = _check_values(values, name, len(kwargs["completions"]))
+        if on_values is not None:
+            on_values(name, kwargs, checked)
+        return checked
+
+    def fail(exc: BaseException, kwargs):
+        if isinstance(exc, RewardError):
+            raise exc
+        completions = kwargs.get("completions") or []
+        first = completion_text(completions[0])[:200] if completions else ""
+        raise RewardError(
+            f"reward function `{name}` raised {type(exc).__name__}: {exc}",
+            f"at {describe_call_error(exc, name, source_file)}; first completion of the batch: {first!r}",
+            "fix the function so it handles every completion (return None for ones it cannot score)",
+        ) from exc
+
+    if asyncio.iscoroutinefunction(func):
+        @functools.wraps(func)
+        async def guarded_async(**kwargs):
+            try:
+                values = await func(**kwargs)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit from user code must not end training silently
+                fail(exc, kwargs)
+            return finish(kwargs, values)
+        wrapper = guarded_async
+    else:
+        @functools.wraps(func)
+        def guarded(**kwargs):
+            try:
+                values = func(**kwargs)
+            except BaseException as exc:  # noqa: BLE001
+                fail(exc, kwargs)
+            return finish(kwargs, values)
+        wrapper = guarded
+    wrapper.__name__ = wrapper.__qualname__ = name
+    return wrapper
+
+
+class SampleRecorder:
+    """Collects every reward function's values for one generation batch, then writes sample rows."""
+
+    def __init__(self, names: Sequence[str], weights: Sequence[float], num_generations: int,
+                 groups_per_step: int, write: Callable[[list[dict]], None], enabled: bool = True):
+        self.names = list(names)
+        self.weights = list(weights)
+        self.num_generations = num_generations
+        self.groups_per_step = groups_per_step
+        self.write = write
+        self.enabled = enabled and groups_per_step > 0
+        self._lock = threading.Lock()
+        self._batch_key: int | None = None
+        self._values: dict[str, list] = {}
+
+    def on_values(self, name: str, kwargs: dict, values: list) -> None:
+        if not self.enabled:
+            return
+        rows: list[dict] = []
+        with self._lock:
+            key = id(kwargs["completions"])  # TRL passes the same list object to every function of a batch
+            if key != self._batch_key:
+                self._batch_key, self._values = key, {}
+            self._values[name] = values
+            if len(self._values) == len(self.names):
+                rows = self._rows(kwargs)
+                self._batch_key, self._values = None, {}
+        if rows:
+            self.write(rows)
+
+    def _rows(self, kwargs: dict) -> list[dict]:
+        completions, prompts = kwargs["completions"], kwargs.get("prompts") or [None] * len(kwargs["completions"])
+        k = self.num_generations
+        if len(completions) < k:
+            return []  # this process holds only part of a prompt group (several processes); nothing to show
+        per_function = [self._values[n] for n in self.names]
+        usable = len(completions) - len(completions) % k
+        totals = weighted_totals([v[:usable] for v in per_function], self.weights)
+        advantages = leave_one_out_advantages(totals, k)
+        state = kwargs.get("trainer_state")
+        # Completions generated while global_step == s are used for optimizer step s + 1.
+        step = int(getattr(state, "global_step", 0) or 0) + 1
+        rows = []
+        for group in range(min(self.groups_per_step, usable // k)):
+            for j in range(group * k, group * k + k):
+                text = completion_text(completions[j])
+                thinking, answer = split_thinking(text)
+                rows.append({
+                    "step": step,
+                    "group": group,
+                    "prompt": _prompt_text(prompts[j]),
+                    "completion": text,
+                    "thinking": thinking,
+                    "answer": answer,
+                    "rewards": {n: per_function[i][j] for i, n in enumerate(self.names)},
+                    "total": totals[j],
+                    "advantage": advantages[j],
+                })
+        return rows
+
+
+def _prompt_text(prompt) -> str | None:
+    if prompt is None or isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        return "\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in prompt if isinstance(m, dict))
+    return str(prompt)
+

@@ -1,0 +1,297 @@
+"""The run-directory contract: create runs, write and read their files safely, list them.
+
+Layout (see README "The run directory"): config.yaml, rewards.py, status.json, metrics.jsonl,
+samples.jsonl, train.log, checkpoints/checkpoint-N/, adapter/, eval.json, exports/.
+
+Writers append whole lines and flush; readers skip an incomplete last line, so a reader
+never sees half a record even while a worker is writing or after it was killed. status.json
+is replaced atomically (temp file + rename). This module never deletes anything a run wrote.
+It knows nothing about models or training; it is plain files and the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+STATES = ("queued", "running", "stopping", "stopped", "finished", "failed")
+ACTIVE_STATES = ("queued", "running", "stopping")
+
+CONFIG_FILE = "config.yaml"
+REWARDS_FILE = "rewards.py"
+STATUS_FILE = "status.json"
+METRICS_FILE = "metrics.jsonl"
+SAMPLES_FILE = "samples.jsonl"
+LOG_FILE = "train.log"
+STOP_FILE = "STOP"  # its presence asks the worker to stop after the current step
+CHECKPOINTS_DIR = "checkpoints"
+ADAPTER_DIR = "adapter"
+MODEL_DIR = "model"  # full fine-tuning writes the whole model here instead of adapter/
+
+
+def slugify(text: str, max_len: int = 32) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_len].strip("-") or "run"
+
+
+def new_run_id(name: str) -> str:
+    """A sortable id: UTC timestamp to the second, then a short slug of `name`."""
+    return f"{datetime.utcnow():%Y%m%d-%H%M%S}-{slugify(name)}"
+
+
+def create_run_dir(runs_root: str | Path, name: str) -> Path:
+    """Make a fresh run directory; never reuses an existing one."""
+    root = Path(runs_root)
+    root.mkdir(parents=True, exist_ok=True)
+    base = new_run_id(name)
+    for n in range(1000):
+        path = root / (base if n == 0 else f"{base}-{n + 1}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a new run directory under {root}")
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+def _json_default(value: Any):
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: store them as null so every reader can parse the line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json_line(record: dict) -> str:
+    return json.dumps(_clean(record), default=_json_default, ensure_ascii=False) + "\n"
+
+
+def append_jsonl(path: str | Path, records: list[dict] | dict) -> None:
+    """Append whole lines in one write and flush them to disk."""
+    if isinstance(records, dict):
+        records = [records]
+    if not records:
+        return
+    text = "".join(to_json_line(r) for r in records)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_json_atomic(path: str | Path, data: dict) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(_clean(data), fh, default=_json_default, ensure_ascii=False, indent=2)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# ---- reading -----------------------------------------------------------------------------------
+
+def iter_jsonl(path: str | Path) -> Iterator[dict]:
+    """Records of a JSONL file; a torn or unparsable line (e.g. the last one of a killed writer) is skipped."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.endswith("\n"):
+                    break  # still being written, or torn by a crash
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
+    except FileNotFoundError:
+        return
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    return list(iter_jsonl(path))
+
+
+def read_json(path: str | Path) -> dict | None:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else None
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+# ---- status ------------------------------------------------------------------------------------
+
+def read_status(run_dir: str | Path) -> dict:
+    return read_json(Path(run_dir) / STATUS_FILE) or {}
+
+
+def update_status(run_dir: str | Path, **fields: Any) -> dict:
+    """Merge `fields` into status.json (atomically) and stamp updated_at."""
+    status = read_status(run_dir)
+    status.update(fields)
+    status["updated_at"] = time.time()
+    write_json_atomic(Path(run_dir) / STATUS_FILE, status)
+    return status
+
+
+def pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_state(status: dict) -> str:
+    """The state to show: an active state whose worker process is gone means the run was interrupted."""
+    state = status.get("state", "unknown")
+    if state in ACTIVE_STATES and status.get("pid") and not pid_alive(status.get("pid")):
+        return "interrupted"
+    return state
+
+
+def request_stop(run_dir: str | Path) -> None:
+    """Ask the worker to stop after the current step (it saves a checkpoint and the adapter)."""
+    Path(run_dir, STOP_FILE).write_text(f"{time.time()}\n", encoding="utf-8")
+
+
+def stop_requested(run_dir: str | Path) -> bool:
+    return Path(run_dir, STOP_FILE).exists()
+
+
+def clear_stop(run_dir: str | Path) -> None:
+    try:
+        Path(run_dir, STOP_FILE).unlink()
+    except FileNotFoundError:
+        pass
+
+
+# ---- checkpoints -------------------------------------------------------------------------------
+
+def checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of every complete checkpoint, oldest first."""
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    found = []
+    if root.is_dir():
+        for path in root.iterdir():
+            m = re.fullmatch(r"checkpoint-(\d+)", path.name)
+            # trainer_state.json is written last: a folder without it is a save that was cut off.
+            if m and path.is_dir() and (path / "trainer_state.json").is_file():
+                found.append((int(m.group(1)), path))
+    return sorted(found)
+
+
+def last_checkpoint(run_dir: str | Path) -> tuple[int, Path] | None:
+    found = checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def set_aside_after(path: str | Path, step: int) -> int:
+    """Keep only records with step <= `step` in a JSONL file; move the rest to `<name>.superseded.jsonl`.
+
+    Used on resume: steps after the checkpoint are trained again, so their old records would be
+    duplicates. They are set aside, not deleted. Returns how many records were moved.
+    """
+    path = Path(path)
+    if not path.exists():
+        return 0
+    keep, moved = [], []
+    for record in iter_jsonl(path):
+        (moved if isinstance(record.get("step"), (int, float)) and record["step"] > step else keep).append(record)
+    if moved:
+        append_jsonl(path.with_name(path.stem + ".superseded.jsonl"), moved)
+    # Rewrite even when nothing moved: this also drops a torn last line left by a crash.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(to_json_line(r) for r in keep))
+    os.replace(tmp, path)
+    return len(moved)
+
+
+# ---- listing -----------------------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    run_id: str
+    path: Path
+    state: str
+    step: int
+    max_steps: int | None
+    last_reward: float | None
+    model: str | None
+    started_at: float | None
+
+    def as_dict(self) -> dict:
+        return {
+            "run_id": self.run_id, "path": str(self.path), "state": self.state, "step": self.step,
+            "max_steps": self.max_steps, "last_reward": self.last_reward, "model": self.model,
+            "started_at": self.started_at,
+        }
+
+
+def last_metric(run_dir: str | Path, key: str) -> float | None:
+    value = None
+    for record in iter_jsonl(Path(run_dir) / METRICS_FILE):
+        if record.get(key) is not None:
+            value = record[key]
+    return value
+
+
+def summarize_run(run_dir: str | Path) -> RunSummary:
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    return RunSummary(
+        run_id=run_dir.name,
+        path=run_dir,
+        state=effective_state(status) if status else "unknown",
+        step=int(status.get("step") or 0),
+        max_steps=status.get("max_steps"),
+        last_reward=last_metric(run_dir, "reward"),
+        model=status.get("model"),
+        started_at=status.get("started_at"),
+    )
+
+
+def list_runs(runs_root: str | Path) -> list[RunSummary]:
+    """Every run directory under `runs_root` (newest first); folders without status.json are skipped."""
+    root = Path(runs_root)
+    if not root.is_dir():
+        return []
+    dirs = [p for p in root.iterdir() if p.is_dir() and (p / STATUS_FILE).exists()]
+    return [summarize_run(p) for p in sorted(dirs, key=lambda p: p.name, reverse=True)]

@@ -1,0 +1,73 @@
+"""Tiny causal language models built locally: for tests, the demo model and GPU dry runs.
+
+`build_char_tokenizer` makes a character-level fast tokenizer with `<think>`/`</think>` as
+special tokens and a Qwen3-style chat template; `build_tiny_model` makes a randomly initialised
+Llama- or Qwen3-architecture model around it and saves both to a folder that Unsloth's
+FastLanguageModel and plain transformers load like any hub model. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+PAD_TOKEN, EOS_TOKEN = "<|endoftext|>", "<|im_end|>"
+
+# Qwen3's template shape (im_start/im_end turns); the assistant turn is left open for generation.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_char_tokenizer(extra_chars: str = ""):
+    """A fast tokenizer with one token per printable ASCII character (plus `extra_chars`)."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab: dict[str, int] = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
+    for ch in string.digits + string.ascii_letters + string.punctuation + " \n" + extra_chars:
+        vocab.setdefault(ch, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=PAD_TOKEN))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()  # characters join back without spaces
+    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=PAD_TOKEN)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_size: int = 64, num_layers: int = 2,
+                     num_heads: int = 4, num_kv_heads: int = 2, intermediate_size: int = 128,
+                     max_position_embeddings: int = 512, seed: int = 0, tokenizer=None) -> Path:
+    """Save a randomly initialised tiny model and its tokenizer to `folder`; returns the folder."""
+    import torch
+    import transformers
+
+    folder = Path(folder)
+    tokenizer = tokenizer or build_char_tokenizer()
+    common = dict(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
+        max_position_embeddings=max_position_embeddings, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+    )
+    if architecture == "llama":
+        config = transformers.LlamaConfig(**common)
+        model_cls = transformers.LlamaForCausalLM
+    elif architecture == "qwen3":
+        config = transformers.Qwen3Config(head_dim=hidden_size // num_heads, **common)
+        model_cls = transformers.Qwen3ForCausalLM
+    else:
+        raise ValueError(f"architecture must be 'llama' or 'qwen3', got {architecture!r}")
+    torch.manual_seed(seed)
+    model = model_cls(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
