@@ -96,6 +96,17 @@ def resolved_config(cfg: RunConfig, run_dir: Path) -> RunConfig:
     return out
 
 
+def _save_resumed_config(cfg: RunConfig, run_dir: Path) -> None:
+    """On resume with changed settings (e.g. more steps), keep the old config.yaml beside the new one."""
+    config_path = run_dir / runs.CONFIG_FILE
+    new_text = resolved_config(cfg, run_dir).to_yaml()
+    old_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+    if new_text != old_text:
+        if old_text:
+            (run_dir / f"config.before-resume-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(old_text, encoding="utf-8")
+        config_path.write_text(new_text, encoding="utf-8")
+
+
 def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
     """Keyword arguments for trl.RLOOConfig: our defaults, then the config's `rloo` section, then the run's paths."""
     args = dict(RLOO_DEFAULTS)
@@ -188,12 +199,17 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     """Train one run; returns its directory. Raises StudioError for problems the person can fix."""
     from .stack import import_training_stack, rloo_config_fields
 
-    stack = import_training_stack(cfg.model.backend if cfg.model.backend in ("auto", "unsloth", "transformers") else "auto")
-    rows = preflight(cfg, rloo_fields=rloo_config_fields())
+    rows = preflight(cfg)  # cheap checks first: a typo should not wait for torch to import
+    stack = import_training_stack(cfg.model.backend)
+    problems = cfg.validate(rloo_config_fields())  # now also: are the `rloo` keys real RLOOConfig options?
+    if problems:
+        raise ConfigError(problems, "the run config")
 
     main = is_main_process()
     if resume:
         run_dir = Path(run_dir)  # type: ignore[arg-type]
+        if main:
+            _save_resumed_config(cfg, run_dir)
     elif main:
         run_dir = prepare_run_dir(cfg, run_dir)
     else:  # other ranks learn the directory from rank 0 through the environment (set by the launcher)

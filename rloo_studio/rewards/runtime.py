@@ -66,7 +66,8 @@ def guard(func: Callable, name: str, source_file: str | None = None,
         return checked
 
     def fail(exc: BaseException, kwargs):
-        if isinstance(exc, RewardError):
+        # Out-of-memory and a second Ctrl-C are not the reward's fault: let the worker handle them.
+        if isinstance(exc, (RewardError, KeyboardInterrupt)) or type(exc).__name__ == "OutOfMemoryError":
             raise exc
         completions = kwargs.get("completions") or []
         first = completion_text(completions[0])[:200] if completions else ""

@@ -1,0 +1,16 @@
+"""Start RLOO Studio: prepare the environment on first run, then serve the app on http://127.0.0.1:7860.
+
+    python launch.py [--host H] [--port P] [--auth USER:PASS] [--runs-dir DIR]
+
+Everything after `launch.py` is passed to `rloo-studio ui`.
+"""
+
+import sys
+
+from bootstrap import ensure_environment
+
+if __name__ == "__main__":
+    ensure_environment()
+    from rloo_studio.cli import main
+
+    sys.exit(main(["ui", *sys.argv[1:]]))
