@@ -22,7 +22,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _fail(exc: StudioError) -> int:
-    print(f"error: {exc.message()}", file=sys.stderr)
+    # Starts on a fresh line: a progress bar may have left the cursor mid-line.
+    print(f"\nerror: {exc.message()}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -58,10 +59,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
-        print("error: interrupted; the run can be continued with --resume from its last checkpoint.", file=sys.stderr)
+        print("\nerror: interrupted; the run can be continued with --resume from its last checkpoint.", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line; the traceback is in train.log
-        print(f"error: training failed: {type(exc).__name__}: {exc}\n"
+        print(f"\nerror: training failed: {type(exc).__name__}: {exc}\n"
               "The full traceback is in the run's train.log (see `rloo-studio runs`).", file=sys.stderr)
         if os.environ.get("RLOO_STUDIO_DEBUG"):
             raise

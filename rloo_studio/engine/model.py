@@ -78,7 +78,7 @@ def linear_module_names(model) -> list[str]:
 def _explain_load_error(exc: Exception, source: str) -> ModelError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if not Path(source).exists():
-        offline = any(s in text.lower() for s in ("offline", "connection", "resolve", "network", "max retries"))
+        offline = any(s in text.lower() for s in ("offline", "connect", "resolve", "network", "max retries", "cached files"))
         return ModelError(
             f"could not load model {source!r}: {text}",
             "the hub cannot be reached and the model is not in the local cache" if offline else "the id may be misspelt, gated or private",

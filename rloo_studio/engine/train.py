@@ -226,7 +226,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         return _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
     except BaseException as exc:
         if main:
-            _record_failure(run_dir, exc, stack)
+            _record_failure(run_dir, exc, stack, log_file)
         if isinstance(exc, StudioError) or not _is_oom(exc, stack):
             raise
         raise out_of_memory_error(runs.read_status(run_dir).get("step")) from exc
@@ -241,7 +241,7 @@ def _is_oom(exc: BaseException, stack) -> bool:
     return isinstance(exc, oom_type) or "CUDA out of memory" in str(exc)
 
 
-def _record_failure(run_dir: Path, exc: BaseException, stack) -> None:
+def _record_failure(run_dir: Path, exc: BaseException, stack, log_file) -> None:
     if isinstance(exc, KeyboardInterrupt):
         runs.update_status(run_dir, state="stopped", pid=None, error=None, note="interrupted before a clean stop; resume continues from the last checkpoint")
         return
@@ -253,7 +253,9 @@ def _record_failure(run_dir: Path, exc: BaseException, stack) -> None:
         err = StudioError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                           "an unexpected error inside the training stack (the full traceback is in train.log)",
                           "read train.log; if the cause is not clear, report it with that file")
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    # The traceback goes to train.log only: the person sees one clear message, a bug report has the details.
+    if log_file:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=log_file)
     runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
 
 

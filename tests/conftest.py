@@ -1,0 +1,96 @@
+"""Shared fixtures: offline environment, a tiny locally built model, a workspace with data and rewards.
+
+No test reaches the network: the hub clients are put in offline mode before anything imports them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                  HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", TOKENIZERS_PARALLELISM="false")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A 2-layer Llama-architecture model with a character tokenizer that has <think>/</think> tokens."""
+    folder = tmp_path_factory.mktemp("tiny-model")
+    # Built in a child process so that this test process never imports transformers before unsloth.
+    code = ("import sys; from rloo_studio.tinymodel import build_tiny_model; "
+            f"build_tiny_model({str(folder)!r}, architecture='llama')")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=300)
+    return folder
+
+
+ADDITION_ROWS = [{"prompt": f"What is {a} + {b}?", "answer": str(a + b)} for a in range(3, 40, 3) for b in (2, 5, 7)]
+
+USER_REWARDS = '''
+def short_answer(completions, **kwargs):
+    """1.0 for completions under 12 characters."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [1.0 if len(t) < 12 else 0.0 for t in texts]
+'''
+
+
+@pytest.fixture
+def workspace(tmp_path, tiny_model_dir):
+    """A folder with data.jsonl, rewards.py and a `write_config(**overrides)` helper."""
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ADDITION_ROWS))
+    (tmp_path / "rewards.py").write_text(USER_REWARDS)
+
+    class Workspace:
+        path = tmp_path
+        model = tiny_model_dir
+
+        def config(self, **sections) -> dict:
+            cfg = {
+                "model": {"name_or_path": str(tiny_model_dir), "backend": "auto", "max_seq_length": 128},
+                "lora": {"r": 8, "alpha": 16},
+                "data": {"source": "data.jsonl"},
+                "rewards": [
+                    {"name": "numeric_answer", "weight": 1.0},
+                    {"name": "think_length", "weight": 0.2, "params": {"min_tokens": 2, "max_tokens": 16}},
+                    {"file": "rewards.py", "weight": 0.5},
+                ],
+                "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 16,
+                         "learning_rate": 1e-3, "max_steps": 3, "save_steps": 2, "beta": 0.0},
+                "output": {"runs_dir": "runs", "samples_per_step": 2},
+            }
+            for key, value in sections.items():
+                if value is None:
+                    cfg.pop(key, None)
+                elif isinstance(value, dict) and isinstance(cfg.get(key), dict):
+                    cfg[key] = {**cfg[key], **value}
+                else:
+                    cfg[key] = value
+            return cfg
+
+        def write_config(self, name="config.yaml", **sections) -> Path:
+            import yaml
+
+            path = tmp_path / name
+            path.write_text(yaml.safe_dump(self.config(**sections), sort_keys=False))
+            return path
+
+    return Workspace()
+
+
+def run_cli(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
+    """Run `rloo-studio ARGS` in a fresh process (as a person would) and capture its output."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "rloo_studio.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
+
+
+def only_run_dir(runs_root: Path) -> Path:
+    found = [p for p in Path(runs_root).iterdir() if p.is_dir()]
+    assert len(found) == 1, f"expected one run directory in {runs_root}, found {found}"
+    return found[0]

@@ -1,0 +1,86 @@
+"""Stopping a run cleanly (STOP file, SIGTERM) and resuming it from its checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from rloo_studio import runs
+
+pytestmark = pytest.mark.slow
+
+
+def _start_long_run(workspace) -> tuple[subprocess.Popen, Path]:
+    config = workspace.write_config()
+    proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "rloo.max_steps=500"],
+                            cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        found = list((workspace.path / "runs").glob("*/metrics.jsonl"))
+        if found and len(runs.read_jsonl(found[0])) >= 3:
+            return proc, found[0].parent
+        if proc.poll() is not None:
+            raise AssertionError(f"training ended early: {proc.communicate()[1][-3000:]}")
+        time.sleep(0.5)
+    proc.kill()
+    raise AssertionError("training did not log 3 steps within 240 s")
+
+
+def test_stop_file_then_resume_continues_from_checkpoint(workspace):
+    proc, run_dir = _start_long_run(workspace)
+    runs.request_stop(run_dir)
+    stdout, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 0, stderr[-3000:]
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped"
+    stopped_at = status["step"]
+    assert 3 <= stopped_at < 500
+    assert runs.last_checkpoint(run_dir)[0] == stopped_at, "the stop must save a checkpoint at the current step"
+    assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (run_dir / "STOP").exists()
+    assert f"--resume {run_dir}" in stdout
+
+    result = run_cli("train", "--resume", run_dir, f"rloo.max_steps={stopped_at + 2}", cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    status = runs.read_status(run_dir)
+    assert status["state"] == "finished" and status["step"] == stopped_at + 2
+    assert status["resumed_from"] == stopped_at
+    steps = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")]
+    assert steps == list(range(1, stopped_at + 3)), "metrics continue after the checkpoint, none duplicated or lost"
+    sample_steps = {s["step"] for s in runs.read_jsonl(run_dir / "samples.jsonl")}
+    assert sample_steps == set(range(1, stopped_at + 3))
+    # The changed setting is recorded; the config the run started with is kept beside it.
+    assert f"max_steps: {stopped_at + 2}" in (run_dir / "config.yaml").read_text()
+    assert len(list(run_dir.glob("config.before-resume-*.yaml"))) == 1
+
+
+def test_sigterm_stops_cleanly_with_a_checkpoint(workspace):
+    proc, run_dir = _start_long_run(workspace)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 0, stderr[-3000:]
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped"
+    assert runs.last_checkpoint(run_dir)[0] == status["step"]
+    assert "Stop requested (SIGTERM)" in stderr
+
+
+def test_resume_refuses_a_running_run_and_a_non_run_folder(workspace, tmp_path):
+    result = run_cli("train", "--resume", tmp_path / "nothing-here", cwd=workspace.path)
+    assert result.returncode == 2
+    assert "is not a run directory" in result.stderr and "rloo-studio runs" in result.stderr
+
+    run_dir = tmp_path / "busy"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("{}")
+    runs.update_status(run_dir, state="running", pid=os.getpid())
+    result = run_cli("train", "--resume", run_dir, cwd=workspace.path)
+    assert result.returncode == 2
+    assert "still running" in result.stderr and "STOP" in result.stderr
