@@ -148,7 +148,8 @@ class RunConfig:
         if not path.is_file():
             raise ConfigError([f"no such file: {path}"], f"config {path}")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = {} if data is None else data
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -423,9 +424,9 @@ def apply_overrides(data: Mapping[str, Any], overrides: list[str]) -> dict:
                 if isinstance(node, list):
                     node = node[int(part)]
                 else:
-                    node = node.setdefault(part, {})
-                    if node is None:
-                        raise TypeError
+                    if node.get(part) is None:  # absent, or an empty section such as `lora:`
+                        node[part] = {}
+                    node = node[part]
             last = parts[-1]
             if isinstance(node, list):
                 node[int(last)] = value

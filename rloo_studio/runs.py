@@ -18,7 +18,7 @@ import re
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -44,7 +44,7 @@ def slugify(text: str, max_len: int = 32) -> str:
 
 def new_run_id(name: str) -> str:
     """A sortable id: UTC timestamp to the second, then a short slug of `name`."""
-    return f"{datetime.utcnow():%Y%m%d-%H%M%S}-{slugify(name)}"
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{slugify(name)}"
 
 
 def create_run_dir(runs_root: str | Path, name: str) -> Path:
@@ -53,7 +53,7 @@ def create_run_dir(runs_root: str | Path, name: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     base = new_run_id(name)
     for n in range(1000):
-        path = root / (base if n == 0 else f"{base}-{n + 1}")
+        path = root / (base if n == 0 else f"{base}-{n + 1:03d}")  # zero-padded: ids keep sorting
         try:
             path.mkdir()
             return path
@@ -294,4 +294,6 @@ def list_runs(runs_root: str | Path) -> list[RunSummary]:
     if not root.is_dir():
         return []
     dirs = [p for p in root.iterdir() if p.is_dir() and (p / STATUS_FILE).exists()]
-    return [summarize_run(p) for p in sorted(dirs, key=lambda p: p.name, reverse=True)]
+    summaries = [summarize_run(p) for p in dirs]
+    # Start time first (names of runs started in the same second sort by name), then the id.
+    return sorted(summaries, key=lambda r: (r.started_at or r.path.stat().st_mtime, r.run_id), reverse=True)

@@ -20,6 +20,8 @@ from ..config import DataConfig, _did_you_mean
 from ..errors import DataError
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+# Endings that can only be files (never a hub id): reported as unsupported or missing, not sent to the hub.
+FILE_LIKE_SUFFIXES = LOCAL_SUFFIXES + (".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".gz", ".zip")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DATA_DIR = PROJECT_ROOT / "assets" / "demo-data"
 
@@ -51,8 +53,21 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
+def _check_utf8(path: Path) -> None:
+    """Report the first byte that is not UTF-8 by its position in the whole file and its line."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise DataError(f"{path} is not UTF-8 text (byte {exc.start}, line {line}, cannot be decoded)",
+                        "data files must be UTF-8", "re-save the file as UTF-8 (e.g. in a spreadsheet: CSV UTF-8)") from None
+
+
 def _read_local(path: Path) -> list[dict]:
     suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".csv"):
+        _check_utf8(path)
     try:
         if suffix == ".jsonl":
             return _read_jsonl(path)
@@ -71,9 +86,6 @@ def _read_local(path: Path) -> list[dict]:
             import pandas as pd
 
             return pd.read_parquet(path).to_dict(orient="records")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
-                        "data files must be UTF-8", "re-save the file as UTF-8 (e.g. in a spreadsheet: CSV UTF-8)") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})", "", "fix the file, or use .jsonl") from None
     except (OSError, ValueError) as exc:
@@ -84,7 +96,7 @@ def _read_local(path: Path) -> list[dict]:
 
 
 def _looks_local(source: str) -> bool:
-    return source.lower().endswith(LOCAL_SUFFIXES) or source.startswith((".", "/", "~"))
+    return source.lower().endswith(FILE_LIKE_SUFFIXES) or source.startswith((".", "/", "~"))
 
 
 def _read_source(source: str, cfg: DataConfig, base_dir: Path, split: str) -> list[dict]:
@@ -99,6 +111,10 @@ def _read_source(source: str, cfg: DataConfig, base_dir: Path, split: str) -> li
     candidates = [path] if path.is_absolute() else [base_dir / path, Path.cwd() / path]
     for candidate in candidates:
         if candidate.is_file():
+            if split not in ("train", cfg.split) and candidate.suffix.lower() in LOCAL_SUFFIXES and not _looks_local(split):
+                raise DataError(f"data.test_split `{split}` names a split, but {source} is a single file without splits",
+                                "only hub datasets have named splits",
+                                "give test_split as a file path (e.g. test.jsonl) or use data.test_fraction")
             return _read_local(candidate)
     if _looks_local(source):
         raise DataError(f"data file not found: {source}", f"looked in {', '.join(str(c.parent) for c in candidates)}",
@@ -129,20 +145,15 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
     train = _read_source(cfg.source, cfg, base_dir, cfg.split)
     if not train:
         raise DataError(f"the dataset {cfg.source!r} has no rows", "", "check the file or split")
-    columns = list(dict.fromkeys(k for row in train[:1000] for k in row))
-    if cfg.prompt_column not in columns:
-        raise DataError(f"the dataset has no column `{cfg.prompt_column}`{_did_you_mean(cfg.prompt_column, columns)}",
-                        f"its columns are: {', '.join(columns)}", "set data.prompt_column to the column that holds the prompts")
-    empty = [i + 1 for i, row in enumerate(train) if _is_empty(row.get(cfg.prompt_column))]
-    if empty:
-        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
-        raise DataError(f"{len(empty)} row(s) have an empty prompt (rows {shown})", "a model cannot be prompted with nothing",
-                        "remove those rows or fill in their prompts")
+    columns = _check_prompts(train, cfg, "the dataset")
 
     test: list[dict] | None = None
     if cfg.test_split:
         # A file path names its own file; anything else is a split of the same source.
         test = _read_source(cfg.test_split if _looks_local(cfg.test_split) else cfg.source, cfg, base_dir, cfg.test_split)
+        if not test:
+            raise DataError(f"the test set {cfg.test_split!r} has no rows", "", "check data.test_split")
+        _check_prompts(test, cfg, f"the test set ({cfg.test_split})")
     elif cfg.test_fraction > 0:
         shuffled = train[:]
         random.Random(seed).shuffle(shuffled)
@@ -151,6 +162,20 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
     if cfg.max_train_samples and len(train) > cfg.max_train_samples:
         train = random.Random(seed).sample(train, cfg.max_train_samples)
     return Rows(train=train, test=test, columns=columns, description=f"{cfg.source} ({len(train)} train rows)")
+
+
+def _check_prompts(rows: list[dict], cfg: DataConfig, what: str) -> list[str]:
+    """The rows' columns; raises when the prompt column is missing or some prompts are empty."""
+    columns = list(dict.fromkeys(k for row in rows[:1000] for k in row))
+    if cfg.prompt_column not in columns:
+        raise DataError(f"{what} has no column `{cfg.prompt_column}`{_did_you_mean(cfg.prompt_column, columns)}",
+                        f"its columns are: {', '.join(columns)}", "set data.prompt_column to the column that holds the prompts")
+    empty = [i + 1 for i, row in enumerate(rows) if _is_empty(row.get(cfg.prompt_column))]
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        raise DataError(f"{len(empty)} row(s) of {what} have an empty prompt (data rows {shown}, counted from 1, header excluded)",
+                        "a model cannot be prompted with nothing", "remove those rows or fill in their prompts")
+    return columns
 
 
 def _is_empty(value: Any) -> bool:

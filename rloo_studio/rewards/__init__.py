@@ -104,9 +104,10 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
                        dataset_columns: Sequence[str] | None = None) -> list[str]:
     """Every problem with the reward specs (names, params, files, functions, columns) — no model needed."""
     problems: list[str] = []
+    names: list[str] = []
     for i, spec in enumerate(specs):
         try:
-            build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True)
+            names.extend(r.name for r in build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True))
         except StudioError as exc:
             problems.append(f"rewards[{i}] ({spec.label()}): {exc.what}" + (f" — {exc.fix}" if exc.fix else ""))
             continue
@@ -116,11 +117,10 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         if column and dataset_columns is not None and column not in dataset_columns:
             problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{_did_you_mean(column, dataset_columns)}"
                             f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
-    try:
-        build_rewards(specs, base_dir, None, dataset_columns or (), check_only=True)
-    except StudioError as exc:
-        if "same name" in exc.what:
-            problems.append(f"rewards: {exc.what} — {exc.fix}")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — TRL logs each reward under "
+                        "its name; use each builtin once, or wrap one in a differently named function in your reward file")
     return problems
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import linecache
 import sys
 import traceback
 import types
@@ -67,6 +68,9 @@ def load_reward_source(source: str, filename: str = "<rewards>", names: list[str
             "add e.g. `def my_reward(completions, **kwargs): return [1.0 for _ in completions]`",
         )
 
+    # Tracebacks read lines through linecache: register this exact source under its name, so error
+    # messages quote the code as written (also for editor text that never touched the disk).
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     digest = hashlib.sha1(f"{filename}\0{source}".encode()).hexdigest()[:12]
     module = types.ModuleType(f"rloo_user_rewards_{digest}")
     module.__file__ = filename
@@ -116,15 +120,24 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
         raise RewardError(
             f"{filename}:{line}: reward function `{name}` has no `completions` parameter",
             "TRL calls reward functions with keyword arguments prompts=, completions=, completion_ids=, ... and one per dataset column",
-            f"write it as `def {name}(completions, **kwargs):`",
+            f"write it as `def {name}(completions, **kwargs):`, or, if it is a helper, rename it `_{name}` "
+            "(names starting with _ are not rewards)",
         )
     required_positional = [p.name for p in params.values()
                            if p.kind in (p.POSITIONAL_ONLY,) and p.default is p.empty]
     if required_positional:
         raise RewardError(f"{filename}:{line}: `{name}` has positional-only parameters {required_positional}",
                           "TRL passes every argument by keyword", f"write it as `def {name}(completions, **kwargs):`")
+    passed = set(TRL_REWARD_ARGS) | set(extra_args)
+    never_passed = [p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    and p.default is p.empty and p.name not in passed]
+    if never_passed and extra_args:
+        raise RewardError(
+            f"{filename}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which TRL will not pass",
+            f"TRL passes {', '.join(TRL_REWARD_ARGS)} and the dataset columns ({', '.join(extra_args)})",
+            "give those parameters a default, or rename them to a dataset column",
+        )
     if not has_var_kw:
-        passed = set(TRL_REWARD_ARGS) | set(extra_args)
         unaccepted = sorted(passed - set(params))
         if unaccepted:
             raise RewardError(

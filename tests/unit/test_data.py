@@ -3,6 +3,7 @@
 import json
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from rloo_studio.config import DataConfig
@@ -84,7 +85,6 @@ def test_load_csv(tmp_path):
 
 
 def test_load_parquet(tmp_path):
-    pd = pytest.importorskip("pandas")
     pd.DataFrame({"question": ["a?", "b?"], "answer": [1, 2]}).to_parquet(tmp_path / "d.parquet")
     rows = load_rows(cfg(source="d.parquet"), tmp_path)
     assert rows.train == [{"question": "a?", "answer": 1}, {"question": "b?", "answer": 2}]
@@ -100,7 +100,7 @@ def test_load_corrupt_parquet(tmp_path):
 def test_load_non_utf8_file(tmp_path):
     (tmp_path / "d.jsonl").write_bytes('{"question": "caf\xe9"}\n'.encode("latin-1"))
     err = data_error(cfg(source="d.jsonl"), tmp_path)
-    assert "is not UTF-8 text (byte 17 cannot be decoded)" in err.what
+    assert "is not UTF-8 text (byte 17, line 1, cannot be decoded)" in err.what
     assert "re-save the file as UTF-8" in err.fix
 
 
@@ -108,7 +108,7 @@ def test_non_utf8_byte_position_is_counted_from_the_start_of_a_large_file(tmp_pa
     good = "".join(json.dumps({"question": "x" * 50}) + "\n" for _ in range(400)).encode("utf-8")
     (tmp_path / "d.jsonl").write_bytes(good + '{"question": "caf\xe9"}\n'.encode("latin-1"))
     err = data_error(cfg(source="d.jsonl"), tmp_path)
-    assert f"(byte {len(good) + 17} cannot be decoded)" in err.what
+    assert f"(byte {len(good) + 17}, line 401, cannot be decoded)" in err.what
 
 
 def test_unsupported_extension(tmp_path):
@@ -146,14 +146,14 @@ def test_empty_prompts_listed_by_row(tmp_path):
     rows = [{"question": "a"}, {"question": ""}, {"question": "c"}, {"question": "   "}, {"question": None}, {"question": []}]
     write_jsonl(tmp_path / "d.jsonl", rows)
     err = data_error(cfg(source="d.jsonl"), tmp_path)
-    assert err.what == "4 row(s) have an empty prompt (rows 2, 4, 5, 6)"
+    assert err.what == "4 row(s) of the dataset have an empty prompt (data rows 2, 4, 5, 6, counted from 1, header excluded)"
     assert "remove those rows" in err.fix
 
 
 def test_many_empty_prompts_are_abbreviated(tmp_path):
     write_jsonl(tmp_path / "d.jsonl", [{"question": ""}] * 12)
     err = data_error(cfg(source="d.jsonl"), tmp_path)
-    assert err.what == "12 row(s) have an empty prompt (rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 ...)"
+    assert err.what == "12 row(s) of the dataset have an empty prompt (data rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 ..., counted from 1, header excluded)"
 
 
 # ------------------------------------------------------------------------------ splits
@@ -184,6 +184,17 @@ def test_test_split_is_a_local_file(tmp_path):
     rows = load_rows(cfg(source="train.jsonl", test_split="held.jsonl", test_fraction=0.5), tmp_path)
     assert rows.train == ROWS[:6]  # test_split wins over test_fraction
     assert rows.test == ROWS[6:]
+
+
+def test_test_split_file_without_the_prompt_column_is_refused(tmp_path):
+    # The held-out file is read by the same rules as the training file; a missing prompt column
+    # must be a DataError now, not a KeyError later when the test set is turned into prompts.
+    write_jsonl(tmp_path / "train.jsonl", ROWS[:6])
+    write_jsonl(tmp_path / "held.jsonl", [{"q": "What is 9 + 1?", "answer": "10"}])
+    with pytest.raises(DataError) as info:
+        load_rows(cfg(source="train.jsonl", test_split="held.jsonl"), tmp_path)
+    assert "`question`" in info.value.what
+    assert "held.jsonl" in info.value.message()
 
 
 def test_test_split_name_for_a_local_file_is_refused(tmp_path):
@@ -253,7 +264,6 @@ def test_use_chat_format():
 
 
 def test_to_trl_dataset_keeps_columns_and_adds_prompt():
-    pytest.importorskip("datasets")
     rows = [{"question": "a?", "answer": "1"}, {"question": "b?", "answer": "2"}]
     ds = to_trl_dataset(rows, DataConfig(prompt_column="question", system_prompt="S"), SimpleNamespace(chat_template="t"))
     assert set(ds.column_names) == {"prompt", "question", "answer"}
@@ -263,7 +273,6 @@ def test_to_trl_dataset_keeps_columns_and_adds_prompt():
 
 
 def test_to_trl_dataset_plain():
-    pytest.importorskip("datasets")
     ds = to_trl_dataset([{"prompt": "x"}], DataConfig(prompt_format="plain"), None)
     assert ds.column_names == ["prompt"]
     assert ds[0]["prompt"] == "x"
@@ -277,7 +286,6 @@ def test_to_trl_dataset_chat_without_template():
 
 
 def test_to_trl_dataset_mixed_column_types():
-    pytest.importorskip("datasets")
     rows = [{"prompt": "a", "answer": 1}, {"prompt": "b", "answer": "two"}]
     with pytest.raises(DataError) as info:
         to_trl_dataset(rows, DataConfig(prompt_format="plain"), None)

@@ -131,7 +131,7 @@ def test_function_without_completions_or_kwargs_is_refused():
     code = "\n\ndef score(texts):\n    return [0.0 for _ in texts]\n"
     err = reward_error(load_reward_source, code, "rw.py")
     assert err.what == "rw.py:3: reward function `score` has no `completions` parameter"
-    assert err.fix == "write it as `def score(completions, **kwargs):`"
+    assert err.fix.startswith("write it as `def score(completions, **kwargs):`") and "rename it `_score`" in err.fix
 
 
 def test_function_without_kwargs_missing_some_trl_args_is_refused():
@@ -493,3 +493,11 @@ def test_build_rewards_file_specs(tmp_path):
     assert loaded[2].source_file is None
     assert loaded[0].func(completions=["ok"]) == [1.0]
     assert math.isclose(asyncio.run(loaded[1].func(completions=["abcd"]))[0], 2.0)
+
+
+def test_build_rewards_model_spec_check_only_is_named_after_the_model():
+    (reward,) = build_rewards([RewardSpec(model="org/my-reward-model", weight=0.3)], check_only=True)
+    assert reward.name == "reward_model_my_reward_model"
+    assert reward.func.__name__ == "reward_model_my_reward_model"
+    assert reward.weight == 0.3
+    assert check_reward_specs([RewardSpec(model="org/my-reward-model")]) == []

@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from rloo_studio import runs
 
 
@@ -35,7 +33,7 @@ def test_new_run_id_shape():
 def test_create_run_dir_unique_and_sortable(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "new_run_id", lambda name: "20250101-120000-demo")  # all in the same second
     made = [runs.create_run_dir(tmp_path / "runs", "demo") for _ in range(3)]
-    assert [p.name for p in made] == ["20250101-120000-demo", "20250101-120000-demo-2", "20250101-120000-demo-3"]
+    assert [p.name for p in made] == ["20250101-120000-demo", "20250101-120000-demo-002", "20250101-120000-demo-003"]
     assert all(p.is_dir() for p in made)
     assert sorted(p.name for p in made) == [p.name for p in made]  # creation order == name order
 
