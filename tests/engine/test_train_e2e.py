@@ -114,3 +114,36 @@ def test_full_finetuning_without_lora_section(workspace):
     after = load_file(str(run_dir / "model" / "model.safetensors"))
     changed = [k for k in before if k in after and not torch.equal(before[k], after[k])]
     assert len(changed) >= len(before) // 2, f"only {len(changed)} of {len(before)} tensors changed"
+
+
+def test_qwen3_architecture_with_a_reward_model(workspace, tmp_path):
+    """A Qwen3-architecture policy (Unsloth backend) and a local sequence-classification reward model."""
+    import subprocess
+    import sys
+
+    policy, scorer = tmp_path / "qwen3-tiny", tmp_path / "scorer"
+    code = f"""
+import torch, transformers
+from rloo_studio.tinymodel import build_char_tokenizer, build_tiny_model
+build_tiny_model({str(policy)!r}, architecture='qwen3', seed=1)
+tok = build_char_tokenizer()
+cfg = transformers.LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, num_labels=1, pad_token_id=tok.pad_token_id)
+torch.manual_seed(0)
+transformers.LlamaForSequenceClassification(cfg).save_pretrained({str(scorer)!r})
+tok.save_pretrained({str(scorer)!r})
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    rewards = [{"name": "numeric_answer"}, {"model": str(scorer), "weight": 0.1}]
+    config = workspace.write_config(model={"name_or_path": str(policy)}, rewards=rewards)
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    metrics = runs.read_jsonl(run_dir / "metrics.jsonl")
+    assert len(metrics) == 3
+    scores = [m["rewards/reward_model_scorer/mean"] for m in metrics]
+    assert all(isinstance(s, float) and s != 0.0 for s in scores), scores
+    sample = runs.read_jsonl(run_dir / "samples.jsonl")[0]
+    assert set(sample["rewards"]) == {"numeric_answer", "reward_model_scorer"}
+    assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
+    assert json.loads((run_dir / "status.json").read_text())["backend"] == "unsloth"

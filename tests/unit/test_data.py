@@ -292,3 +292,12 @@ def test_to_trl_dataset_mixed_column_types():
     assert "could not be combined into a table" in info.value.what
     assert "different types" in info.value.why
     assert "make every column one type" in info.value.fix
+
+
+def test_hub_dataset_that_cannot_be_reached_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    err = data_error(cfg(source="nobody-xyz/not-a-dataset-123"), tmp_path)
+    assert "could not load hub dataset 'nobody-xyz/not-a-dataset-123'" in err.what
+    assert err.why == "no network connection to the Hugging Face hub"
+    assert "local .jsonl" in err.fix
