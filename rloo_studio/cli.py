@@ -96,6 +96,42 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- eval ---------------------------------------------------------------------------------------
+
+def _pct(value) -> str:
+    return f"{100 * value:6.1f}%" if isinstance(value, (int, float)) else "      -"
+
+
+def _num(value) -> str:
+    return f"{value:7.3f}" if isinstance(value, (int, float)) else "      -"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    try:
+        from .engine.evaluate import evaluate_run
+
+        quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=quiet)
+    except StudioError as exc:
+        return _fail(exc)
+    if args.json:
+        print(json.dumps(report))
+        return EXIT_OK
+    base, tuned = report["base"], report["tuned"]
+    print(f"Run {report['run']}: {report['n_prompts']} held-out prompts ({report['split']}), greedy decoding, "
+          f"up to {report['decoding']['max_new_tokens']} tokens\n")
+    print(f"{'':28}{'base':>10}{'tuned':>10}")
+    print(f"{'answer accuracy':28}{_pct(base['answer_accuracy']):>10}{_pct(tuned['answer_accuracy']):>10}")
+    print(f"{'format rate (<think>..)':28}{_pct(base['format_rate']):>10}{_pct(tuned['format_rate']):>10}")
+    print(f"{'mean total reward':28}{_num(base['mean_reward']):>10}{_num(tuned['mean_reward']):>10}")
+    for name in base["rewards"]:
+        print(f"{'  ' + name:28}{_num(base['rewards'][name]):>10}{_num(tuned['rewards'][name]):>10}")
+    wtl = report["tuned_vs_base"]
+    print(f"\ntuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses")
+    print(f"Saved {Path(args.run_dir) / 'eval.json'}")
+    return EXIT_OK
+
+
 # ---- rewards ------------------------------------------------------------------------------------
 
 def cmd_rewards(args: argparse.Namespace) -> int:
@@ -140,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories (default: runs)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("eval", help="compare base and tuned model on held-out prompts with the run's rewards")
+    p.add_argument("run_dir", help="a run directory under runs/")
+    p.add_argument("--split", help="held-out data: a split name or a file (default: the run's test split / fraction)")
+    p.add_argument("--limit", type=int, help="evaluate at most this many prompts")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("rewards", help="list the builtin reward functions")
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -11,7 +11,11 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+CONTROL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# <think>/</think> are single tokens but not "special" in the decoding sense, as in Qwen3: TRL decodes
+# completions with skip_special_tokens=True, which would otherwise erase them from the text rewards see.
+THINK_TOKENS = ["<think>", "</think>"]
+SPECIAL_TOKENS = CONTROL_TOKENS + THINK_TOKENS
 PAD_TOKEN, EOS_TOKEN = "<|endoftext|>", "<|im_end|>"
 
 # Qwen3's template shape (im_start/im_end turns); the assistant turn is left open for generation.
@@ -34,7 +38,8 @@ def build_char_tokenizer(extra_chars: str = ""):
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=PAD_TOKEN))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()  # characters join back without spaces
-    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS])
+    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=PAD_TOKEN)
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
