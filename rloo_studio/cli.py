@@ -19,6 +19,8 @@ from . import runs
 from .errors import StudioError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEMO_PRESET = PROJECT_ROOT / "presets" / "cpu-demo.yaml"
 
 
 def _fail(exc: StudioError) -> int:
@@ -50,7 +52,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                                      f"stop it first (`touch {run_dir / runs.STOP_FILE}`) and wait for it to end"))
         config_path = config_path or str(run_dir / runs.CONFIG_FILE)
     if not config_path:
-        return _fail(StudioError("no config file given", "", "run `rloo-studio train CONFIG.yaml` (e.g. presets/cpu-demo.yaml)"))
+        if not DEMO_PRESET.is_file():
+            return _fail(StudioError("no config file given", "", "run `rloo-studio train CONFIG.yaml` (e.g. presets/cpu-demo.yaml)"))
+        config_path = str(DEMO_PRESET)
+        print(f"No config given: training the bundled demo ({DEMO_PRESET.relative_to(PROJECT_ROOT)}): a tiny model that "
+              "learns arithmetic word problems on the CPU in about five minutes. Pass a config to train your own.", flush=True)
     try:
         cfg = RunConfig.load(config_path, overrides)
         from .engine.train import run_training

@@ -256,7 +256,7 @@ class RunConfig:
         if rloo_fields is not None:
             for key in self.rloo:
                 if key not in rloo_fields and key not in RLOO_RESERVED:
-                    problems.append(f"rloo.{key}: not an option of trl.RLOOConfig{_did_you_mean(key, rloo_fields)}")
+                    problems.append(f"rloo.{key}: not an option of trl.RLOOConfig{did_you_mean(key, rloo_fields)}")
         value = lambda k: self.rloo_value(k, rloo_fields)  # noqa: E731
 
         def as_number(key):
@@ -304,14 +304,14 @@ class RunConfig:
 _SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig}
 
 
-def _did_you_mean(key: str, choices) -> str:
+def did_you_mean(key: str, choices) -> str:
     close = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.6)
     return f" — did you mean `{close[0]}`?" if close else ""
 
 
 def _check_choice(problems, path, value, choices):
     if value not in choices:
-        problems.append(f"{path}: {value!r} is not one of {', '.join(choices)}{_did_you_mean(str(value), choices)}")
+        problems.append(f"{path}: {value!r} is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}")
 
 
 def _check_positive(problems, path, value):
@@ -345,7 +345,7 @@ def _build(cls, data: Mapping[str, Any], prefix: str, problems: list[str]):
     for key, value in data.items():
         path = f"{prefix}{key}"
         if key not in known:
-            problems.append(f"{path}: unknown key{_did_you_mean(str(key), known)} (known: {', '.join(known)})")
+            problems.append(f"{path}: unknown key{did_you_mean(str(key), known)} (known: {', '.join(known)})")
             continue
         if cls is RunConfig and key in _SECTION_TYPES:
             if value is None and key == "lora":

@@ -23,25 +23,25 @@ def _problem(rng: random.Random, kind: str) -> dict:
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
     if kind == "add2":
         a, b = rng.randint(10, 89), rng.randint(10, 89)
-        prompt = f"{name} has {a} {item}s and gets {b} more. How many {item}s does {name} have now?"
+        prompt = f"{name} has {a} {item}s and gets {b} more. How many now?"
         trace, answer = f"{a}+{b}", a + b
     elif kind == "sub2":
         a = rng.randint(20, 99)
         b = rng.randint(10, a - 1)
-        prompt = f"{name} has {a} {item}s and gives away {b}. How many {item}s are left?"
+        prompt = f"{name} has {a} {item}s and gives away {b}. How many are left?"
         trace, answer = f"{a}-{b}", a - b
     elif kind == "compare":
         a, b = rng.sample(range(10, 999), 2)
-        prompt = f"Which number is larger: {a} or {b}?"
+        prompt = f"Which is larger, {a} or {b}?"
         trace, answer = (f"{a}>{b}" if a > b else f"{a}<{b}"), max(a, b)
     elif kind == "multi":
         a, b = rng.randint(5, 49), rng.randint(5, 49)
         c = rng.randint(1, a + b - 1)
-        prompt = f"{name} has {a} {item}s, gets {b} more, then loses {c}. How many {item}s are there now?"
+        prompt = f"{name} has {a} {item}s, gets {b}, then loses {c}. How many now?"
         trace, answer = f"{a}+{b}-{c}", a + b - c
     elif kind == "add3":
         a, b = rng.randint(100, 499), rng.randint(100, 499)
-        prompt = f"A shop has {a} {item}s and receives {b} more. How many {item}s does it have?"
+        prompt = f"A shop has {a} {item}s and gets {b} more. How many now?"
         trace, answer = f"{a}+{b}", a + b
     else:
         raise ValueError(f"unknown problem kind {kind!r}; known: {', '.join(KIND_WEIGHTS)}")

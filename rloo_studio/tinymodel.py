@@ -16,6 +16,8 @@ CONTROL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # completions with skip_special_tokens=True, which would otherwise erase them from the text rewards see.
 THINK_TOKENS = ["<think>", "</think>"]
 SPECIAL_TOKENS = CONTROL_TOKENS + THINK_TOKENS
+# The chat roles are whole tokens (as in any subword tokenizer), so the template costs ~7 tokens, not ~20.
+ROLE_TOKENS = ["system", "user", "assistant"]
 PAD_TOKEN, EOS_TOKEN = "<|endoftext|>", "<|im_end|>"
 
 # Qwen3's template shape (im_start/im_end turns); the assistant turn is left open for generation.
@@ -39,7 +41,7 @@ def build_char_tokenizer(extra_chars: str = ""):
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()  # characters join back without spaces
     core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS])
-    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
+    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS + ROLE_TOKENS])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=PAD_TOKEN)
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer

@@ -41,7 +41,7 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--max-steps", type=int, default=6000)
-    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--eval-size", type=int, default=300)
     p.add_argument("--target-accuracy", type=float, default=0.30)
     p.add_argument("--min-format", type=float, default=0.85)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import DataConfig, _did_you_mean
+from ..config import DataConfig, did_you_mean
 from ..errors import DataError
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
@@ -168,7 +168,7 @@ def _check_prompts(rows: list[dict], cfg: DataConfig, what: str) -> list[str]:
     """The rows' columns; raises when the prompt column is missing or some prompts are empty."""
     columns = list(dict.fromkeys(k for row in rows[:1000] for k in row))
     if cfg.prompt_column not in columns:
-        raise DataError(f"{what} has no column `{cfg.prompt_column}`{_did_you_mean(cfg.prompt_column, columns)}",
+        raise DataError(f"{what} has no column `{cfg.prompt_column}`{did_you_mean(cfg.prompt_column, columns)}",
                         f"its columns are: {', '.join(columns)}", "set data.prompt_column to the column that holds the prompts")
     empty = [i + 1 for i, row in enumerate(rows) if _is_empty(row.get(cfg.prompt_column))]
     if empty:

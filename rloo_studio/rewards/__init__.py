@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..config import RewardSpec, _did_you_mean
+from ..config import RewardSpec, did_you_mean
 from ..errors import RewardError, StudioError
 from .builtin import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID, describe_builtin
 from .user import load_reward_file
@@ -72,7 +72,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
     for spec in specs:
         if spec.name:
             if spec.name not in BUILTIN_REWARDS:
-                raise RewardError(f"unknown builtin reward `{spec.name}`{_did_you_mean(spec.name, BUILTIN_REWARDS)}",
+                raise RewardError(f"unknown builtin reward `{spec.name}`{did_you_mean(spec.name, BUILTIN_REWARDS)}",
                                   f"the builtins are: {', '.join(BUILTIN_REWARDS)}", "fix the name, or use `file:` for your own code")
             loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only), float(spec.weight), spec.name, None))
         elif spec.file:
@@ -115,7 +115,7 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         if column is None and spec.name in ("numeric_answer", "exact_match"):
             column = "answer"
         if column and dataset_columns is not None and column not in dataset_columns:
-            problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{_did_you_mean(column, dataset_columns)}"
+            problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{did_you_mean(column, dataset_columns)}"
                             f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

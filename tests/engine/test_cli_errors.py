@@ -24,8 +24,11 @@ def test_missing_config_file(tmp_path):
     _assert_clean_failure(run_cli("train", tmp_path / "nope.yaml", cwd=tmp_path), "no such file", "nope.yaml")
 
 
-def test_no_config_at_all(tmp_path):
-    _assert_clean_failure(run_cli("train", cwd=tmp_path), "no config file given", "presets/cpu-demo.yaml")
+def test_no_config_means_the_bundled_demo(tmp_path):
+    # A bad override makes it stop right after choosing the config: we only check which config was chosen.
+    result = run_cli("train", "modle.x=1", cwd=tmp_path)
+    assert "No config given: training the bundled demo (presets/cpu-demo.yaml)" in result.stdout
+    _assert_clean_failure(result, "config", "cpu-demo.yaml", "modle: unknown key — did you mean `model`?")
 
 
 def test_malformed_yaml_names_the_line(tmp_path):
