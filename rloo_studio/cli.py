@@ -205,7 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Overrides may come after options (`train c.yaml --run-dir D rloo.max_steps=5`); argparse leaves
+    # such trailing positionals unparsed, so collect them here.
+    args, extra = parser.parse_known_args(argv)
+    stray = [e for e in extra if e.startswith("-") or "=" not in e or getattr(args, "command", None) != "train"]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extra:
+        args.overrides = list(args.overrides) + extra
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT

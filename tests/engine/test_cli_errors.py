@@ -130,3 +130,12 @@ def test_reward_failure_during_training_fails_the_run_clearly(workspace, source,
     assert status["state"] == "failed" and status["pid"] is None
     assert fragments[0] in status["error"]["what"] + status["error"]["why"]
     assert "Traceback" in (run_dir / "train.log").read_text(), "the full traceback belongs in train.log"
+
+
+def test_overrides_may_follow_options(workspace):
+    # The override is applied (and here makes the config invalid, so nothing trains).
+    config = workspace.write_config()
+    result = run_cli("train", config, "--run-dir", workspace.path / "r", "rloo.num_generations=1", cwd=workspace.path)
+    _assert_clean_failure(result, "rloo.num_generations: 1")
+    result = run_cli("train", config, "--run-dir", workspace.path / "r", "--bogus", cwd=workspace.path)
+    assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr
