@@ -35,7 +35,7 @@ MINIMAL_SCRIPT = textwrap.dedent('''
     from rloo_studio.rewards.builtin import numeric_answer, think_format, think_length
 
     cfg = json.loads(sys.argv[1])
-    model, tok = FastLanguageModel.from_pretrained(cfg["model"], max_seq_length=256, dtype=None if cfg["cuda"] else __import__("torch").float32,
+    model, tok = FastLanguageModel.from_pretrained(cfg["model"], max_seq_length=256, dtype=None if cfg["cuda"] else __import__("torch").float32, use_gradient_checkpointing=False,
                                                    load_in_4bit=False, full_finetuning=True)
     rows = [json.loads(l) for l in open(cfg["data"])]
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"]} for r in rows])

@@ -129,6 +129,7 @@ def _target_modules(lora_cfg: LoraConfig, model) -> list[str]:
 def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training):
     from unsloth import FastLanguageModel
 
+    checkpointing = ("unsloth" if stack.cuda else True) if model_cfg.gradient_checkpointing else False
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=source,
         max_seq_length=model_cfg.max_seq_length,
@@ -136,9 +137,9 @@ def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training)
         load_in_4bit=model_cfg.load_in_4bit,
         full_finetuning=lora_cfg is None and for_training,
         trust_remote_code=model_cfg.trust_remote_code,
+        use_gradient_checkpointing=checkpointing,  # Unsloth's default ("unsloth") would ignore the config for full fine-tuning
     )
     if lora_cfg is not None and for_training:
-        checkpointing = ("unsloth" if stack.cuda else True) if model_cfg.gradient_checkpointing else False
         model = FastLanguageModel.get_peft_model(
             model, r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
             target_modules=_target_modules(lora_cfg, model), bias="none",
