@@ -69,7 +69,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line; the traceback is in train.log
         print(f"\nerror: training failed: {type(exc).__name__}: {exc}\n"
-              "The full traceback is in the run's train.log (see `rloo-studio runs`).", file=sys.stderr)
+              "The full traceback is in the run's train.log if the run directory was created (see `rloo-studio runs`); "
+              "set RLOO_STUDIO_DEBUG=1 to print it here.", file=sys.stderr)
         if os.environ.get("RLOO_STUDIO_DEBUG"):
             raise
         return EXIT_FAILED
@@ -120,6 +121,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=quiet)
     except StudioError as exc:
         return _fail(exc)
+    except KeyboardInterrupt:
+        print("\nerror: interrupted; nothing was written.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder
+        print(f"\nerror: evaluation failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
+              f"Why: the run's model files could not be loaded or used (is {args.run_dir}/adapter complete?).\n"
+              "What to do: resume or re-run training to save the model again; set RLOO_STUDIO_DEBUG=1 for the traceback.",
+              file=sys.stderr)
+        if os.environ.get("RLOO_STUDIO_DEBUG"):
+            raise
+        return EXIT_FAILED
     if args.json:
         print(json.dumps(report))
         return EXIT_OK

@@ -120,7 +120,7 @@ class OutputConfig:
 @dataclass
 class RunConfig:
     model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
-    lora: LoraConfig | None = _help("LoRA adapter settings; leave the section out for full fine-tuning (small models only).", default=None)
+    lora: LoraConfig | None = _help("LoRA adapter settings; leave the section out (or write `lora: false`) for full fine-tuning (small models only). An empty `lora:` means LoRA with defaults.", default=None)
     data: DataConfig = _help("The prompts to train on.", default_factory=DataConfig)
     rewards: list = _help("Reward functions and their weights.", default_factory=list)
     rloo: dict = _help("Passed to trl.RLOOConfig by name: anything RLOOConfig accepts may appear here.", default_factory=dict)
@@ -348,9 +348,11 @@ def _build(cls, data: Mapping[str, Any], prefix: str, problems: list[str]):
             problems.append(f"{path}: unknown key{did_you_mean(str(key), known)} (known: {', '.join(known)})")
             continue
         if cls is RunConfig and key in _SECTION_TYPES:
-            if value is None and key == "lora":
+            if key == "lora" and value is False:  # explicit full fine-tuning
                 kwargs[key] = None
                 continue
+            if key == "lora" and value is None:  # `lora:` with everything commented out: LoRA with defaults,
+                value = {}                         # never a silent switch to full fine-tuning
             if not isinstance(value, Mapping):
                 problems.append(f"{path}: expected a mapping of settings, got {type(value).__name__}")
                 continue

@@ -83,9 +83,10 @@ def _read_local(path: Path) -> list[dict]:
             with open(path, encoding="utf-8-sig", newline="") as fh:
                 return [dict(r) for r in csv.DictReader(fh)]
         if suffix == ".parquet":
-            import pandas as pd
+            import pyarrow.parquet as pq
 
-            return pd.read_parquet(path).to_dict(orient="records")
+            # pyarrow gives list columns (chat messages) back as Python lists; pandas would give numpy arrays.
+            return pq.read_table(path).to_pylist()
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})", "", "fix the file, or use .jsonl") from None
     except (OSError, ValueError) as exc:

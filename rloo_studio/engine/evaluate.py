@@ -29,7 +29,7 @@ def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | No
     from .data import load_rows
 
     data_cfg = cfg.data
-    if split and split != "test":
+    if split:
         data_cfg = type(cfg.data)(**{**cfg.data.__dict__, "test_split": split, "test_fraction": 0.0})
     rows = load_rows(data_cfg, run_dir, seed=int(cfg.rloo_value("seed") or 42))
     if not rows.test:
@@ -38,6 +38,8 @@ def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | No
             "its config sets neither data.test_split nor data.test_fraction",
             f"pass --split with a split name or a file of prompts, e.g. `rloo-studio eval {run_dir} --split test.jsonl`",
         )
+    if limit is not None and limit < 1:
+        raise StudioError(f"--limit {limit} leaves nothing to evaluate", "", "give a positive number of prompts")
     return rows.test[:limit] if limit else rows.test
 
 

@@ -58,7 +58,8 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
     """Create the run directory and write the resolved config and reward-source copies into it."""
     if run_dir is None:
         name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name
-        path = runs.create_run_dir(cfg.resolve_path(cfg.output.runs_dir), name)
+        # Relative to the current directory, where `rloo-studio runs`, `eval runs/<id>` and the app look.
+        path = runs.create_run_dir(Path(cfg.output.runs_dir).expanduser().resolve(), name)
     else:
         path = Path(run_dir)
         if path.exists() and any(path.iterdir()):
@@ -74,22 +75,34 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
 def resolved_config(cfg: RunConfig, run_dir: Path) -> RunConfig:
     """A copy of `cfg` that reproduces the run from inside `run_dir`: reward files copied in, paths absolute."""
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=run_dir)
-    for name in ("name_or_path",):
-        value = getattr(cfg.model, name)
-        if value != "demo" and cfg.resolve_path(value).exists():
-            setattr(out.model, name, str(cfg.resolve_path(value).resolve()))
+    def found(value: str) -> Path | None:
+        """The file or folder the loaders would use (config folder first, then the current directory)."""
+        for candidate in (cfg.resolve_path(value), Path(value).expanduser()):
+            if candidate.exists():
+                return candidate.resolve()
+        return None
+
+    if cfg.model.name_or_path != "demo" and found(cfg.model.name_or_path):
+        out.model.name_or_path = str(found(cfg.model.name_or_path))
     for attr in ("source", "test_split"):
         value = getattr(cfg.data, attr)
-        if value and value != "demo" and cfg.resolve_path(value).is_file():
-            setattr(out.data, attr, str(cfg.resolve_path(value).resolve()))
-    out.output.runs_dir = str(cfg.resolve_path(cfg.output.runs_dir).resolve())
+        if value and value != "demo" and found(value) and found(value).is_file():
+            setattr(out.data, attr, str(found(value)))
+    out.output.runs_dir = str(Path(cfg.output.runs_dir).expanduser().resolve())
     copied: dict[str, str] = {}
     for spec_in, spec_out in zip(cfg.rewards, out.rewards):
         if spec_in.file:
             source = cfg.resolve_path(spec_in.file).resolve()
             if str(source) not in copied:
-                target = runs.REWARDS_FILE if not copied else f"rewards_{len(copied) + 1}_{source.stem}.py"
-                if source != (run_dir / target).resolve():
+                if source.parent == run_dir.resolve():  # already the run's copy (e.g. on resume): keep it
+                    target = source.name
+                else:
+                    target = runs.REWARDS_FILE if not copied else f"rewards_{len(copied) + 1}_{source.stem}.py"
+                    stem = Path(target).stem
+                    n = 2
+                    # Never overwrite a different copy the run already has: nothing a run wrote is lost.
+                    while (run_dir / target).exists() and (run_dir / target).read_bytes() != source.read_bytes():
+                        target, n = f"{stem}.{n}.py", n + 1
                     shutil.copyfile(source, run_dir / target)
                 copied[str(source)] = target
             spec_out.file = copied[str(source)]
@@ -114,8 +127,8 @@ def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
         args.update(use_cpu=True, bf16=False, fp16=False)
     else:
         args.update(bf16=dtype == "bfloat16", fp16=dtype == "float16")
-    if stack.backend == "transformers" and cfg.lora is not None:
-        args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
+    # TRL's default is True; the model section decides (Unsloth also gets it at load time).
+    args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
     args.update(cfg.rloo)
     args["output_dir"] = str(run_dir / runs.CHECKPOINTS_DIR)
     args.setdefault("save_strategy", "steps")
@@ -170,7 +183,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
     return StudioCallback()
 
 
-def _install_signal_handlers(stop_flag: dict):
+def _install_signal_handlers(stop_flag: dict) -> dict:
     def handler(signum, frame):
         if stop_flag.get("signal"):
             raise KeyboardInterrupt  # a second signal: stop now
@@ -178,11 +191,13 @@ def _install_signal_handlers(stop_flag: dict):
         print(f"\nStop requested ({signal.Signals(signum).name}): finishing the current step, then saving. "
               "Send it again to stop at once.", file=sys.stderr, flush=True)
 
+    previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            signal.signal(sig, handler)
+            previous[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread (e.g. inside a test runner thread)
             pass
+    return previous
 
 
 def out_of_memory_error(step) -> OutOfMemory:
@@ -221,7 +236,13 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     if log_file:
         sys.stdout, sys.stderr = _Tee(sys.stdout, log_file), _Tee(sys.stderr, log_file)
     stop_flag: dict = {}
-    _install_signal_handlers(stop_flag)
+    previous_handlers = _install_signal_handlers(stop_flag)
+    # transformers/TRL/PEFT log through handlers bound to the real stderr at import: send them to train.log too.
+    log_handler = logging.StreamHandler(log_file) if log_file else None
+    library_loggers = [logging.getLogger(n) for n in ("transformers", "trl", "peft", "rloo_studio")]
+    if log_handler:
+        for lg in library_loggers:
+            lg.addHandler(log_handler)
     try:
         return _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
     except BaseException as exc:
@@ -231,6 +252,11 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
             raise
         raise out_of_memory_error(runs.read_status(run_dir).get("step")) from exc
     finally:
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+        if log_handler:
+            for lg in library_loggers:
+                lg.removeHandler(log_handler)
         if log_file:
             sys.stdout, sys.stderr = saved_streams
             log_file.close()
@@ -279,6 +305,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                 runs.set_aside_after(run_dir / name, resume_step)
         runs.update_status(run_dir, state="running", pid=os.getpid(), started_at=runs.read_status(run_dir).get("started_at") or time.time(),
                            model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
+                           finished_at=None, final_dir=None, summary=None, note=None, eta_s=None,
                            step=resume_step, max_steps=cfg.rloo_value("max_steps"))
     print(f"[rloo-studio] run directory: {run_dir}", flush=True)
     print(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)

@@ -89,6 +89,15 @@ def test_eval_needs_held_out_data_or_split(trained_run, tmp_path):
     assert json.loads(result.stdout)["n_prompts"] == 3
 
 
+def test_eval_refuses_a_limit_below_one_and_honours_an_explicit_test_split(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    result = run_cli("eval", run_dir, "--limit", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "--limit 0 leaves nothing to evaluate" in result.stderr
+    # The run holds out a fraction, not a split named `test`: asking for `--split test` must not be ignored.
+    result = run_cli("eval", run_dir, "--split", "test", cwd=tmp_path)
+    assert result.returncode == 2 and "data.test_split `test` names a split" in result.stderr
+
+
 def test_eval_of_a_folder_that_is_not_a_run(tmp_path):
     result = run_cli("eval", tmp_path, cwd=tmp_path)
     assert result.returncode == 2 and "is not a run directory" in result.stderr

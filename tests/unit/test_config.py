@@ -150,9 +150,11 @@ def test_exponent_strings_in_rloo_become_floats():
     assert cfg.rloo["run_name"] == "1e5x"
 
 
-def test_lora_section_absent_means_full_fine_tuning_and_empty_means_defaults():
+def test_lora_absent_or_false_means_full_fine_tuning_and_empty_means_defaults():
     assert cfg_with(lora=None).lora is None
-    assert RunConfig.from_dict({"lora": None}).lora is None
+    assert RunConfig.from_dict({"lora": False}).lora is None  # explicit full fine-tuning
+    # An empty `lora:` (everything commented out) is LoRA with defaults, never silent full fine-tuning.
+    assert RunConfig.from_dict({"lora": None}).lora == LoraConfig()
     cfg = RunConfig.from_dict({"lora": {}})
     assert cfg.lora == LoraConfig()
     assert (cfg.lora.r, cfg.lora.alpha, cfg.lora.dropout, cfg.lora.target_modules) == (16, 32, 0.0, "all-linear")

@@ -301,3 +301,14 @@ def test_hub_dataset_that_cannot_be_reached_offline(tmp_path, monkeypatch):
     assert "could not load hub dataset 'nobody-xyz/not-a-dataset-123'" in err.what
     assert err.why == "no network connection to the Hugging Face hub"
     assert "local .jsonl" in err.fix
+
+
+def test_parquet_chat_prompts_stay_message_lists(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    pq.write_table(pa.Table.from_pylist([{"prompt": messages, "answer": "4"}]), tmp_path / "chat.parquet")
+    rows = load_rows(cfg(source="chat.parquet", prompt_column="prompt"), tmp_path)
+    assert rows.train[0]["prompt"] == messages
+    assert build_prompt(rows.train[0]["prompt"], cfg(source="chat.parquet", prompt_column="prompt"), chat=True) == messages
