@@ -101,10 +101,15 @@ def install(python: Path | str, extras: str, stamp: Path) -> None:
     _say("environment ready")
 
 
+def stamp_name(extras: str) -> str:
+    """One stamp per set of extras, so alternating launch.py and run_tests.py reinstalls nothing."""
+    return STAMP_NAME + (f"-{extras}" if extras else "")
+
+
 def ensure_environment(extras: str = "") -> None:
     """Make sure we run inside an environment with RLOO Studio installed; may re-execute this script."""
     if in_virtualenv():
-        install(sys.executable, extras, Path(sys.prefix) / STAMP_NAME)
+        install(sys.executable, extras, Path(sys.prefix) / stamp_name(extras))
         return
     if os.environ.get(REEXEC_FLAG):
         sys.exit(f"[setup] error: re-started inside {VENV_DIR} but Python still reports no virtualenv; "
@@ -115,7 +120,7 @@ def ensure_environment(extras: str = "") -> None:
             sys.exit(f"[setup] error: Python {platform.python_version()} is too old; RLOO Studio needs Python 3.10 to 3.13")
         _say(f"creating a virtual environment in {VENV_DIR}")
         venv.EnvBuilder(with_pip=True).create(VENV_DIR)
-    install(python, extras, VENV_DIR / STAMP_NAME)
+    install(python, extras, VENV_DIR / stamp_name(extras))
     env = dict(os.environ, **{REEXEC_FLAG: "1"})
     script = os.path.abspath(sys.argv[0])
     os.execve(str(python), [str(python), script, *sys.argv[1:]], env)
