@@ -1,6 +1,8 @@
 """Start RLOO Studio: prepare the environment on first run, then serve the app on http://127.0.0.1:7860.
 
-    python launch.py [--host H] [--port P] [--auth USER:PASS] [--runs-dir DIR]
+    python launch.py [--host H] [--port P] [--auth USER:PASS] [--share] [--inbrowser] [--runs-dir DIR]
+
+The login may also come from the RLOO_STUDIO_AUTH environment variable (USER:PASS).
 
 Everything after `launch.py` is passed to `rloo-studio ui`.
 """

@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, rewards, ui.
 
 Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
 turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
@@ -46,7 +46,9 @@ def cmd_train(args: argparse.Namespace) -> int:
                                      "--resume takes a folder under runs/ made by an earlier `rloo-studio train`",
                                      "list runs with `rloo-studio runs`"))
         status = runs.read_status(run_dir)
-        if runs.effective_state(status) in runs.ACTIVE_STATES:
+        # The app marks a run `queued` before it starts this very process: that is not a second worker.
+        launched_for_us = status.get("state") == "queued" and status.get("pid") in (None, os.getpid())
+        if runs.effective_state(status) in runs.ACTIVE_STATES and not launched_for_us:
             return _fail(StudioError(f"run {run_dir.name} is still {status.get('state')} (process {status.get('pid')})",
                                      "two workers must not write one run directory",
                                      f"stop it first (`touch {run_dir / runs.STOP_FILE}`) and wait for it to end"))
@@ -63,11 +65,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         run_dir = run_training(cfg, args.resume or args.run_dir, resume=bool(args.resume))
     except StudioError as exc:
+        _mark_queued_run_failed(args.run_dir, exc)
         return _fail(exc)
     except KeyboardInterrupt:
         print("\nerror: interrupted; the run can be continued with --resume from its last checkpoint.", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line; the traceback is in train.log
+        _mark_queued_run_failed(args.run_dir, StudioError(f"training failed: {type(exc).__name__}: {exc}", "an unexpected error before training began",
+                                                          "read train.log; set RLOO_STUDIO_DEBUG=1 for the traceback"))
         print(f"\nerror: training failed: {type(exc).__name__}: {exc}\n"
               "The full traceback is in the run's train.log if the run directory was created (see `rloo-studio runs`); "
               "set RLOO_STUDIO_DEBUG=1 to print it here.", file=sys.stderr)
@@ -78,6 +83,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if status.get("state") == "stopped":
         print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir}")
     return EXIT_OK
+
+
+def _mark_queued_run_failed(run_dir: str | None, exc: StudioError) -> None:
+    """A run the app queued but that failed before training began (e.g. a missing data column): say why in its status."""
+    if run_dir and runs.read_status(run_dir).get("state") == "queued":
+        runs.update_status(run_dir, state="failed", pid=None, error=exc.as_dict())
 
 
 # ---- runs ---------------------------------------------------------------------------------------
@@ -167,13 +178,20 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 # ---- ui -----------------------------------------------------------------------------------------
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .serve import check_exposure, serve_placeholder
+    from .serve import check_exposure
 
     try:
-        credentials = check_exposure(args.host, args.auth or os.environ.get("RLOO_STUDIO_AUTH"), share=False)
+        credentials = check_exposure(args.host, args.auth or os.environ.get("RLOO_STUDIO_AUTH"), share=args.share)
     except StudioError as exc:
         return _fail(exc)
-    return serve_placeholder(args.host, args.port, args.runs_dir, credentials)
+    from .ui.app import serve
+
+    try:
+        return serve(args.host, args.port, args.runs_dir, credentials, share=args.share, inbrowser=args.inbrowser)
+    except StudioError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        return EXIT_OK
 
 
 # ---- parser -------------------------------------------------------------------------------------
@@ -211,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=7860, help="port (the next free one is used if taken)")
     p.add_argument("--auth", metavar="USER:PASS", help="require this login (needed to bind beyond localhost); or set RLOO_STUDIO_AUTH")
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories")
+    p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs --auth and the internet)")
+    p.add_argument("--inbrowser", action="store_true", help="open the page in the default browser")
     p.set_defaults(func=cmd_ui)
     return parser
 

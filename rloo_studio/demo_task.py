@@ -65,9 +65,38 @@ def generate(n: int, seed: int, exclude: set[str] | None = None) -> list[dict]:
     return out
 
 
-def make_splits(n_train: int = 2000, n_test: int = 300, n_sft: int = 30000, seed: int = 1234) -> dict[str, list[dict]]:
-    """Disjoint test, RL-train and SFT sets (the test prompts appear in neither of the others)."""
+def slipped_answer(problem: dict) -> int:
+    """The answer with the demo's one systematic slip: the tens digit off by one.
+
+    Sums come out ten short (a forgotten carry), differences ten too many (a forgotten borrow),
+    comparisons name the smaller number. Used only for the SFT targets, never for `answer`.
+    """
+    kind, answer = problem["kind"], int(problem["answer"])
+    if kind == "compare":
+        a, b = (int(x) for x in problem["target"][len("<think>"):problem["target"].index("</think>")].replace("<", ">").split(">"))
+        return min(a, b)
+    if kind == "sub2":
+        return answer + 10
+    return answer - 10 if answer >= 10 else answer + 10
+
+
+def with_slip(problem: dict) -> dict:
+    """A copy of `problem` whose SFT target ends in the slipped answer (the trace stays correct)."""
+    trace = problem["target"][:problem["target"].index("</think>") + len("</think>")]
+    return {**problem, "target": f"{trace}{slipped_answer(problem)}", "slipped": True}
+
+
+def make_splits(n_train: int = 2000, n_test: int = 300, n_sft: int = 30000, seed: int = 1234,
+                slip_rate: float = 0.0) -> dict[str, list[dict]]:
+    """Disjoint test, RL-train and SFT sets (the test prompts appear in neither of the others).
+
+    `slip_rate`: the share of SFT targets whose answer carries the systematic slip (see
+    `slipped_answer`); the `answer` column stays correct everywhere.
+    """
     test = generate(n_test, seed)
     train = generate(n_train, seed + 1, exclude={p["prompt"] for p in test})
     sft = generate(n_sft, seed + 2, exclude={p["prompt"] for p in test})
+    if slip_rate:
+        rng = random.Random(seed + 3)
+        sft = [with_slip(p) if rng.random() < slip_rate else p for p in sft]
     return {"test": test, "train": train, "sft": sft}

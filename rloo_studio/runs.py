@@ -31,6 +31,8 @@ STATUS_FILE = "status.json"
 METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 LOG_FILE = "train.log"
+# Set by the app to the run directory whose train.log already receives the worker's output.
+LOG_CAPTURED_ENV = "RLOO_STUDIO_LOG_CAPTURED"
 STOP_FILE = "STOP"  # its presence asks the worker to stop after the current step
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_DIR = "adapter"
@@ -175,7 +177,13 @@ def pid_alive(pid: Any) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A child that exited but was not yet waited for (a zombie) still answers kill(pid, 0).
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS, Windows): trust kill()
+
 
 
 def effective_state(status: dict) -> str:

@@ -1,8 +1,8 @@
-"""Serving the web page: the exposure rule, and a minimal runs page until the full app lands.
+"""The exposure rule and the port: what the app may bind to, checked before anything is served.
 
-The exposure rule: reward code is arbitrary Python run on this machine, so the app binds to
-127.0.0.1 and refuses any other address (or a public share link) unless a login is required.
-This module imports gradio only inside `serve_placeholder`, never torch.
+Reward code is arbitrary Python run on this machine, so the app binds to 127.0.0.1 and refuses
+any other address (or a public share link) unless a login is required. No gradio, no torch here:
+the command line checks this before it builds the page.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from . import runs
 from .errors import StudioError
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -52,27 +51,3 @@ def free_port(host: str, start: int, tries: int = 50) -> int:
             except OSError:
                 continue
     raise StudioError(f"no free port between {start} and {start + tries - 1}", "other programs use them", "pass --port with a free port")
-
-
-def _runs_table(runs_dir: str) -> list[list]:
-    return [[r.run_id, r.state, r.step, r.max_steps, r.last_reward, r.model] for r in runs.list_runs(runs_dir)]
-
-
-def serve_placeholder(host: str, port: int, runs_dir: str, auth: tuple[str, str] | None = None) -> int:
-    """A small page listing runs; the full app (tabs, live curves) replaces it."""
-    import os
-
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    import gradio as gr
-
-    with gr.Blocks(title="RLOO Studio") as demo:
-        gr.Markdown("# RLOO Studio\nTrain from the command line for now: `rloo-studio train CONFIG.yaml`. "
-                    "Runs and their progress appear below.")
-        table = gr.Dataframe(headers=["run", "state", "step", "max steps", "last reward", "model"],
-                             value=lambda: _runs_table(runs_dir), elem_id="runs-table", interactive=False)
-        gr.Timer(5).tick(lambda: _runs_table(runs_dir), outputs=table)
-    port = free_port(host, port)
-    print(f"RLOO Studio: http://{host}:{port}", flush=True)
-    demo.launch(server_name=host, server_port=port, auth=auth, inbrowser=False)
-    return 0

@@ -45,6 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--eval-size", type=int, default=300)
     p.add_argument("--target-accuracy", type=float, default=0.30)
     p.add_argument("--min-format", type=float, default=0.85)
+    p.add_argument("--slip-rate", type=float, default=0.0,
+                   help="share of SFT answers written with the demo's systematic slip (rloo_studio.demo_task.slipped_answer)")
+    p.add_argument("--snapshots", action="store_true", help="also save the model at every check under OUT/snapshots/step-N")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (fixed, for reproducibility)")
     return p.parse_args(argv)
 
@@ -62,6 +65,19 @@ def evaluate(model, tokenizer, problems, max_new_tokens=24):
     correct = numeric_answer()(completions=out.texts, answer=answers)
     formatted = think_format()(completions=out.texts)
     return sum(correct) / len(correct), sum(1 for f in formatted if f == 1.0) / len(formatted), out.texts[:3]
+
+
+def sampled_accuracy(model, tokenizer, problems, samples=4, max_new_tokens=24):
+    """Share of correct answers when sampling at temperature 1 (what RLOO's generations see)."""
+    from rloo_studio.engine.generate import generate_completions
+    from rloo_studio.rewards.builtin import numeric_answer
+
+    model.eval()
+    prompts = [[{"role": "user", "content": p["prompt"]}] for p in problems] * samples
+    out = generate_completions(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=200, do_sample=True, seed=0)
+    model.train()
+    correct = numeric_answer()(completions=out.texts, answer=[p["answer"] for p in problems] * samples)
+    return sum(correct) / len(correct)
 
 
 def encode_examples(tokenizer, problems):
@@ -101,7 +117,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
 
-    splits = make_splits()
+    splits = make_splits(slip_rate=args.slip_rate)
     data_dir, model_dir = args.out / "demo-data", args.out / "demo-model"
     data_dir.mkdir(parents=True, exist_ok=True)
     for name in ("train", "test"):
@@ -147,8 +163,13 @@ def main(argv=None) -> int:
         optimizer.zero_grad(set_to_none=True)
         if step % args.eval_every == 0:
             accuracy, fmt, examples_out = evaluate(model, tokenizer, validation)
-            history.append({"step": step, "loss": round(loss.item(), 4), "accuracy": accuracy, "format_rate": fmt})
-            print(f"step {step:5d}  loss {loss.item():.4f}  val accuracy {accuracy:.3f}  format {fmt:.3f}  "
+            sampled = sampled_accuracy(model, tokenizer, validation) if args.slip_rate or args.snapshots else None
+            history.append({"step": step, "loss": round(loss.item(), 4), "accuracy": accuracy, "format_rate": fmt,
+                            "sampled_accuracy": sampled})
+            if args.snapshots:
+                model.save_pretrained(args.out / "snapshots" / f"step-{step}", safe_serialization=True)
+                tokenizer.save_pretrained(args.out / "snapshots" / f"step-{step}")
+            print(f"step {step:5d}  loss {loss.item():.4f}  val accuracy {accuracy:.3f}  sampled {sampled}  format {fmt:.3f}  "
                   f"e.g. {examples_out[0]!r}  ({time.time() - started:.0f}s)", flush=True)
             if accuracy >= args.target_accuracy and fmt >= args.min_format:
                 reached = step

@@ -94,3 +94,9 @@ def only_run_dir(runs_root: Path) -> Path:
     found = [p for p in Path(runs_root).iterdir() if p.is_dir()]
     assert len(found) == 1, f"expected one run directory in {runs_root}, found {found}"
     return found[0]
+
+
+@pytest.fixture
+def runs_dir(tmp_path) -> Path:
+    """Where the app under test keeps its runs."""
+    return tmp_path / "runs"

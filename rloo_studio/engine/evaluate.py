@@ -26,7 +26,7 @@ EVAL_FILE = "eval.json"
 
 
 def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | None):
-    from .data import load_rows
+    from ..data import load_rows
 
     data_cfg = cfg.data
     if split:
@@ -76,7 +76,7 @@ def _summary(values: dict, weights: list[float], texts: list[str], rows: list[di
 
 
 def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=print) -> dict:
-    from .data import to_trl_dataset, use_chat_format
+    from ..data import to_trl_dataset, use_chat_format
     from .generate import generate_completions
     from .model import load_model
     from .stack import import_training_stack

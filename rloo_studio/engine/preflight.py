@@ -13,7 +13,7 @@ from typing import Mapping
 from ..config import RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
-from .data import Rows, load_rows
+from ..data import Rows, load_rows
 from .model import resolve_model_source
 
 

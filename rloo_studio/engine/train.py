@@ -62,7 +62,10 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
         path = runs.create_run_dir(Path(cfg.output.runs_dir).expanduser().resolve(), name)
     else:
         path = Path(run_dir)
-        if path.exists() and any(path.iterdir()):
+        # The app creates the folder first (status `queued`, its config and reward code) so the run
+        # shows at once; anything else already in the folder belongs to another run.
+        queued_by_app = runs.read_status(path).get("state") == "queued"
+        if path.exists() and any(path.iterdir()) and not queued_by_app:
             raise StudioError(f"--run-dir {path} already exists and is not empty",
                               "a run directory holds exactly one run, and nothing a run wrote is overwritten",
                               f"choose a new folder, or continue that run with --resume {path}")
@@ -231,7 +234,9 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         run_dir = Path(os.environ["RLOO_STUDIO_RUN_DIR"])
     assert run_dir is not None
 
-    log_file = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8", buffering=1) if main else None
+    # When the app started this worker its stdout and stderr already go to train.log: no second copy.
+    captured = os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir.resolve())
+    log_file = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8", buffering=1) if main and not captured else None
     saved_streams = sys.stdout, sys.stderr
     if log_file:
         sys.stdout, sys.stderr = _Tee(sys.stdout, log_file), _Tee(sys.stderr, log_file)
@@ -280,15 +285,14 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file) -> None:
                           "an unexpected error inside the training stack (the full traceback is in train.log)",
                           "read train.log; if the cause is not clear, report it with that file")
     # The traceback goes to train.log only: the person sees one clear message, a bug report has the details.
-    if log_file:
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=log_file)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=log_file or sys.stderr)
     runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
 
 
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
-    from .data import to_trl_dataset
+    from ..data import to_trl_dataset
     from .model import load_model
 
     trl = stack.trl

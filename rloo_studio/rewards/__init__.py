@@ -129,4 +129,21 @@ def builtin_catalog() -> dict[str, str]:
     return {name: describe_builtin(name) for name in BUILTIN_REWARDS}
 
 
-__all__ = ["LoadedReward", "build_rewards", "check_reward_specs", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]
+# Example values for builtin parameters that have no default (the app shows them as a start).
+_PARAM_EXAMPLES = {"regex_format": {"pattern": r"^<think>.*</think>.+$"}}
+
+
+def builtin_default_params(name: str) -> dict:
+    """The parameters a person can set on builtin `name`, with their defaults (or an example)."""
+    import inspect
+
+    params = dict(_PARAM_EXAMPLES.get(name, {}))
+    for pname, p in inspect.signature(BUILTIN_REWARDS[name]).parameters.items():
+        if pname == "think_end_token_id" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue  # filled in from the tokenizer
+        if p.default is not inspect.Parameter.empty:
+            params[pname] = list(p.default) if isinstance(p.default, tuple) else p.default
+    return params
+
+
+__all__ = ["LoadedReward", "builtin_default_params", "build_rewards", "check_reward_specs", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]

@@ -1,4 +1,4 @@
-"""Unit tests for rloo_studio.engine.data: reading local data files, splitting, and building TRL prompts."""
+"""Unit tests for rloo_studio.data: reading local data files, splitting, and building TRL prompts."""
 
 import json
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rloo_studio.config import DataConfig
-from rloo_studio.engine.data import build_prompt, load_rows, to_trl_dataset, use_chat_format
+from rloo_studio.data import build_prompt, load_rows, to_trl_dataset, use_chat_format
 from rloo_studio.errors import DataError
 
 ROWS = [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(10)]

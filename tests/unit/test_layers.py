@@ -34,7 +34,8 @@ def test_engine_never_imports_gradio_or_ui():
 
 
 def test_light_layers_do_not_import_the_model_stack_at_module_level():
-    light = [PACKAGE / n for n in ("config.py", "errors.py", "runs.py", "cli.py", "serve.py")] + list((PACKAGE / "rewards").glob("*.py"))
+    light = ([PACKAGE / n for n in ("config.py", "errors.py", "runs.py", "cli.py", "serve.py", "data.py", "jobs.py", "presets.py", "hardware.py")]
+             + list((PACKAGE / "rewards").glob("*.py")) + list((PACKAGE / "ui").glob("*.py")))
     for path in light:
         assert not (_module_level_imports(path) & set(HEAVY)), f"{path.name} imports {_module_level_imports(path) & set(HEAVY)}"
 
@@ -45,8 +46,16 @@ def test_config_imports_only_stdlib_and_yaml():
 
 
 def test_cli_and_rewards_import_without_torch_in_a_fresh_process():
-    code = ("import sys, json; import rloo_studio.cli, rloo_studio.rewards, rloo_studio.engine.preflight, rloo_studio.serve; "
+    code = ("import sys, json; import rloo_studio.cli, rloo_studio.rewards, rloo_studio.engine.preflight, rloo_studio.serve, "
+            "rloo_studio.jobs, rloo_studio.presets, rloo_studio.hardware, rloo_studio.data, rloo_studio.rewards.check; "
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+def test_ui_imports_no_engine_module():
+    for path in (PACKAGE / "ui").glob("*.py"):
+        source = path.read_text()
+        assert "engine" not in {m.strip(".").split(".")[0] for m in _module_level_imports(path)}, path
+        assert "from ..engine" not in source and "rloo_studio.engine" not in source, path

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import DataConfig, did_you_mean
-from ..errors import DataError
+from .config import DataConfig, did_you_mean
+from .errors import DataError
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # Endings that can only be files (never a hub id): reported as unsupported or missing, not sent to the hub.
 FILE_LIKE_SUFFIXES = LOCAL_SUFFIXES + (".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".gz", ".zip")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "assets" / "demo-data"
 
 
@@ -227,3 +227,71 @@ def to_trl_dataset(rows: list[dict], cfg: DataConfig, tokenizer):
         raise DataError(f"the dataset's columns could not be combined into a table: {str(exc).splitlines()[0]}",
                         "a column holds values of different types in different rows (e.g. numbers and text)",
                         "make every column one type (e.g. quote all answers as text)") from None
+
+
+# ---- a preview for the app -----------------------------------------------------------------------
+
+HUB_PEEK_TIMEOUT_S = 300  # a first download of a mid-sized dataset; later loads come from the cache
+
+
+def is_hub_source(source: str, base_dir: str | Path = ".") -> bool:
+    if source == "demo" or _looks_local(source):
+        return False
+    path = Path(source).expanduser()
+    return not (path.is_absolute() and path.exists()) and not (Path(base_dir) / path).exists() and not (Path.cwd() / path).exists()
+
+
+def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
+    """What the app shows about a data source: columns, row counts, the first rows and every problem.
+
+    Never raises a DataError: problems come back in `problems` (the person fixes them in the form).
+    """
+    result: dict[str, Any] = {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": []}
+    try:
+        raw = _read_source(cfg.source, cfg, Path(base_dir), cfg.split)
+    except DataError as exc:
+        result["problems"].append(exc.message())
+        return result
+    result["columns"] = list(dict.fromkeys(k for row in raw[:1000] for k in row))
+    result["train_rows"] = len(raw)
+    result["rows"] = [{k: _short(v) for k, v in row.items()} for row in raw[:limit]]
+    try:
+        rows = load_rows(cfg, base_dir)
+        result["train_rows"] = len(rows.train)
+        result["test_rows"] = len(rows.test) if rows.test is not None else None
+    except DataError as exc:
+        result["problems"].append(exc.message())
+    return result
+
+
+def _short(value: Any, limit: int = 300) -> Any:
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def peek_in_child(cfg: DataConfig, base_dir: str | Path = ".", timeout_s: float = HUB_PEEK_TIMEOUT_S) -> dict:
+    """`peek` in a child process: hub datasets import `datasets` and may download; the app must stay light."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    payload = json.dumps({"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir)})
+    try:
+        done = subprocess.run([sys.executable, "-m", "rloo_studio.data", payload], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [],
+                "problems": [f"loading {cfg.source!r} took longer than {timeout_s:.0f} s; check the network, or download it first"]}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": [f"loading {cfg.source!r} failed: {tail}"]}
+    return json.loads(lines[-1])
+
+
+if __name__ == "__main__":  # python -m rloo_studio.data '{"cfg": {...}, "base_dir": "."}'  → one JSON line
+    import sys
+
+    request = json.loads(sys.argv[1])
+    print(json.dumps(peek(DataConfig(**request["cfg"]), request["base_dir"]), default=str))

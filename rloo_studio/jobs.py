@@ -1,0 +1,210 @@
+"""Starting, stopping and watching training workers for the app: one run at a time.
+
+A worker is the same command a person would type (`python -m rloo_studio.cli train CONFIG
+--run-dir DIR`), started as a child process in its own session so that it survives a restart
+of the app (the app re-attaches by reading the run directory). This module creates the run
+directory first — status `queued`, the config and the reward code — so the run is visible at
+once and a worker that fails before training begins still leaves its reason in status.json.
+It never imports torch: everything it knows comes from the run directory (see `runs`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import runs
+from .config import RewardSpec, RunConfig
+from .errors import StudioError
+
+# Workers started by this process, by run directory: kept to reap them when they end (a child
+# that has exited but was never waited for still answers `kill(pid, 0)`, so it would look alive).
+_children: dict[str, subprocess.Popen] = {}
+USER_REWARDS_FILE = runs.REWARDS_FILE
+
+
+def _reap() -> None:
+    for key, proc in list(_children.items()):
+        if proc.poll() is not None:
+            _children.pop(key, None)
+
+
+def active_run(runs_dir: str | Path) -> Path | None:
+    """The run whose worker is alive and queued, running or stopping; None when nothing trains."""
+    _reap()
+    for summary in runs.list_runs(runs_dir):
+        if summary.state in runs.ACTIVE_STATES:
+            return summary.path
+    return None
+
+
+def _refuse_if_busy(runs_dir: str | Path) -> None:
+    busy = active_run(runs_dir)
+    if busy is not None:
+        raise StudioError(f"run {busy.name} is still training",
+                          "one run trains at a time: two would compete for the same GPU (or CPU) memory",
+                          "wait for it to finish, or press Stop and start again when it has stopped")
+
+
+def _spawn(run_dir: Path, args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"}
+    log = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)  # survives the app's restart and its Ctrl-C
+    finally:
+        log.close()  # the child has its own copy of the descriptor
+    _children[str(run_dir.resolve())] = proc
+    return proc
+
+
+def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+    """Create the run directory and start its worker; returns the directory.
+
+    `reward_source` is the code of the app's reward editor: written to the run's rewards.py and
+    referenced by the config's `{file: rewards.py}` rewards.
+    """
+    problems = cfg.validate()
+    if problems:
+        from .errors import ConfigError
+
+        raise ConfigError(problems, "the settings")
+    runs_dir = Path(runs_dir).expanduser().resolve()
+    _refuse_if_busy(runs_dir)
+    name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name or "run"
+    run_dir = runs.create_run_dir(runs_dir, name)
+    cfg = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
+    cfg.output.runs_dir = str(runs_dir)
+    if reward_source is not None and any(s.file == USER_REWARDS_FILE for s in cfg.rewards):
+        (run_dir / USER_REWARDS_FILE).write_text(reward_source, encoding="utf-8")
+    # Relative paths (data files, model folders) were chosen relative to the app's folder: make
+    # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
+    cfg = _absolute_paths(cfg, run_dir)
+    config_path = run_dir / runs.CONFIG_FILE
+    cfg.save(config_path)
+    runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo.get("max_steps"), model=cfg.model.name_or_path,
+                       started_at=time.time(), started_by="app")
+    proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)])
+    runs.update_status(run_dir, pid=proc.pid)
+    return run_dir
+
+
+def _absolute_paths(cfg: RunConfig, run_dir: Path) -> RunConfig:
+    base = Path(cfg.base_dir).expanduser().resolve()
+
+    def absolute(value: str | None) -> str | None:
+        if not value or value == "demo":
+            return value
+        path = Path(value).expanduser()
+        candidate = path if path.is_absolute() else base / path
+        return str(candidate) if candidate.exists() else value  # a hub id stays as it is
+
+    cfg.model.name_or_path = absolute(cfg.model.name_or_path)
+    cfg.data.source = absolute(cfg.data.source)
+    if cfg.data.test_split:
+        cfg.data.test_split = absolute(cfg.data.test_split)
+    rewards = []
+    for spec in cfg.rewards:
+        spec = RewardSpec(**{**spec.__dict__})
+        if spec.file and spec.file != USER_REWARDS_FILE:
+            spec.file = absolute(spec.file)
+        if spec.model:
+            spec.model = absolute(spec.model)
+        rewards.append(spec)
+    cfg.rewards = rewards
+    cfg.base_dir = str(run_dir)
+    return cfg
+
+
+def resume_run(run_dir: str | Path) -> Path:
+    """Continue a stopped, failed or interrupted run from its last checkpoint."""
+    run_dir = Path(run_dir).expanduser().resolve()
+    if not (run_dir / runs.CONFIG_FILE).is_file():
+        raise StudioError(f"{run_dir.name} is not a run directory (no {runs.CONFIG_FILE})",
+                          "only runs made by RLOO Studio can be resumed", "pick a run from the Runs list")
+    state = runs.effective_state(runs.read_status(run_dir))
+    if state == "finished":
+        raise StudioError(f"run {run_dir.name} has finished all its steps",
+                          "resume continues an unfinished run", "start a new run with more steps instead")
+    _refuse_if_busy(run_dir.parent)
+    if runs.last_checkpoint(run_dir) is None:
+        note = "no checkpoint was saved yet, so training starts again from step 0"
+    else:
+        note = f"continuing from checkpoint {runs.last_checkpoint(run_dir)[0]}"
+    runs.clear_stop(run_dir)
+    runs.update_status(run_dir, state="queued", pid=None, error=None, note=note)
+    proc = _spawn(run_dir, ["--resume", str(run_dir)])
+    runs.update_status(run_dir, pid=proc.pid)
+    return run_dir
+
+
+def stop_run(run_dir: str | Path) -> str:
+    """Ask a running worker to stop after its current step (it saves a checkpoint first)."""
+    run_dir = Path(run_dir)
+    status = runs.read_status(run_dir)
+    state = runs.effective_state(status)
+    if state not in runs.ACTIVE_STATES:
+        return f"run {run_dir.name} is not training ({state}); nothing to stop"
+    runs.request_stop(run_dir)
+    if state != "stopping":
+        runs.update_status(run_dir, state="stopping")
+    return f"stopping {run_dir.name} after the current step; a checkpoint is saved so it can be resumed"
+
+
+@dataclass
+class RunView:
+    """Everything the app shows about one run, read from its directory."""
+    run_id: str
+    path: Path
+    state: str
+    status: dict
+    metrics: list[dict] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
+    log_tail: str = ""
+
+    @property
+    def step(self) -> int:
+        return int(self.status.get("step") or 0)
+
+    @property
+    def max_steps(self) -> int | None:
+        return self.status.get("max_steps")
+
+
+def read_tail(path: Path, max_bytes: int = 6000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            text = fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return text if size <= max_bytes else text.split("\n", 1)[-1]
+
+
+def view(run_dir: str | Path, samples_tail: int = 40) -> RunView:
+    _reap()
+    run_dir = Path(run_dir)
+    status = runs.read_status(run_dir)
+    samples = runs.read_jsonl(run_dir / runs.SAMPLES_FILE)[-samples_tail:]
+    return RunView(run_id=run_dir.name, path=run_dir, state=runs.effective_state(status) if status else "unknown",
+                   status=status, metrics=runs.read_jsonl(run_dir / runs.METRICS_FILE), samples=samples,
+                   log_tail=read_tail(run_dir / runs.LOG_FILE))
+
+
+def delete_run(run_dir: str | Path) -> None:
+    """Delete a run directory (the app asks for confirmation first); refuses a run that trains."""
+    import shutil
+
+    run_dir = Path(run_dir)
+    if runs.effective_state(runs.read_status(run_dir)) in runs.ACTIVE_STATES:
+        raise StudioError(f"run {run_dir.name} is still training", "its worker is writing into the folder", "stop it first")
+    if not (run_dir / runs.STATUS_FILE).exists():
+        raise StudioError(f"{run_dir} is not a run directory", "only run folders are deleted by the app", "check the path")
+    shutil.rmtree(run_dir)

@@ -1,0 +1,304 @@
+"""The app: builds the page from the tabs, wires the cross-tab actions, and serves it.
+
+`build_app(runs_dir)` returns the Gradio Blocks (a test builds it and checks that no model
+library was imported); `serve(...)` applies the exposure rule and launches it. The form's state
+lives in the widgets plus a `base` config (the preset's keys that no widget shows); the run's
+state lives in its directory, which a timer reads — so a browser reload or an app restart
+re-attaches to whatever is training.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shlex
+import threading
+from pathlib import Path
+
+# Before gradio or huggingface_hub are imported: nothing leaves the machine unless the person asks.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+import gradio as gr  # noqa: E402
+import yaml  # noqa: E402
+
+from .. import hardware, jobs, runs  # noqa: E402
+from ..config import RunConfig  # noqa: E402
+from ..errors import ConfigError, StudioError  # noqa: E402
+from ..presets import DEFAULT_CPU_PRESET, get_preset, list_presets  # noqa: E402
+from . import text  # noqa: E402
+from .data_tab import DataTab  # noqa: E402
+from .model_tab import ModelTab  # noqa: E402
+from .rewards_tab import RewardsTab  # noqa: E402
+from .runs_tab import RunsTab  # noqa: E402
+from .train_tab import TrainTab  # noqa: E402
+
+POLL_SECONDS = 2.0
+DRAFT_CONFIG = "draft-config.yaml"
+DRAFT_REWARDS = "draft-rewards.py"
+CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
+
+
+class HardwareCache:
+    """The hardware probe runs once, in the background, from the moment the app is built."""
+
+    def __init__(self, enabled: bool = True):
+        self._result: hardware.Hardware | None = None if enabled else hardware.Hardware(cpu_cores=os.cpu_count() or 1, error="detection disabled")
+        self._done = threading.Event()
+        if enabled:
+            threading.Thread(target=self._run, name="hardware-probe", daemon=True).start()
+        else:
+            self._done.set()
+
+    def _run(self) -> None:
+        self._result = hardware.detect()
+        self._done.set()
+
+    def get(self, timeout_s: float = hardware.PROBE_TIMEOUT_S) -> hardware.Hardware:
+        self._done.wait(timeout_s)
+        return self._result or hardware.Hardware(cpu_cores=os.cpu_count() or 1, error="still detecting")
+
+
+class Workspace:
+    """Where the app keeps what a person made outside runs: drafts of the form and the reward code, uploads."""
+
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = runs_dir
+        self.dir = runs_dir / ".studio"  # no status.json inside: never listed as a run
+        self.uploads = self.dir / "uploads"
+
+    def read(self, name: str) -> str | None:
+        path = self.dir / name
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def write(self, name: str, content: str) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / name
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, path)  # a crash mid-write leaves the previous draft whole
+        return path
+
+
+def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr.Blocks:
+    runs_dir = Path(runs_dir).expanduser().resolve()
+    workspace = Workspace(runs_dir)
+    presets = list_presets()
+    hw = HardwareCache(detect_hardware)
+    default_preset = DEFAULT_CPU_PRESET if any(p.name == DEFAULT_CPU_PRESET for p in presets) else (presets[0].name if presets else None)
+
+    def initial_config() -> tuple[RunConfig, str]:
+        """The draft of the last session if there is one, else the default preset."""
+        draft = workspace.read(DRAFT_CONFIG)
+        if draft:
+            try:
+                return RunConfig.from_dict(yaml.safe_load(draft) or {}, base_dir=os.getcwd(), source="the saved draft"), "your last settings"
+            except (ConfigError, yaml.YAMLError):
+                pass  # an unreadable draft must not lock the person out: fall back to the preset
+        if default_preset:
+            return get_preset(default_preset).load(), f"the {default_preset} preset"
+        return RunConfig(), "the defaults"
+
+    with gr.Blocks(title=text.TITLE, analytics_enabled=False) as demo:
+        gr.Markdown(f"# {text.TITLE}\n{text.INTRO}")
+        base = gr.State({})             # {"config": dict, "base_dir": str}: the preset's keys no widget shows
+        watched = gr.State(None)        # the run directory the Train tab shows
+        columns = gr.State([])          # the data's columns from the last preview
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("1 · Model & hardware", id="model", elem_id="tab-model"):
+                model_tab = ModelTab(presets, default_preset)
+            with gr.Tab("2 · Data", id="data", elem_id="tab-data"):
+                data_tab = DataTab(workspace.uploads)
+            with gr.Tab("3 · Rewards", id="rewards", elem_id="tab-rewards"):
+                rewards_tab = RewardsTab(workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE)
+            with gr.Tab("4 · Train", id="train", elem_id="tab-train"):
+                train_tab = TrainTab()
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
+                runs_tab = RunsTab(runs_dir)
+        timer = gr.Timer(POLL_SECONDS)
+
+        tabs = (model_tab, data_tab, rewards_tab, train_tab)
+        form_inputs = [c for tab in tabs for c in tab.inputs]
+        sizes = [len(tab.inputs) for tab in tabs]
+
+        def form_values(cfg: RunConfig) -> list:
+            code = workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE  # the editor keeps its code across presets and reloads
+            return (ModelTab.values_from(cfg) + DataTab.values_from(cfg) + RewardsTab.values_from(cfg, code) + TrainTab.values_from(cfg))
+
+        def config_from_form(state: dict, values: list) -> tuple[RunConfig | None, list[str]]:
+            """The one place the form becomes a RunConfig; returns every problem found."""
+            cfg = copy.deepcopy(state.get("config") or {})
+            parts, at = [], 0
+            for n in sizes:
+                parts.append(values[at:at + n])
+                at += n
+            problems: list[str] = []
+            problems += ModelTab.apply(cfg, parts[0])
+            problems += RewardsTab.apply(cfg, parts[2])
+            problems += DataTab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
+            problems += TrainTab.apply(cfg, parts[3])
+            cfg.setdefault("output", {})["runs_dir"] = str(runs_dir)
+            try:
+                config = RunConfig.from_dict(cfg, base_dir=state.get("base_dir") or os.getcwd(), source="the form")
+            except ConfigError as exc:
+                return None, problems + exc.problems
+            return config, problems + config.validate()
+
+        def problems_markdown(problems: list[str]) -> str:
+            return "**Please fix before starting:**\n" + "\n".join(f"- {p}" for p in problems) if problems else ""
+
+        # ---- page load: hardware, the form, the run to watch ------------------------------------
+        def on_load():
+            cfg, origin = initial_config()
+            hw_now = hw.get()
+            device = hw_now.summary().replace("\n", "  \n")
+            if not hw_now.has_gpu:
+                device += "  \nWithout a GPU, the **cpu-demo** preset (the bundled model and data, offline) is the one that finishes in minutes."
+            active = jobs.active_run(runs_dir)
+            latest = active or next((r.path for r in runs.list_runs(runs_dir)), None)
+            state = {"config": cfg.to_dict(), "base_dir": cfg.base_dir}
+            notes = f"The form shows {origin}."
+            return [device, state, str(latest) if latest else None, notes] + form_values(cfg)
+
+        demo.load(on_load, outputs=[model_tab.device, base, watched, model_tab.preset_notes] + form_inputs, api_name="load_form")
+
+        # ---- presets --------------------------------------------------------------------------------
+        def apply_preset(name: str):
+            try:
+                preset = get_preset(name)
+                cfg = preset.load()
+            except StudioError as exc:
+                raise gr.Error(exc.message()) from None
+            workspace.write(DRAFT_CONFIG, cfg.to_yaml())
+            notes = f"**{preset.name}** — {preset.title}\n\n```\n{preset.notes}\n```" if preset.notes else f"**{preset.name}** — {preset.title}"
+            return [{"config": cfg.to_dict(), "base_dir": cfg.base_dir}, notes] + form_values(cfg)
+
+        model_tab.apply_preset.click(apply_preset, inputs=model_tab.preset, outputs=[base, model_tab.preset_notes] + form_inputs,
+                                     api_name="apply_preset")
+
+        # ---- data preview ----------------------------------------------------------------------------
+        def preview_data(state, *values):
+            cfg, problems = config_from_form(state, list(values))
+            data_cfg = cfg.data if cfg else None
+            if data_cfg is None:
+                return "**Please fix:**\n" + "\n".join(f"- {p}" for p in problems), None, [], gr.update(), gr.update()
+            summary, rows, headers, cols = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd())
+            table = {"headers": headers, "data": rows} if headers else None
+            prompt_choices = gr.update(choices=cols, value=data_cfg.prompt_column if data_cfg.prompt_column in cols else (cols[0] if cols else None)) if cols else gr.update()
+            answer_choices = gr.update(choices=cols + ["(none)"]) if cols else gr.update()
+            return summary, table, cols, prompt_choices, answer_choices
+
+        data_tab.preview_button.click(preview_data, inputs=[base] + form_inputs,
+                                      outputs=[data_tab.summary, data_tab.table, columns, data_tab.prompt_column, data_tab.answer_column],
+                                      api_name="preview_data")
+
+        # ---- reward code -----------------------------------------------------------------------------
+        def check_code(code, user_table, cols):
+            workspace.write(DRAFT_REWARDS, code or "")
+            return RewardsTab.check_code(code, user_table, cols)
+
+        rewards_tab.check.click(check_code, inputs=[rewards_tab.code, rewards_tab.user, columns],
+                                outputs=[rewards_tab.check_result, rewards_tab.user], api_name="check_rewards")
+        rewards_tab.code.change(lambda code: workspace.write(DRAFT_REWARDS, code or "") and None, inputs=rewards_tab.code,
+                                outputs=None, api_name="save_reward_draft", show_progress="hidden")
+
+        # ---- config view, start, stop, resume ------------------------------------------------------
+        def show_config(state, *values):
+            cfg, problems = config_from_form(state, list(values))
+            if cfg is None:
+                return problems_markdown(problems), "", ""
+            path = workspace.write(DRAFT_CONFIG, cfg.to_yaml())
+            return problems_markdown(problems), f"rloo-studio train {shlex.quote(str(path))}", cfg.to_yaml()
+
+        code_index = form_inputs.index(rewards_tab.code)
+
+        def start(state, *values):
+            code = values[code_index]
+            cfg, problems = config_from_form(state, list(values))
+            if problems:
+                return [problems_markdown(problems), gr.update(), gr.update(), gr.update()]
+            workspace.write(DRAFT_CONFIG, cfg.to_yaml())
+            workspace.write(DRAFT_REWARDS, code or "")
+            try:
+                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
+            except StudioError as exc:
+                return [f"**Could not start:** {exc.message()}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
+            config_text = (run_dir / runs.CONFIG_FILE).read_text(encoding="utf-8")
+            return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
+
+        train_tab.start.click(start, inputs=[base] + form_inputs,
+                              outputs=[train_tab.problems, watched, train_tab.command, train_tab.config_yaml], api_name="start_training")
+
+        def stop(run_dir):
+            if not run_dir:
+                return "No run to stop."
+            return jobs.stop_run(run_dir)
+
+        train_tab.stop.click(stop, inputs=watched, outputs=train_tab.problems, api_name="stop_training")
+
+        def resume(run_dir):
+            if not run_dir:
+                return "No run to resume: open one in the Runs tab first.", run_dir
+            try:
+                jobs.resume_run(run_dir)
+            except StudioError as exc:
+                return f"**Could not resume:** {exc.message()}".replace("\n", "  \n"), run_dir
+            return f"Resuming `{Path(run_dir).name}`.", run_dir
+
+        train_tab.resume.click(resume, inputs=watched, outputs=[train_tab.problems, watched], api_name="resume_training")
+
+        # ---- the live view ----------------------------------------------------------------------------
+        def poll(run_dir):
+            view = jobs.view(run_dir) if run_dir and Path(run_dir).is_dir() else None
+            return TrainTab.render(view)
+
+        timer.tick(poll, inputs=watched, outputs=train_tab.outputs, api_name="run_status", show_progress="hidden")
+        watched.change(poll, inputs=watched, outputs=train_tab.outputs, api_visibility="private")
+
+        # ---- runs ---------------------------------------------------------------------------------------
+        runs_tab.refresh.click(runs_tab.listing, inputs=runs_tab.picker, outputs=[runs_tab.table, runs_tab.picker], api_name="list_runs")
+        demo.load(runs_tab.listing, outputs=[runs_tab.table, runs_tab.picker], api_visibility="private")
+        runs_tab.picker.change(runs_tab.detail, inputs=runs_tab.picker,
+                               outputs=[runs_tab.status, runs_tab.plot, runs_tab.config, runs_tab.log], api_name="open_run")
+        runs_tab.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=runs_tab.picker, outputs=watched,
+                             api_name="watch_run")
+
+        def resume_from_runs(run_id):
+            if not run_id:
+                return "Pick a run first.", gr.update()
+            message, run_dir = resume(str(runs_dir / run_id))
+            return message, run_dir
+
+        runs_tab.resume.click(resume_from_runs, inputs=runs_tab.picker, outputs=[runs_tab.message, watched], api_name="resume_run")
+
+        def delete(run_id, confirmed, current):
+            try:
+                message = runs_tab.delete_run(run_id, confirmed)
+            except StudioError as exc:
+                return [exc.message(), gr.update(), gr.update(), False, current]
+            table, picker = runs_tab.listing()
+            if current and Path(current).name == run_id and not Path(current).exists():
+                current = None
+            return [message, table, picker, False, current]
+
+        runs_tab.delete.click(delete, inputs=[runs_tab.picker, runs_tab.confirm, watched],
+                              outputs=[runs_tab.message, runs_tab.table, runs_tab.picker, runs_tab.confirm, watched], api_name="delete_run")
+
+        train_tab.show_config.click(show_config, inputs=[base] + form_inputs, outputs=[train_tab.problems, train_tab.command, train_tab.config_yaml],
+                          api_name="show_config")
+    return demo
+
+
+def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs", auth: tuple[str, str] | None = None,
+          share: bool = False, inbrowser: bool = False) -> int:
+    from ..serve import free_port
+
+    demo = build_app(runs_dir)
+    port = free_port(host, port)
+    shown_host = "127.0.0.1" if host in ("127.0.0.1", "localhost") else host
+    print(f"RLOO Studio is running at http://{shown_host}:{port}  (Ctrl-C stops the app; a training run keeps going)", flush=True)
+    demo.queue(default_concurrency_limit=4)
+    demo.launch(server_name=host, server_port=port, auth=auth, share=share, inbrowser=inbrowser, quiet=True,
+                show_error=True, css=CSS, footer_links=[])
+    return 0

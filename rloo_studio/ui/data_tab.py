@@ -1,0 +1,147 @@
+"""The Data tab: where the prompts come from (demo, a file, a hub dataset), column mapping, a preview.
+
+Turns its widgets into the `data` section of the RunConfig (`apply`) and back (`values_from`).
+Uploaded files are copied into the app's uploads folder under a cleaned name, so the path a run
+records stays valid and no upload can write outside that folder.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from ..config import DataConfig, RunConfig
+from ..data import is_hub_source, peek, peek_in_child
+from . import text
+
+MAX_UPLOAD_MB = 512  # larger datasets belong on the hub or a path typed in; the browser upload would crawl
+
+
+def safe_upload_name(name: str) -> str:
+    """The file name without any folder part and with only harmless characters (no path traversal)."""
+    base = Path(str(name).replace("\\", "/")).name
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", base).lstrip(".") or "upload"
+    return cleaned[:120]
+
+
+def store_upload(temp_path: str, original_name: str, uploads_dir: Path) -> Path:
+    uploads_dir.mkdir(parents=True, exist_ok=True)
+    target = uploads_dir / safe_upload_name(original_name)
+    if target.exists() and target.read_bytes() != Path(temp_path).read_bytes():
+        target = target.with_name(f"{time.strftime('%Y%m%d-%H%M%S')}-{target.name}")  # never overwrite an earlier upload
+    shutil.copyfile(temp_path, target)
+    return target.resolve()
+
+
+def source_kind(source: str) -> str:
+    if source == "demo":
+        return text.SOURCE_CHOICES[0]
+    return text.SOURCE_CHOICES[2] if is_hub_source(source) else text.SOURCE_CHOICES[1]
+
+
+class DataTab:
+    def __init__(self, uploads_dir: Path):
+        self.uploads_dir = uploads_dir
+        self.kind = gr.Radio(list(text.SOURCE_CHOICES), value=text.SOURCE_CHOICES[0], label=text.SOURCE, elem_id="data-source")
+        with gr.Group(visible=False) as self.file_group:
+            self.upload = gr.File(label=text.UPLOAD, file_types=[".jsonl", ".json", ".csv", ".parquet"], elem_id="data-upload")
+            self.local_path = gr.Textbox(label=text.LOCAL_PATH, info=text.LOCAL_PATH_INFO, elem_id="data-path")
+        with gr.Group(visible=False) as self.hub_group:
+            with gr.Row():
+                self.hub_id = gr.Textbox(label=text.HUB_ID, info=text.HUB_ID_INFO, elem_id="data-hub-id")
+                self.hub_config = gr.Textbox(label=text.HUB_CONFIG, info=text.HUB_CONFIG_INFO)
+                self.split = gr.Textbox("train", label=text.SPLIT)
+        with gr.Row():
+            self.prompt_column = gr.Dropdown(["prompt"], value="prompt", allow_custom_value=True, label=text.PROMPT_COLUMN,
+                                             info=text.PROMPT_COLUMN_INFO, elem_id="prompt-column")
+            self.answer_column = gr.Dropdown(["answer", "(none)"], value="answer", allow_custom_value=True, label=text.ANSWER_COLUMN,
+                                             info=text.ANSWER_COLUMN_INFO, elem_id="answer-column")
+        self.system_prompt = gr.Textbox(label=text.SYSTEM_PROMPT, info=text.SYSTEM_PROMPT_INFO, lines=2)
+        with gr.Accordion("Held-out data and limits", open=False):
+            with gr.Row():
+                self.test_split = gr.Textbox("test", label=text.TEST_SPLIT, info=text.TEST_SPLIT_INFO)
+                self.test_fraction = gr.Number(0.0, label=text.TEST_FRACTION, minimum=0, maximum=0.9)
+                self.max_train = gr.Number(0, label=text.MAX_TRAIN, precision=0, minimum=0)
+                self.prompt_format = gr.Dropdown(["auto", "chat", "plain"], value="auto", label=text.PROMPT_FORMAT, info=text.PROMPT_FORMAT_INFO)
+        self.preview_button = gr.Button(text.PREVIEW_DATA, elem_id="preview-data")
+        self.summary = gr.Markdown(elem_id="data-summary")
+        self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows")
+
+        self.kind.change(lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
+                         inputs=self.kind, outputs=[self.file_group, self.hub_group], api_visibility="private")
+        self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data")
+
+    def _on_upload(self, file) -> str:
+        if file is None:
+            return ""
+        path = Path(file if isinstance(file, str) else file.name)
+        size_mb = path.stat().st_size / 1024**2
+        if size_mb > MAX_UPLOAD_MB:
+            raise gr.Error(f"The file is {size_mb:.0f} MB; uploads are limited to {MAX_UPLOAD_MB} MB. "
+                           "Why: the browser sends it whole. What to do: type the file's path instead, or put the data on the hub.")
+        original = getattr(file, "orig_name", None) or path.name
+        return str(store_upload(str(path), original, self.uploads_dir))
+
+    @property
+    def inputs(self) -> list:
+        return [self.kind, self.local_path, self.hub_id, self.hub_config, self.split, self.prompt_column, self.answer_column,
+                self.system_prompt, self.test_split, self.test_fraction, self.max_train, self.prompt_format]
+
+    @staticmethod
+    def apply(cfg: dict, values: list) -> list[str]:
+        kind, local_path, hub_id, hub_config, split, prompt_col, answer_col, system, test_split, test_fraction, max_train, fmt = values
+        problems = []
+        data = cfg.setdefault("data", {})
+        if kind == text.SOURCE_CHOICES[0]:
+            data["source"], data["split"], data["config_name"] = "demo", "train", None
+        elif kind == text.SOURCE_CHOICES[1]:
+            if not (local_path or "").strip():
+                problems.append("Data: no file chosen — upload one or type its path")
+            data["source"], data["split"], data["config_name"] = (local_path or "").strip(), "train", None
+        else:
+            if not (hub_id or "").strip():
+                problems.append("Data: no dataset id given — e.g. openai/gsm8k")
+            data["source"], data["split"] = (hub_id or "").strip(), (split or "train").strip()
+            data["config_name"] = (hub_config or "").strip() or None
+        data["prompt_column"] = (prompt_col or "prompt").strip()
+        data["system_prompt"] = (system or "").strip() or None
+        data["test_split"] = (test_split or "").strip() or None
+        data["test_fraction"] = float(test_fraction or 0.0)
+        data["max_train_samples"] = int(max_train) if max_train else None
+        data["prompt_format"] = fmt or "auto"
+        answer = (answer_col or "").strip()
+        # The answer column is a parameter of the answer-checking rewards: set it on those that take one.
+        for spec in cfg.get("rewards", []):
+            if spec.get("name") in ("numeric_answer", "exact_match") and answer and answer != "(none)":
+                spec.setdefault("params", {})["answer_column"] = answer
+        return problems
+
+    @staticmethod
+    def values_from(cfg: RunConfig) -> list:
+        d = cfg.data
+        kind = source_kind(d.source)
+        answer = next((s.params.get("answer_column", "answer") for s in cfg.rewards if s.name in ("numeric_answer", "exact_match")), "answer")
+        return [kind, d.source if kind == text.SOURCE_CHOICES[1] else "", d.source if kind == text.SOURCE_CHOICES[2] else "",
+                d.config_name or "", d.split, d.prompt_column, answer, d.system_prompt or "", d.test_split or "", d.test_fraction,
+                d.max_train_samples or 0, d.prompt_format]
+
+    @staticmethod
+    def preview(data_cfg: DataConfig, base_dir: str) -> tuple[str, list[list], list[str], list]:
+        """(summary markdown, rows, headers, columns) for the preview; hub sources are read in a child process."""
+        result = peek_in_child(data_cfg, base_dir) if is_hub_source(data_cfg.source, base_dir) else peek(data_cfg, base_dir)
+        cols = result["columns"]
+        lines = []
+        if cols:
+            held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
+            lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
+                         ". Every column reaches your reward functions as a keyword argument of the same name.")
+        for problem in result["problems"]:
+            lines.append("⚠️ " + problem.replace("\n", "  \n"))
+        if cols and not result["problems"]:
+            lines.append("✅ Ready to train.")
+        rows = [[row.get(c) for c in cols] for row in result["rows"]]
+        return "\n\n".join(lines), rows, cols, cols

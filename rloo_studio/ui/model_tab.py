@@ -1,0 +1,95 @@
+"""The Model & hardware tab: the detected device, the preset picker, the model and how to load and train it.
+
+Turns its widgets into the `model` and `lora` sections of the RunConfig (`apply`) and back
+(`values_from`). The preset picker is wired by the app, because a preset fills every tab.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ..config import LoraConfig, RunConfig
+from ..presets import Preset
+from . import text
+
+POPULAR_MODELS = (
+    "demo", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen2.5-0.5B-Instruct",
+    "Qwen/Qwen2.5-1.5B-Instruct", "unsloth/Llama-3.2-1B-Instruct", "unsloth/Llama-3.2-3B-Instruct", "google/gemma-3-1b-it",
+)
+
+
+def preset_label(preset: Preset) -> str:
+    return f"{preset.name} — {preset.title}"
+
+
+class ModelTab:
+    def __init__(self, presets: list[Preset], default_preset: str):
+        self.presets = presets
+        gr.Markdown("### Your hardware")
+        self.device = gr.Markdown(text.DEVICE_DETECTING, elem_id="device-info")
+        with gr.Row():
+            self.preset = gr.Dropdown([(preset_label(p), p.name) for p in presets], value=default_preset, label=text.PRESET,
+                                      info=text.PRESET_INFO, elem_id="preset", scale=3)
+            self.apply_preset = gr.Button("Use this preset", elem_id="apply-preset", scale=1)
+        self.preset_notes = gr.Markdown(elem_id="preset-notes")
+        gr.Markdown("### The model")
+        self.name = gr.Dropdown(list(POPULAR_MODELS), value="demo", allow_custom_value=True, label=text.MODEL,
+                                info=text.MODEL_INFO, elem_id="model-name")
+        with gr.Row():
+            self.precision = gr.Radio(list(text.PRECISION_CHOICES), value=text.PRECISION_CHOICES[2], label=text.PRECISION,
+                                      info=text.PRECISION_INFO, elem_id="precision")
+            self.method = gr.Radio(list(text.METHOD_CHOICES), value=text.METHOD_CHOICES[1], label=text.METHOD,
+                                   info=text.METHOD_INFO, elem_id="method")
+        with gr.Row():
+            self.lora_r = gr.Number(16, label=text.LORA_R, info=text.LORA_R_INFO, precision=0, minimum=1)
+            self.lora_alpha = gr.Number(32, label=text.LORA_ALPHA, info=text.LORA_ALPHA_INFO, precision=0, minimum=1)
+            self.lora_dropout = gr.Number(0.0, label=text.LORA_DROPOUT, minimum=0, maximum=1)
+            self.lora_targets = gr.Textbox("all-linear", label=text.LORA_TARGETS, info=text.LORA_TARGETS_INFO)
+        self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
+        with gr.Accordion("Advanced", open=False):
+            with gr.Row():
+                self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)
+                self.backend = gr.Dropdown(["auto", "unsloth", "transformers"], value="auto", label=text.BACKEND, info=text.BACKEND_INFO)
+                self.grad_ckpt = gr.Checkbox(True, label=text.GRAD_CKPT, info=text.GRAD_CKPT_INFO)
+
+    @property
+    def inputs(self) -> list:
+        return [self.name, self.precision, self.method, self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_targets,
+                self.max_seq, self.backend, self.grad_ckpt]
+
+    @staticmethod
+    def apply(cfg: dict, values: list) -> list[str]:
+        """Write the widget values into the config dict's `model` and `lora` sections; returns problems."""
+        name, precision, method, r, alpha, dropout, targets, max_seq, backend, grad_ckpt = values
+        problems = []
+        model = cfg.setdefault("model", {})
+        model["name_or_path"] = (name or "").strip() or "demo"
+        model["load_in_4bit"] = precision == text.PRECISION_CHOICES[0]
+        model["dtype"] = "float32" if precision == text.PRECISION_CHOICES[2] else ("auto" if model["load_in_4bit"] else model.get("dtype") if model.get("dtype") in ("bfloat16", "float16") else "auto")
+        model["max_seq_length"] = int(max_seq or 1024)
+        model["backend"] = backend or "auto"
+        model["gradient_checkpointing"] = bool(grad_ckpt)
+        if method == text.METHOD_CHOICES[0]:
+            target = (targets or "all-linear").strip()
+            cfg["lora"] = {"r": int(r or 16), "alpha": int(alpha or 32), "dropout": float(dropout or 0.0),
+                           "target_modules": target if target == "all-linear" else [t.strip() for t in target.split(",") if t.strip()]}
+        else:
+            cfg.pop("lora", None)  # no section = full fine-tuning (`lora: null` would mean LoRA with defaults)
+            if model["load_in_4bit"]:
+                problems.append("4-bit weights cannot be trained directly: choose “LoRA adapter” under “What to train”, "
+                                "or 16-bit weights for full fine-tuning")
+        return problems
+
+    @staticmethod
+    def values_from(cfg: RunConfig) -> list:
+        m, lora = cfg.model, cfg.lora
+        if m.load_in_4bit:
+            precision = text.PRECISION_CHOICES[0]
+        elif m.dtype == "float32":
+            precision = text.PRECISION_CHOICES[2]
+        else:
+            precision = text.PRECISION_CHOICES[1]
+        shown = lora or LoraConfig()
+        targets = shown.target_modules if isinstance(shown.target_modules, str) else ", ".join(shown.target_modules)
+        return [m.name_or_path, precision, text.METHOD_CHOICES[0] if lora else text.METHOD_CHOICES[1], shown.r, shown.alpha,
+                shown.dropout, targets, m.max_seq_length, m.backend, m.gradient_checkpointing]

@@ -1,0 +1,110 @@
+"""Turning a run directory into what the app shows: status line, progress bar, curves, samples, log.
+
+Shared by the Train tab (the run being trained) and the Runs tab (any run). Pure functions of
+`jobs.RunView`; no Gradio components are built here.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+import pandas as pd
+
+from ..jobs import RunView
+from . import text
+
+REWARD_SERIES_PREFIX = "rewards/"
+SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "advantage"]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "—"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def elapsed_s(view: RunView) -> float | None:
+    started = view.status.get("started_at")
+    if not started:
+        return None
+    end = time.time() if view.state in ("queued", "running", "stopping") else view.status.get("updated_at") or time.time()
+    return max(0.0, end - started)
+
+
+def status_markdown(view: RunView | None) -> str:
+    if view is None:
+        return text.NO_RUN
+    state_text = text.STATE_TEXT.get(view.state, view.state)
+    step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
+    lines = [f"**Run** `{view.run_id}` — **{state_text}**",
+             f"Step {step} · elapsed {_duration(elapsed_s(view))} · ETA {_duration(view.status.get('eta_s')) if view.state == 'running' else '—'}"]
+    if view.metrics:
+        last = view.metrics[-1]
+        if isinstance(last.get("reward"), (int, float)):
+            first = next((m["reward"] for m in view.metrics if isinstance(m.get("reward"), (int, float))), None)
+            lines.append(f"Reward: {last['reward']:.3f} now (first step {first:.3f})")
+    if view.status.get("note"):
+        lines.append(f"Note: {view.status['note']}")
+    error = view.status.get("error")
+    if view.state in ("failed", "interrupted") and error:
+        lines.append(f"**What went wrong:** {error.get('what')}")
+        if error.get("why"):
+            lines.append(f"**Why:** {error['why']}")
+        if error.get("fix"):
+            lines.append(f"**What to do:** {error['fix']}")
+    if view.state == "interrupted":
+        lines.append("The log's last lines are below.")
+    return "  \n".join(lines)
+
+
+def progress_html(view: RunView | None) -> str:
+    if view is None or not view.max_steps:
+        fraction = 0.0
+    else:
+        fraction = min(1.0, view.step / max(1, view.max_steps))
+    label = f"{100 * fraction:.0f}%"
+    return (f'<div id="train-progress" data-step="{view.step if view else 0}" style="width:100%;background:#e5e7eb;border-radius:6px;height:22px;">'
+            f'<div style="width:{100 * fraction:.1f}%;background:#f97316;height:22px;border-radius:6px;color:white;'
+            f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
+
+
+def reward_frame(view: RunView | None) -> pd.DataFrame:
+    """Long format (step, value, series): the total reward and each function's mean, for one LinePlot."""
+    rows = []
+    for m in (view.metrics if view else []):
+        step = m.get("step")
+        if not isinstance(step, (int, float)):
+            continue
+        if isinstance(m.get("reward"), (int, float)):
+            rows.append({"step": step, "value": m["reward"], "series": "total (weighted)"})
+        for key, value in m.items():
+            if key.startswith(REWARD_SERIES_PREFIX) and key.endswith("/mean") and isinstance(value, (int, float)):
+                rows.append({"step": step, "value": value, "series": key[len(REWARD_SERIES_PREFIX):-len("/mean")]})
+    return pd.DataFrame(rows, columns=["step", "value", "series"])
+
+
+def length_frame(view: RunView | None) -> pd.DataFrame:
+    rows = []
+    for m in (view.metrics if view else []):
+        step = m.get("step")
+        for key, label in (("completions/mean_length", "mean completion length (tokens)"), ("kl", "KL to the start model ×100")):
+            value = m.get(key)
+            if isinstance(step, (int, float)) and isinstance(value, (int, float)):
+                rows.append({"step": step, "value": value * (100 if key == "kl" else 1), "series": label})
+    return pd.DataFrame(rows, columns=["step", "value", "series"])
+
+
+def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
+    rows = []
+    for s in reversed(view.samples if view else []):
+        rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
+        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", s.get("answer") or s.get("completion"), rewards,
+                     round(s["total"], 3) if isinstance(s.get("total"), (int, float)) else s.get("total"),
+                     round(s["advantage"], 3) if isinstance(s.get("advantage"), (int, float)) else s.get("advantage")])
+        if len(rows) >= limit:
+            break
+    return rows

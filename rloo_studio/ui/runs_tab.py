@@ -1,0 +1,74 @@
+"""The Runs tab: every run in the runs folder with its state, step, last reward and date; one run's detail.
+
+From here a person watches a run in the Train tab, resumes a stopped one, or deletes one — only
+after ticking a confirmation. Reads run directories through `runs` and `jobs`; trains nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from .. import jobs, runs
+from . import run_view, text
+
+
+def runs_table(runs_dir: Path) -> list[list]:
+    rows = []
+    for r in runs.list_runs(runs_dir):
+        step = f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
+        reward = round(r.last_reward, 3) if isinstance(r.last_reward, (int, float)) else None
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)) if r.started_at else ""
+        rows.append([r.run_id, r.state, step, reward, started, r.model or ""])
+    return rows
+
+
+def run_choices(runs_dir: Path) -> list[str]:
+    return [r.run_id for r in runs.list_runs(runs_dir)]
+
+
+class RunsTab:
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = runs_dir
+        gr.Markdown(f"Runs are folders under `{runs_dir}`; each holds its config, metrics, samples, log and checkpoints.")
+        self.table = gr.Dataframe(headers=text.RUNS_HEADERS, interactive=False, elem_id="runs-table", wrap=True)
+        with gr.Row():
+            self.refresh = gr.Button("Refresh", elem_id="runs-refresh", scale=1)
+            self.picker = gr.Dropdown([], label="Open a run", elem_id="run-picker", scale=3)
+        self.status = gr.Markdown(elem_id="run-detail-status")
+        self.plot = gr.LinePlot(run_view.reward_frame(None), x="step", y="value", color="series", title="Reward", height=280,
+                                elem_id="run-detail-plot")
+        with gr.Row():
+            self.watch = gr.Button("Watch in the Train tab", elem_id="run-watch")
+            self.resume = gr.Button("Resume this run", elem_id="run-resume")
+        with gr.Accordion("Config", open=False):
+            self.config = gr.Code(language="yaml", show_label=False, elem_id="run-detail-config")
+        with gr.Accordion("Log (last lines)", open=False):
+            self.log = gr.Textbox(lines=10, max_lines=10, show_label=False, elem_id="run-detail-log")
+        with gr.Accordion("Delete", open=False):
+            self.confirm = gr.Checkbox(False, label=text.DELETE_CONFIRM, elem_id="run-delete-confirm")
+            self.delete = gr.Button("Delete run", variant="stop", elem_id="run-delete")
+        self.message = gr.Markdown(elem_id="runs-message")
+
+    def listing(self, selected: str | None = None):
+        choices = run_choices(self.runs_dir)
+        value = selected if selected in choices else (choices[0] if choices else None)
+        return runs_table(self.runs_dir), gr.update(choices=choices, value=value)
+
+    def detail(self, run_id: str | None) -> list:
+        if not run_id or not (self.runs_dir / run_id / runs.STATUS_FILE).exists():
+            return ["Pick a run above.", run_view.reward_frame(None), "", ""]
+        view = jobs.view(self.runs_dir / run_id)
+        config_path = self.runs_dir / run_id / runs.CONFIG_FILE
+        config = config_path.read_text(encoding="utf-8") if config_path.exists() else "# config.yaml is missing"
+        return [run_view.status_markdown(view), run_view.reward_frame(view), config, view.log_tail]
+
+    def delete_run(self, run_id: str | None, confirmed: bool) -> str:
+        if not run_id:
+            return "Pick a run first."
+        if not confirmed:
+            return f"Tick “{text.DELETE_CONFIRM}” first: deleting cannot be undone."
+        jobs.delete_run(self.runs_dir / run_id)
+        return f"Deleted run `{run_id}`."

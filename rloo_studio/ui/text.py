@@ -1,0 +1,128 @@
+"""Every label, help line and message the app shows, in one place (so wording stays consistent)."""
+
+from __future__ import annotations
+
+TITLE = "RLOO Studio"
+INTRO = (
+    "Fine-tune a language model with **RLOO** (REINFORCE Leave-One-Out): for every prompt the model writes "
+    "several answers, your reward functions score them, and each answer is pushed up or down by how much "
+    "better it scored than the *other* answers to the same prompt. Go through the tabs from left to right; "
+    "every setting has a short explanation, and the defaults train the bundled demo in about five minutes."
+)
+
+# ---- Model & hardware -------------------------------------------------------------------------
+DEVICE_DETECTING = "Detecting the GPU… (a child process asks PyTorch; this page stays usable meanwhile)"
+PRESET = "Start from a preset"
+PRESET_INFO = "A complete, tested set of settings; pick one, then adjust anything below."
+MODEL = "Model"
+MODEL_INFO = "`demo` is the bundled 0.8M-parameter model (works offline). Or a Hugging Face id such as Qwen/Qwen3-0.6B, or a local folder."
+PRECISION = "Weights"
+PRECISION_CHOICES = ("4-bit (QLoRA: least memory)", "16-bit (bf16/fp16 LoRA: faster, more memory)", "32-bit (CPU and tiny models)")
+PRECISION_INFO = "4-bit stores the base model in a quarter of the memory; it needs LoRA and a CUDA GPU to be fast."
+METHOD = "What to train"
+METHOD_CHOICES = ("LoRA adapter (recommended)", "Full fine-tuning (tiny models only)")
+METHOD_INFO = "LoRA trains small added matrices and leaves the model untouched; full fine-tuning changes every weight."
+LORA_R = "LoRA rank (r)"
+LORA_R_INFO = "Higher learns more, costs more memory. 16 is a good start."
+LORA_ALPHA = "LoRA alpha"
+LORA_ALPHA_INFO = "Scales the adapter (effective scale alpha/r); 2×r is common."
+LORA_DROPOUT = "LoRA dropout"
+LORA_TARGETS = "LoRA target modules"
+LORA_TARGETS_INFO = "`all-linear`, or names separated by commas (q_proj, v_proj, …)."
+MAX_SEQ = "Max sequence length (tokens)"
+MAX_SEQ_INFO = "Longest prompt + completion the model is prepared for."
+BACKEND = "Backend"
+BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
+GRAD_CKPT = "Gradient checkpointing"
+GRAD_CKPT_INFO = "Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models."
+ESTIMATE_PENDING = "Memory estimate: not available for this model yet."
+
+# ---- Data ---------------------------------------------------------------------------------------
+SOURCE = "Where the prompts come from"
+SOURCE_CHOICES = ("Bundled demo (arithmetic word problems)", "A file on this computer", "A Hugging Face dataset")
+UPLOAD = "Upload a .jsonl, .json, .csv or .parquet file"
+LOCAL_PATH = "File path"
+LOCAL_PATH_INFO = "Filled in by the upload, or type the path of a file on this computer."
+HUB_ID = "Dataset id"
+HUB_ID_INFO = "e.g. openai/gsm8k (needs the network the first time; cached afterwards)."
+HUB_CONFIG = "Subset (configuration)"
+HUB_CONFIG_INFO = "Only for datasets with several, e.g. `main` for openai/gsm8k."
+SPLIT = "Training split"
+PROMPT_COLUMN = "Prompt column"
+PROMPT_COLUMN_INFO = "The column with the question, or with a list of chat messages."
+ANSWER_COLUMN = "Answer column (for answer-checking rewards)"
+ANSWER_COLUMN_INFO = "Rewards such as numeric_answer compare the model's answer with this column. Every column reaches your reward functions by name."
+SYSTEM_PROMPT = "System prompt (optional)"
+SYSTEM_PROMPT_INFO = "Put before every prompt, e.g. the answer format you expect."
+PROMPT_FORMAT = "Prompt format"
+PROMPT_FORMAT_INFO = "auto: chat messages when the model has a chat template, else plain text."
+TEST_SPLIT = "Held-out split or file (for evaluation)"
+TEST_SPLIT_INFO = "A split name (e.g. test) or a file path; left empty, the fraction below is held out instead."
+TEST_FRACTION = "Held-out fraction"
+MAX_TRAIN = "Use at most this many training rows (0 = all)"
+PREVIEW_DATA = "Load and check the data"
+
+# ---- Rewards --------------------------------------------------------------------------------------
+REWARDS_INTRO = (
+    "The reward is what the model learns to increase. Tick the builtin rewards you want and give each a weight; "
+    "the total reward is the weighted sum. Parameters are JSON (`{}` = the defaults). Your own functions go in the "
+    "code box: `def my_reward(completions, **kwargs) -> list[float | None]`, one score per completion (None = skip)."
+)
+BUILTIN_TABLE = "Builtin rewards"
+CODE = "Your reward functions (Python; saved with the run)"
+CODE_TEMPLATE = '''# Your reward functions: TRL's contract. Each gets the completions (and every dataset column,
+# e.g. `answer`, by keyword) and returns one float (or None) per completion.
+# Tick "use" next to a function's name in the table below to train with it.
+
+def short_answer(completions, **kwargs):
+    """1.0 when the text after </think> is at most 6 characters long."""
+    scores = []
+    for completion in completions:
+        text = completion[0]["content"] if isinstance(completion, list) else completion
+        answer = text.split("</think>")[-1].strip()
+        scores.append(1.0 if len(answer) <= 6 else 0.0)
+    return scores
+'''
+USER_TABLE = "Functions found in your code"
+CHECK_CODE = "Check the code"
+
+# ---- Train ----------------------------------------------------------------------------------------
+RLOO_FIELDS = {
+    # key: (label, one-line explanation)
+    "num_generations": ("Completions per prompt (k)", "Each completion is compared with the mean of the other k−1. Higher: a steadier baseline, slower steps."),
+    "per_device_train_batch_size": ("Completions per step", "A multiple of k; prompts per step = this ÷ k. Higher: smoother updates, more memory."),
+    "max_completion_length": ("Max completion length (tokens)", "Longer allows more reasoning, costs memory and time."),
+    "learning_rate": ("Learning rate", "How big each update is. Too high breaks the model; LoRA on real models: 1e-5 to 1e-4."),
+    "beta": ("KL penalty (beta)", "0 = none (faster). 0.01–0.05 keeps the model close to where it started."),
+    "temperature": ("Sampling temperature", "Higher: more varied completions (more to learn from); lower: more focused."),
+    "max_steps": ("Training steps", "Each step samples completions, scores them and updates the model once."),
+    "num_iterations": ("Passes per batch", "1 = plain RLOO; more reuses each batch of completions with clipping."),
+    "epsilon": ("Clipping range (epsilon)", "Only matters with more than one pass per batch."),
+    "normalize_advantages": ("Normalise advantages", "Divide advantages by their standard deviation over the batch."),
+    "top_p": ("Top-p", "Sample only from the most likely tokens that make up this probability (1 = all)."),
+    "seed": ("Seed", "Same seed and settings: the same run."),
+    "save_steps": ("Checkpoint every N steps", "Stop and resume continue from the last checkpoint."),
+}
+RLOO_MAIN = ("num_generations", "per_device_train_batch_size", "max_completion_length", "learning_rate", "beta", "temperature", "max_steps")
+RLOO_ADVANCED = ("num_iterations", "epsilon", "normalize_advantages", "top_p", "seed", "save_steps")
+RUN_NAME = "Run name (optional)"
+START = "Start training"
+STOP = "Stop"
+RESUME = "Resume"
+NO_RUN = "No run yet. Choose your settings in the tabs, then press **Start training**."
+ONE_AT_A_TIME = "Another run is training; one run trains at a time."
+
+STATE_TEXT = {
+    "queued": "starting — loading the model and data",
+    "running": "training",
+    "stopping": "stopping after the current step (a checkpoint is saved)",
+    "stopped": "stopped — press Resume to continue from the last checkpoint",
+    "finished": "finished",
+    "failed": "failed",
+    "interrupted": "failed — the training process ended unexpectedly (crash, kill or shutdown); Resume continues from the last checkpoint",
+    "unknown": "unknown (status.json is missing or unreadable)",
+}
+
+# ---- Runs -----------------------------------------------------------------------------------------
+RUNS_HEADERS = ["run", "state", "step", "reward (last)", "started", "model"]
+DELETE_CONFIRM = "Yes, delete this run and every file in it"

@@ -1,0 +1,162 @@
+"""The app's form through its named API endpoints (gradio_client): presets, data preview, reward code,
+config view and the problems that keep Start from starting. No training here (see test_app_training)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+from gradio_client import Client, handle_file
+
+from apphelpers import Form, served_app
+from rloo_studio.ui import text
+
+
+@pytest.fixture
+def app(runs_dir):
+    with served_app(runs_dir) as url:
+        yield Client(url, verbose=False)
+
+
+def test_building_the_app_imports_no_model_library(tmp_path):
+    import subprocess
+
+    code = ("import sys, json; from rloo_studio.ui.app import build_app; build_app(sys.argv[1], detect_hardware=False); "
+            "print(json.dumps([m for m in ('torch', 'transformers', 'trl', 'unsloth', 'peft') if m in sys.modules]))")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_form_opens_on_the_cpu_demo_preset(app):
+    form = Form(app)
+    assert "the cpu-demo preset" in form.notes
+    assert form[text.MODEL] == "demo"
+    assert form[text.METHOD] == text.METHOD_CHOICES[1]          # the preset trains the whole tiny model
+    assert form[text.PRECISION] == text.PRECISION_CHOICES[2]    # fp32 on the CPU
+    assert form[text.SOURCE] == text.SOURCE_CHOICES[0]
+    assert form["Training steps"] == 200 and form["Completions per prompt (k)"] == 8
+    ticked = {row[1]: row for row in form[text.BUILTIN_TABLE]["data"] if row[0]}
+    assert set(ticked) == {"numeric_answer", "think_format", "think_length"}
+    assert json.loads(ticked["think_length"][3]) == {"min_tokens": 3, "max_tokens": 16, "missing_close_penalty": -1.0}
+
+
+def test_show_config_turns_the_form_into_the_preset_config(app, runs_dir):
+    form = Form(app)
+    problems, command, config_text = form.call("/show_config")
+    assert problems == ""
+    cfg = yaml.safe_load(config_text)
+    assert "lora" not in cfg  # full fine-tuning, as in the preset
+    assert cfg["model"]["dtype"] == "float32" and cfg["data"]["test_split"] == "test"
+    assert cfg["rloo"]["lr_scheduler_type"] == "constant"  # a preset key no widget shows is kept
+    assert cfg["rloo"]["learning_rate"] == pytest.approx(3e-4) and cfg["rloo"]["max_steps"] == 200
+    assert [r["name"] for r in cfg["rewards"]] == ["numeric_answer", "think_format", "think_length"]
+    assert cfg["output"]["runs_dir"] == str(runs_dir.resolve())
+    assert command.startswith("rloo-studio train ") and command.split()[-1].endswith("draft-config.yaml")
+
+
+def test_lora_and_precision_choices_reach_the_config(app):
+    form = Form(app)
+    form[text.METHOD] = text.METHOD_CHOICES[0]
+    form[text.LORA_R] = 8
+    form[text.LORA_TARGETS] = "q_proj, v_proj"
+    cfg = yaml.safe_load(form.call("/show_config")[2])
+    assert cfg["lora"] == {"r": 8, "alpha": 32, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    form[text.METHOD] = text.METHOD_CHOICES[1]
+    form[text.PRECISION] = text.PRECISION_CHOICES[0]
+    problems = form.call("/show_config")[0]
+    assert "4-bit weights cannot be trained directly" in problems
+
+
+def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
+    form = Form(app)
+    table = form[text.BUILTIN_TABLE]
+    table["data"] = [[False] + row[1:] for row in table["data"]]  # no reward ticked
+    form[text.BUILTIN_TABLE] = table
+    form["Completions per step"] = 12  # not a multiple of 8 completions per prompt
+    problems = form.call("/start_training")[0]
+    assert "Rewards: none chosen" in problems
+    assert "per_device_train_batch_size" in problems and "multiple" in problems
+    assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+
+
+def test_bad_reward_parameters_are_reported_by_name(app):
+    form = Form(app)
+    table = form[text.BUILTIN_TABLE]
+    for row in table["data"]:
+        if row[1] == "think_length":
+            row[3] = "{min_tokens: 3"
+    form[text.BUILTIN_TABLE] = table
+    problems = form.call("/show_config")[0]
+    assert "the parameters of `think_length` are not a JSON object" in problems
+
+
+def test_preview_of_the_demo_data(app):
+    form = Form(app)
+    summary, table, prompt_column, answer_column = form.call("/preview_data")
+    assert "**2000 training rows**, 300 held out" in summary and "✅ Ready to train." in summary
+    assert table["headers"] == ["prompt", "answer", "kind"] and len(table["data"]) == 20
+
+
+def test_uploaded_csv_is_stored_safely_and_previewed(app, tmp_path, runs_dir):
+    csv_file = tmp_path / "my data.csv"
+    csv_file.write_text("question,solution\nWhat is 2+2?,4\nWhat is 3+5?,8\n", encoding="utf-8")
+    stored = app.predict(handle_file(str(csv_file)), api_name="/upload_data")
+    assert stored == str((runs_dir / ".studio" / "uploads" / "my_data.csv").resolve())
+    form = Form(app)
+    form[text.SOURCE] = text.SOURCE_CHOICES[1]
+    form[text.LOCAL_PATH] = stored
+    summary, table, _, _ = form.call("/preview_data")
+    assert "**2 training rows**" in summary
+    assert "has no column `prompt`" in summary and "question, solution" in summary  # the preset's column is not there
+    assert table["headers"] == ["question", "solution"]
+    form[text.PROMPT_COLUMN] = "question"
+    form[text.ANSWER_COLUMN] = "solution"
+    form[text.TEST_SPLIT] = ""
+    summary, *_ = form.call("/preview_data")
+    assert "✅ Ready to train." in summary
+    cfg = yaml.safe_load(form.call("/show_config")[2])
+    assert cfg["data"]["source"] == stored and cfg["data"]["prompt_column"] == "question"
+    assert cfg["rewards"][0] == {"name": "numeric_answer", "weight": 1.0, "params": {"answer_column": "solution"}}
+
+
+def test_a_missing_local_file_is_explained(app):
+    form = Form(app)
+    form[text.SOURCE] = text.SOURCE_CHOICES[1]
+    form[text.LOCAL_PATH] = "/nowhere/data.jsonl"
+    summary, *_ = form.call("/preview_data")
+    assert "data file not found: /nowhere/data.jsonl" in summary
+
+
+def test_reward_code_is_checked_in_a_child_process(app):
+    empty = {"headers": ["use", "function", "weight"], "data": []}
+    good = "def brevity(completions, **kwargs):\n    return [1.0 for _ in completions]\n"
+    message, table = app.predict(good, empty, api_name="/check_rewards")
+    assert "1 function(s) found: `brevity`" in message
+    assert table["data"] == [[False, "brevity", 1.0]]
+    message, _ = app.predict("def broken(completions, **kwargs):\n    return [1.0\n", empty, api_name="/check_rewards")
+    assert "syntax error at rewards.py:2" in message
+    message, _ = app.predict("import sys\nsys.exit(3)\ndef r(completions, **kwargs):\n    return []\n", empty, api_name="/check_rewards")
+    assert "SystemExit" in message and "rewards.py:2" in message
+    assert app.predict(api_name="/list_runs")  # the app itself is still there after the code called sys.exit
+
+
+def test_an_unknown_preset_is_refused_with_the_known_ones(app):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="nope is not in the list of choices.*cpu-demo"):
+        app.predict("nope", api_name="/apply_preset")
+
+
+def test_delete_needs_the_confirmation(app, runs_dir):
+    from rloo_studio import runs
+
+    run_dir = runs.create_run_dir(runs_dir, "old")
+    runs.update_status(run_dir, state="finished", step=3, max_steps=3, started_at=1.0)
+    app.predict(api_name="/list_runs")
+    message = app.predict(run_dir.name, False, api_name="/delete_run")[0]
+    assert "Tick" in message and run_dir.exists()
+    message = app.predict(run_dir.name, True, api_name="/delete_run")[0]
+    assert message == f"Deleted run `{run_dir.name}`." and not run_dir.exists()

@@ -1,0 +1,116 @@
+"""Training from the app, through its named endpoints: start, live status, one run at a time, stop and
+resume, a browser reload and an app restart re-attaching, a killed worker shown as failed.
+
+Real training workers (the bundled demo model, a few small steps) run as child processes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from gradio_client import Client
+
+from apphelpers import Form, only_run, run_state, served_app, wait_for
+from rloo_studio import runs
+from rloo_studio.ui import text
+
+pytestmark = pytest.mark.slow
+
+USER_CODE = '''
+def brief_answer(completions, **kwargs):
+    """1.0 when the text after </think> has at most 3 characters."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [1.0 if len(t.split("</think>")[-1].strip()) <= 3 else 0.0 for t in texts]
+'''
+
+
+def status_text(client) -> str:
+    return client.predict(api_name="/run_status")[0]
+
+
+def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
+    with served_app(runs_dir) as url:
+        client = Client(url, verbose=False)
+        form = Form(client).fast_demo(steps=3)
+        form[text.CODE] = USER_CODE
+        form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "brief_answer", 0.5]]}
+        problems, command, config_text = form.call("/start_training")
+        assert problems == ""
+        run_dir = only_run(runs_dir)
+        assert command == f"rloo-studio train {run_dir / 'config.yaml'}"
+        assert "file: rewards.py" in config_text and "function: brief_answer" in config_text
+        assert (run_dir / "rewards.py").read_text() == USER_CODE  # the editor's code, unchanged
+
+        wait_for(lambda: run_state(run_dir) == "finished", what="the run to finish")
+        status, progress, reward_plot, length_plot, samples, log = client.predict(api_name="/run_status")
+        assert f"`{run_dir.name}` — **finished**" in status and "Step 3/3" in status
+        assert 'data-step="3"' in progress and "100%" in progress
+        series = {row["series"] for row in reward_plot["value"]["data"]} if "value" in reward_plot else None
+        assert series is None or {"total (weighted)", "numeric_answer", "brief_answer"} <= series
+        metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
+        assert [m["step"] for m in metrics] == [1, 2, 3]
+        assert all("rewards/brief_answer/mean" in m for m in metrics)
+        assert samples["data"] and samples["data"][0][0] == 3  # newest first
+        assert "brief_answer=" in samples["data"][0][4]
+        assert (run_dir / "model").is_dir()  # full fine-tuning of the demo writes the whole model
+        assert run_dir.name in str(client.predict(api_name="/list_runs")[0])
+
+
+def test_one_run_at_a_time_stop_resume_and_reload(runs_dir):
+    with served_app(runs_dir) as url:
+        client = Client(url, verbose=False)
+        form = Form(client).fast_demo(steps=40)
+        assert form.call("/start_training")[0] == ""
+        run_dir = only_run(runs_dir)
+        wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= 2, what="two steps")
+
+        second = Form(Client(url, verbose=False)).fast_demo(steps=3)
+        refused = second.call("/start_training")[0]
+        assert f"run {run_dir.name} is still training" in refused and "one run trains at a time" in refused
+        assert only_run(runs_dir) == run_dir
+
+        # A reload is a new session: it finds the running run by itself.
+        reloaded = Client(url, verbose=False)
+        Form(reloaded)
+        assert f"`{run_dir.name}` — **training**" in status_text(reloaded)
+
+        assert "stopping" in client.predict(api_name="/stop_training")
+        wait_for(lambda: run_state(run_dir) == "stopped", what="the run to stop")
+        stopped_at = runs.read_status(run_dir)["step"]
+        assert stopped_at < 40 and runs.last_checkpoint(run_dir)[0] == stopped_at
+        assert "press Resume" in status_text(client)
+
+        message = client.predict(api_name="/resume_training")
+        assert message == f"Resuming `{run_dir.name}`."
+        wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= stopped_at + 2, what="steps after the resume")
+        client.predict(api_name="/stop_training")
+        wait_for(lambda: run_state(run_dir) == "stopped", what="the second stop")
+        steps = [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)]
+        assert steps == list(range(1, steps[-1] + 1))  # no step lost or logged twice across stop and resume
+
+
+def test_a_restarted_app_finds_the_runs_and_a_killed_worker_shows_as_failed(runs_dir):
+    with served_app(runs_dir) as url:
+        form = Form(Client(url, verbose=False)).fast_demo(steps=60)
+        assert form.call("/start_training")[0] == ""
+        run_dir = only_run(runs_dir)
+        wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= 1, what="the first step")
+    # The app is gone; the worker trains on (it runs in its own session).
+    assert run_state(run_dir) == "running"
+    with served_app(runs_dir) as url:
+        client = Client(url, verbose=False)
+        Form(client)
+        assert f"`{run_dir.name}` — **training**" in status_text(client)
+        table, _picker = client.predict(api_name="/list_runs")
+        assert table["data"][0][:2] == [run_dir.name, "running"]
+
+        os.kill(runs.read_status(run_dir)["pid"], signal.SIGKILL)
+        wait_for(lambda: "ended unexpectedly" in status_text(client), what="the killed worker to be noticed")
+        assert run_state(run_dir) == "interrupted"
+        status, *_, log = client.predict(api_name="/run_status")
+        assert "**failed — the training process ended unexpectedly" in status and "Resume continues from the last checkpoint" in status
+        assert "RLOO" in log or "step" in log.lower()  # the log tail is shown
+        table, _picker = client.predict(api_name="/list_runs")
+        assert table["data"][0][:2] == [run_dir.name, "interrupted"]

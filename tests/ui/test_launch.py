@@ -1,0 +1,93 @@
+"""`python launch.py` / `rloo-studio ui`: loopback by default, no model library in the app's process,
+refusal to be exposed without a login, and a login that guards every route."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from apphelpers import free_port, served_app
+from conftest import ROOT, run_cli
+
+
+def _get(url: str, headers: dict | None = None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def test_refuses_all_interfaces_without_auth(tmp_path):
+    result = run_cli("ui", "--host", "0.0.0.0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "refusing to serve RLOO Studio on address 0.0.0.0 without a login" in result.stderr
+    assert "arbitrary Python" in result.stderr and "--auth" in result.stderr
+
+
+def test_refuses_a_share_link_without_auth(tmp_path):
+    result = run_cli("ui", "--share", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "refusing to serve RLOO Studio on a public share link without a login" in result.stderr
+
+
+def test_a_malformed_login_is_explained(tmp_path):
+    result = run_cli("ui", "--host", "0.0.0.0", "--auth", "justaname", cwd=tmp_path)
+    assert result.returncode == 2 and "--auth must look like USER:PASSWORD" in result.stderr
+
+
+def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_path):
+    port = free_port()
+    code = ("import sys, threading, time\n"
+            "def report():\n"
+            "    time.sleep(12); print('HEAVY', [m for m in ('torch', 'transformers', 'trl', 'unsloth', 'peft') if m in sys.modules], flush=True)\n"
+            "threading.Thread(target=report, daemon=True).start()\n"
+            "from rloo_studio.cli import main; main(['ui', '--port', sys.argv[1], '--runs-dir', sys.argv[2]])")
+    started = time.time()
+    proc = subprocess.Popen([sys.executable, "-c", code, str(port), str(tmp_path / "runs")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.strip().startswith(f"RLOO Studio is running at http://127.0.0.1:{port}"), first
+        body = None
+        while time.time() - started < 90 and body is None:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.3)
+        assert body is not None and "RLOO Studio" in body
+        line = ""
+        while "HEAVY" not in line:
+            line = proc.stdout.readline()
+            assert line, "the app exited early"
+        assert line.strip() == "HEAVY []"  # the hardware probe imported torch in its own process, not here
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_with_a_login_every_route_needs_it(runs_dir):
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url:
+        for route in ("config", "gradio_api/info", "gradio_api/queue/status", "gradio_api/file=README.md", "gradio_api/upload"):
+            status, _ = _get(url + route)
+            assert status in (401, 403, 405), (route, status)
+        status, body = _get(url)
+        assert status == 200 and "REINFORCE Leave-One-Out" not in body  # the page shell, without the app's content
+        # Logging in gives access.
+        data = "username=ada&password=s3cret".encode()
+        req = urllib.request.Request(url + "login", data=data, headers={"Content-Type": "application/x-www-form-urlencoded"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            cookie = "; ".join(c.split(";")[0] for c in resp.headers.get_all("set-cookie"))
+        status, body = _get(url + "config", {"Cookie": cookie})
+        assert status == 200 and json.loads(body)["title"] == "RLOO Studio"
+        bad = urllib.request.Request(url + "login", data=b"username=ada&password=wrong",
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            urllib.request.urlopen(bad, timeout=10)
+            raise AssertionError("a wrong password was accepted")
+        except urllib.error.HTTPError as exc:
+            assert exc.code in (400, 401)
