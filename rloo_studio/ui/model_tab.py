@@ -40,12 +40,14 @@ class ModelTab:
                                       info=text.PRECISION_INFO, elem_id="precision")
             self.method = gr.Radio(list(text.METHOD_CHOICES), value=text.METHOD_CHOICES[1], label=text.METHOD,
                                    info=text.METHOD_INFO, elem_id="method")
-        with gr.Row():
+        with gr.Row(visible=False) as self.lora_row:
             self.lora_r = gr.Number(16, label=text.LORA_R, info=text.LORA_R_INFO, precision=0, minimum=1)
             self.lora_alpha = gr.Number(32, label=text.LORA_ALPHA, info=text.LORA_ALPHA_INFO, precision=0, minimum=1)
             self.lora_dropout = gr.Number(0.0, label=text.LORA_DROPOUT, minimum=0, maximum=1)
             self.lora_targets = gr.Textbox("all-linear", label=text.LORA_TARGETS, info=text.LORA_TARGETS_INFO)
         self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
+        self.method.change(lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=self.method, outputs=self.lora_row,
+                           api_visibility="private")
         with gr.Accordion("Advanced", open=False):
             with gr.Row():
                 self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)

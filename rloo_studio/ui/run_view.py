@@ -72,7 +72,7 @@ def progress_html(view: RunView | None) -> str:
             f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
 
 
-def reward_frame(view: RunView | None) -> pd.DataFrame:
+def reward_frame(view: RunView | None) -> pd.DataFrame | None:
     """Long format (step, value, series): the total reward and each function's mean, for one LinePlot."""
     rows = []
     for m in (view.metrics if view else []):
@@ -84,10 +84,18 @@ def reward_frame(view: RunView | None) -> pd.DataFrame:
         for key, value in m.items():
             if key.startswith(REWARD_SERIES_PREFIX) and key.endswith("/mean") and isinstance(value, (int, float)):
                 rows.append({"step": step, "value": value, "series": key[len(REWARD_SERIES_PREFIX):-len("/mean")]})
-    return pd.DataFrame(rows, columns=["step", "value", "series"])
+    return _frame(rows)
 
 
-def length_frame(view: RunView | None) -> pd.DataFrame:
+def _frame(rows: list[dict]) -> pd.DataFrame | None:
+    # None, not an empty frame, when there is nothing yet: Gradio 6.31's chart, once given an empty frame
+    # with a colour column, draws no lines for any later data (seen in Chromium); from None it does.
+    if not rows:
+        return None
+    return pd.DataFrame(rows, columns=["step", "value", "series"]).astype({"step": "int64", "value": "float64", "series": "str"})
+
+
+def length_frame(view: RunView | None) -> pd.DataFrame | None:
     rows = []
     for m in (view.metrics if view else []):
         step = m.get("step")
@@ -95,7 +103,7 @@ def length_frame(view: RunView | None) -> pd.DataFrame:
             value = m.get(key)
             if isinstance(step, (int, float)) and isinstance(value, (int, float)):
                 rows.append({"step": step, "value": value * (100 if key == "kl" else 1), "series": label})
-    return pd.DataFrame(rows, columns=["step", "value", "series"])
+    return _frame(rows)
 
 
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:

@@ -1,0 +1,116 @@
+"""A new user's first run in a real browser (Playwright driving Debian's Chromium).
+
+Opens the page, keeps the bundled demo model and data, starts training, watches the reward plot
+and the progress bar advance, stops, and finds the run in the Runs tab. Screenshots go to
+test-artifacts/browser/ (or $RLOO_STUDIO_ARTIFACTS). Every request the page makes is recorded:
+none may leave 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
+from apphelpers import served_app  # noqa: E402
+
+from rloo_studio import runs  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("RLOO_STUDIO_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")) / "browser"
+# Flags that stop Chromium's own background traffic (updates, sync, field trials), so that what the
+# request log shows is what the page itself asked for.
+CHROMIUM_ARGS = ["--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--disable-default-apps", "--disable-quic"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")]
+
+
+def coloured_pixels(png: bytes) -> int:
+    """Pixels whose colour is clearly not grey: the plotted lines and legend marks."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 60)
+
+
+def test_first_run_in_a_browser(runs_dir):
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    with served_app(runs_dir, detect_hardware=True) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.on("request", lambda request: requests.append(request.url))
+        page.set_default_timeout(60_000)
+        page.goto(url)
+
+        # 1 · Model & hardware: the device is detected, the demo model is chosen.
+        expect(page.locator("#device-info")).to_contain_text("CPU", timeout=90_000)
+        expect(page.locator("#model-name input")).to_have_value("demo")
+        page.screenshot(path=str(ARTIFACTS / "1-model.png"), full_page=True)
+
+        # 2 · Data: the bundled demo, checked.
+        page.get_by_role("tab", name="2 · Data").click()
+        expect(page.get_by_label("Bundled demo (arithmetic word problems)")).to_be_checked()
+        page.locator("#preview-data").click()
+        expect(page.locator("#data-summary")).to_contain_text("2000 training rows")
+        expect(page.locator("#data-summary")).to_contain_text("Ready to train")
+        page.screenshot(path=str(ARTIFACTS / "2-data.png"), full_page=True)
+
+        # 3 · Rewards: the preset's three builtin rewards are ticked.
+        page.get_by_role("tab", name="3 · Rewards").click()
+        expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
+        page.screenshot(path=str(ARTIFACTS / "3-rewards.png"), full_page=True)
+
+        # 4 · Train: fewer, smaller steps than the preset, then Start.
+        page.get_by_role("tab", name="4 · Train").click()
+        for elem_id, value in (("rloo-per-device-train-batch-size", "32"), ("rloo-max-steps", "40")):
+            box = page.locator(f"#{elem_id} input")
+            box.fill(value)
+            box.press("Tab")
+        page.locator("#start-training").click()
+        expect(page.locator("#train-status")).to_contain_text("training", timeout=120_000)
+
+        def progress_step() -> int:
+            return int(page.locator("#train-progress").get_attribute("data-step") or 0)
+
+        page.wait_for_function("Number(document.querySelector('#train-progress')?.dataset.step || 0) >= 3", timeout=180_000)
+        # The reward plot draws its lines: coloured pixels (the axes and grid are grey) in the chart.
+        plot = page.locator("#reward-plot")
+        expect(plot.locator(".vega-embed").first).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1500)
+        assert coloured_pixels(plot.screenshot(path=str(ARTIFACTS / "reward-plot.png"))) > 150
+        first_step = progress_step()
+        page.wait_for_function(f"Number(document.querySelector('#train-progress')?.dataset.step || 0) > {first_step}", timeout=120_000)
+        assert progress_step() > first_step
+        expect(page.locator("#samples")).to_contain_text("numeric_answer=")
+        page.screenshot(path=str(ARTIFACTS / "4-train-mid-run.png"), full_page=True)
+
+        # Stop: a checkpoint is saved and the state says so.
+        page.locator("#stop-training").click()
+        expect(page.locator("#train-status")).to_contain_text("stopped", timeout=120_000)
+        run_dir = next(p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists())
+        assert runs.read_status(run_dir)["state"] == "stopped"
+        assert runs.last_checkpoint(run_dir) is not None
+
+        # Runs: the run is listed with its state.
+        page.get_by_role("tab", name="Runs").click()
+        page.locator("#runs-refresh").click()
+        expect(page.locator("#runs-table")).to_contain_text(run_dir.name)
+        expect(page.locator("#runs-table")).to_contain_text("stopped")
+        page.screenshot(path=str(ARTIFACTS / "5-runs.png"), full_page=True)
+        browser.close()
+
+    outside = sorted({u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")
+                      and urlparse(u).hostname not in ("127.0.0.1", "localhost")})
+    assert outside == [], f"the page made requests beyond this machine: {outside[:10]}"
+    assert len(requests) > 10  # the log really recorded the page's traffic
