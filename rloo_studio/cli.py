@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, eval, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, estimate, rewards, ui.
 
 Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
 turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
@@ -161,6 +161,70 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- estimate -----------------------------------------------------------------------------------
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from .config import RunConfig
+
+    if args.list_models:
+        return cmd_models(args)
+    if not args.config:
+        return _fail(StudioError("no config file given", "", "run `rloo-studio estimate CONFIG.yaml [--gpu-gb N]`, e.g. presets/gpu-16gb.yaml"))
+    from .vram import estimate_config, shrink_to_fit
+
+    try:
+        cfg = RunConfig.load(args.config, list(args.overrides))
+    except StudioError as exc:
+        return _fail(exc)
+    device_gib, device_name, bf16 = args.gpu_gb, f"{args.gpu_gb:g} GB (given)" if args.gpu_gb else None, True
+    if device_gib is None:
+        from .hardware import detect
+
+        hw = detect()
+        if hw.gpus:
+            gpu = hw.gpus[0]
+            device_gib, device_name, bf16 = gpu.total_gb, f"{gpu.name}, {gpu.total_gb:.1f} GB", gpu.bf16
+    est = estimate_config(cfg, device_gib, bf16)
+    if est is None:
+        return _fail(StudioError(f"the shape of model {cfg.model.name_or_path!r} is unknown",
+                                 "it is not a local folder with a config.json, not in the Hugging Face cache, and not in the built-in table",
+                                 "download the model once (or its config.json), or estimate with a model of the same size from "
+                                 "`rloo-studio estimate --list-models`"))
+    advice = None
+    if est.verdict in ("exceeds", "tight"):
+        changes, shrunk = shrink_to_fit(cfg, device_gib, bf16)
+        advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
+    if args.json:
+        print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice}))
+        return EXIT_OK
+    print(f"Estimated peak GPU memory for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
+    print(est.table())
+    if device_gib is None:
+        print("\nNo CUDA GPU detected: pass --gpu-gb N for a verdict against a card of N GB.")
+    else:
+        print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
+    for note in est.notes:
+        print(f"- {note}")
+    if advice and advice["changes"]:
+        overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in advice["changes"].items())
+        after = advice["estimate"]
+        if after and after["verdict"] == "fits":
+            print(f"\nTo fit, change: {overrides}\n  → {after['total_gib']:.2f} GiB, {after['verdict']}"
+                  f"\n  e.g. rloo-studio train {args.config} {overrides}")
+        else:
+            print(f"\nEven with {overrides} this model needs {after['total_gib']:.2f} GiB: it does not fit this GPU. "
+                  "Choose a smaller model (the presets name one per GPU size: presets/gpu-<N>gb.yaml).")
+    return EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from .vram import KNOWN_MODELS
+
+    for name, shape in KNOWN_MODELS.items():
+        print(f"{name:<38} {shape.params / 1e9:6.2f}B  layers {shape.num_layers:>2}  vocab {shape.vocab_size:,}")
+    return EXIT_OK
+
+
 # ---- rewards ------------------------------------------------------------------------------------
 
 def cmd_rewards(args: argparse.Namespace) -> int:
@@ -219,6 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="evaluate at most this many prompts")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("estimate", help="estimate the peak GPU memory of a config, with a breakdown and a verdict")
+    p.add_argument("config", nargs="?", help="the run config (YAML)")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.num_generations=4")
+    p.add_argument("--gpu-gb", type=float, help="judge against a GPU with this much memory (default: the detected GPU)")
+    p.add_argument("--list-models", action="store_true", help="list the models whose shapes are built in (work offline)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser("rewards", help="list the builtin reward functions")
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -4,7 +4,13 @@ Deterministic for a seed. Each problem is a dict with `prompt` (the user's messa
 (the number, as text), `kind` and `target` — the completion the demo model is taught during
 supervised fine-tuning: `<think>47+28</think>75`. The trace is the arithmetic to do, never the
 result, so the answer cannot be copied from it: the model has to compute it, which is the skill
-RLOO then improves. Pure Python; no model or tokenizer here.
+RLOO then improves.
+
+With `slip_rate`, that share of the SFT targets carry one systematic mistake — the tens digit off
+by one (`slipped_answer`) — while the `answer` column stays correct everywhere. The demo model
+learns both habits, so it often samples the right answer but does not reliably prefer it: the
+situation RL fine-tuning is good at (sharpening what a model can already sometimes do). Pure
+Python; no model or tokenizer here.
 """
 
 from __future__ import annotations

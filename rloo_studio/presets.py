@@ -8,6 +8,7 @@ as `RunConfig`s; the memory estimates for each preset live in `vram`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,12 @@ class Preset:
     def load(self) -> RunConfig:
         return RunConfig.load(self.path)
 
+    @property
+    def tier_gb(self) -> float | None:
+        """The GPU memory the preset is made for (`# Tier: 16 GB GPU`); None for CPU presets."""
+        m = re.search(r"Tier:\s*(\d+(?:\.\d+)?)\s*GB", self.notes)
+        return float(m.group(1)) if m else None
+
 
 def _opening_comment(path: Path) -> list[str]:
     lines = []
@@ -47,9 +54,9 @@ def read_preset(path: Path) -> Preset:
 
 
 def list_presets(presets_dir: Path = PRESETS_DIR) -> list[Preset]:
-    """Every preset, the CPU demo first, then by name."""
+    """Every preset: the CPU demo first, then by GPU tier, then by name."""
     found = [read_preset(p) for p in sorted(presets_dir.glob("*.yaml"))]
-    return sorted(found, key=lambda p: (p.name != DEFAULT_CPU_PRESET, p.name))
+    return sorted(found, key=lambda p: (p.name != DEFAULT_CPU_PRESET, p.tier_gb or 0, p.name))
 
 
 def get_preset(name: str, presets_dir: Path = PRESETS_DIR) -> Preset:
@@ -58,3 +65,18 @@ def get_preset(name: str, presets_dir: Path = PRESETS_DIR) -> Preset:
         known = ", ".join(p.name for p in list_presets(presets_dir)) or "none"
         raise ConfigError([f"there is no preset named {name!r} (known: {known})"], "the preset choice")
     return read_preset(path)
+
+
+# A card sold as "8 GB" reports a little less usable memory (7.6-7.8 GiB): accept tiers up to this factor above.
+TIER_TOLERANCE = 1.08
+
+
+def recommend(presets: list[Preset], gpu_gib: float | None) -> Preset | None:
+    """The preset for the largest tier that fits `gpu_gib` (None = no GPU: the CPU demo)."""
+    if not gpu_gib:
+        return next((p for p in presets if p.tier_gb is None), None)
+    fitting = [p for p in presets if p.tier_gb is not None and p.tier_gb <= gpu_gib * TIER_TOLERANCE]
+    if not fitting:
+        return next((p for p in presets if p.tier_gb is None), None)
+    # The largest tier; among presets of one tier, the general one before a specialised variant (shorter name).
+    return max(fitting, key=lambda p: (p.tier_gb, -len(p.name)))

@@ -8,10 +8,13 @@ Steps (CPU only, deterministic for --seed):
 2. build a character tokenizer (<think>, </think> as single tokens; Qwen3-style chat template)
    and a small Llama-architecture model with random weights;
 3. supervised fine-tuning on `<think>47+28</think>75` completions (loss on the completion only),
-   checking greedy accuracy and format on a validation set every --eval-every steps and stopping
-   at the first check where the format rate is at least --min-format and the answer accuracy at
-   least --target-accuracy: the model then follows the format but gets only some answers right,
-   which leaves RLOO something to improve;
+   where --slip-rate (55 %) of the answers carry the demo's systematic slip, the tens digit off by
+   one (`<think>47+28</think>65`): the model learns the right computation and the habit, and
+   samples the right answer only part of the time. Every --eval-every steps it checks greedy
+   accuracy, format and sampled accuracy on a validation set, and stops at the first check where
+   the format rate is at least --min-format and the greedy accuracy at least --target-accuracy.
+   RLOO, rewarded for correct answers, then has a habit to unlearn and a skill to sharpen (the
+   slip model gained +23 points where a model SFT'd on clean answers gained +10; README);
 4. save the model (fp32 safetensors) and tokenizer, plus build_info.json with what was measured.
 """
 
@@ -41,11 +44,11 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--max-steps", type=int, default=6000)
-    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--eval-every", type=int, default=400)
     p.add_argument("--eval-size", type=int, default=300)
     p.add_argument("--target-accuracy", type=float, default=0.30)
     p.add_argument("--min-format", type=float, default=0.85)
-    p.add_argument("--slip-rate", type=float, default=0.0,
+    p.add_argument("--slip-rate", type=float, default=0.55,
                    help="share of SFT answers written with the demo's systematic slip (rloo_studio.demo_task.slipped_answer)")
     p.add_argument("--snapshots", action="store_true", help="also save the model at every check under OUT/snapshots/step-N")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (fixed, for reproducibility)")

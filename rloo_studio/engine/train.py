@@ -10,6 +10,7 @@ parse command lines or print for people; the CLI does that.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -166,7 +167,13 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
             if "train_runtime" in logs:  # the end-of-training summary, not a step
                 runs.update_status(run_dir, summary=dict(logs))
                 return
-            runs.append_jsonl(run_dir / runs.METRICS_FILE, {"step": state.global_step, "time": time.time(), **logs})
+            record = {"step": state.global_step, "time": time.time(), **logs}
+            cuda = stack.torch.cuda
+            if cuda.is_available():
+                # Peak since the start (or resume): what the memory estimator is checked against.
+                record["memory/peak_allocated_gib"] = cuda.max_memory_allocated() / 1024**3
+                record["memory/peak_reserved_gib"] = cuda.max_memory_reserved() / 1024**3
+            runs.append_jsonl(run_dir / runs.METRICS_FILE, record)
 
         def on_step_end(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
@@ -203,14 +210,39 @@ def _install_signal_handlers(stop_flag: dict) -> dict:
     return previous
 
 
-def out_of_memory_error(step) -> OutOfMemory:
-    return OutOfMemory(
-        f"the GPU ran out of memory at step {step}",
-        "RL keeps the policy, its gradients and the KV cache of every generated completion in memory at once",
-        "lower rloo.max_completion_length or rloo.per_device_train_batch_size (keep it a multiple of "
-        "rloo.num_generations), lower rloo.num_generations, set model.load_in_4bit: true, lower lora.r, "
-        "or keep model.gradient_checkpointing: true; `rloo-studio estimate CONFIG` shows what each costs",
-    )
+def out_of_memory_error(step, cfg: RunConfig | None = None, device_gib: float | None = None) -> OutOfMemory:
+    """The out-of-memory message, with the estimator's breakdown and concrete changes when it can give them."""
+    why = "RL keeps the policy, its gradients and the KV cache of every generated completion in memory at once"
+    fix = ("lower rloo.max_completion_length or rloo.per_device_train_batch_size (keep it a multiple of "
+           "rloo.num_generations), lower rloo.num_generations, set model.load_in_4bit: true, lower lora.r, "
+           "or keep model.gradient_checkpointing: true; `rloo-studio estimate CONFIG` shows what each costs")
+    if cfg is not None:
+        try:
+            from ..vram import estimate_config, shrink_to_fit
+
+            est = estimate_config(cfg, device_gib)
+            if est is not None:
+                largest = sorted(((v, k) for k, v in est.parts.items()), reverse=True)[:3]
+                why += (f"; the estimate for this config is {est.total_gib:.1f} GiB"
+                        + (f" on a {device_gib:.1f} GiB GPU" if device_gib else "") + ", mostly "
+                        + ", ".join(f"{k} {v:.1f} GiB" for v, k in largest))
+                if device_gib:
+                    changes, shrunk = shrink_to_fit(cfg, device_gib)
+                    if changes and shrunk is not None and shrunk.verdict == "fits":
+                        overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in changes.items())
+                        fix = (f"resume with smaller settings: `rloo-studio train --resume RUN_DIR {overrides}` "
+                               f"(estimated {shrunk.total_gib:.1f} GiB); the checkpoints saved so far stay usable")
+        except Exception:  # noqa: BLE001 - advice is a bonus; the plain message stands on its own
+            pass
+    return OutOfMemory(f"the GPU ran out of memory at step {step}", why, fix)
+
+
+def _gpu_total_gib(stack) -> float | None:
+    try:
+        cuda = stack.torch.cuda
+        return cuda.get_device_properties(cuda.current_device()).total_memory / 1024**3 if cuda.is_available() else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool = False) -> Path:
@@ -252,10 +284,10 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         return _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
     except BaseException as exc:
         if main:
-            _record_failure(run_dir, exc, stack, log_file)
+            _record_failure(run_dir, exc, stack, log_file, cfg)
         if isinstance(exc, StudioError) or not _is_oom(exc, stack):
             raise
-        raise out_of_memory_error(runs.read_status(run_dir).get("step")) from exc
+        raise out_of_memory_error(runs.read_status(run_dir).get("step"), cfg, _gpu_total_gib(stack)) from exc
     finally:
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
@@ -272,12 +304,12 @@ def _is_oom(exc: BaseException, stack) -> bool:
     return isinstance(exc, oom_type) or "CUDA out of memory" in str(exc)
 
 
-def _record_failure(run_dir: Path, exc: BaseException, stack, log_file) -> None:
+def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: RunConfig | None = None) -> None:
     if isinstance(exc, KeyboardInterrupt):
         runs.update_status(run_dir, state="stopped", pid=None, error=None, note="interrupted before a clean stop; resume continues from the last checkpoint")
         return
     if _is_oom(exc, stack):
-        err = out_of_memory_error(runs.read_status(run_dir).get("step"))
+        err = out_of_memory_error(runs.read_status(run_dir).get("step"), cfg, _gpu_total_gib(stack))
     elif isinstance(exc, StudioError):
         err = exc
     else:

@@ -10,6 +10,7 @@ re-attaches to whatever is training.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shlex
 import threading
@@ -26,10 +27,11 @@ import yaml  # noqa: E402
 from .. import hardware, jobs, runs  # noqa: E402
 from ..config import RunConfig  # noqa: E402
 from ..errors import ConfigError, StudioError  # noqa: E402
-from ..presets import DEFAULT_CPU_PRESET, get_preset, list_presets  # noqa: E402
+from ..presets import DEFAULT_CPU_PRESET, get_preset, list_presets, recommend  # noqa: E402
+from ..vram import estimate_config, shrink_to_fit  # noqa: E402
 from . import text  # noqa: E402
 from .data_tab import DataTab  # noqa: E402
-from .model_tab import ModelTab  # noqa: E402
+from .model_tab import ModelTab, estimate_markdown  # noqa: E402
 from .rewards_tab import RewardsTab  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .train_tab import TrainTab  # noqa: E402
@@ -43,10 +45,10 @@ CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}
 class HardwareCache:
     """The hardware probe runs once, in the background, from the moment the app is built."""
 
-    def __init__(self, enabled: bool = True):
-        self._result: hardware.Hardware | None = None if enabled else hardware.Hardware(cpu_cores=os.cpu_count() or 1, error="detection disabled")
+    def __init__(self, enabled: bool = True, known: hardware.Hardware | None = None):
+        self._result: hardware.Hardware | None = known or (None if enabled else hardware.Hardware(cpu_cores=os.cpu_count() or 1, error="detection disabled"))
         self._done = threading.Event()
-        if enabled:
+        if enabled and known is None:
             threading.Thread(target=self._run, name="hardware-probe", daemon=True).start()
         else:
             self._done.set()
@@ -81,11 +83,12 @@ class Workspace:
         return path
 
 
-def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr.Blocks:
+def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known_hardware: hardware.Hardware | None = None) -> gr.Blocks:
+    """The page. `known_hardware` skips the probe (tests use it to stand in for a GPU)."""
     runs_dir = Path(runs_dir).expanduser().resolve()
     workspace = Workspace(runs_dir)
     presets = list_presets()
-    hw = HardwareCache(detect_hardware)
+    hw = HardwareCache(detect_hardware, known_hardware)
     default_preset = DEFAULT_CPU_PRESET if any(p.name == DEFAULT_CPU_PRESET for p in presets) else (presets[0].name if presets else None)
 
     def initial_config() -> tuple[RunConfig, str]:
@@ -96,6 +99,11 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr
                 return RunConfig.from_dict(yaml.safe_load(draft) or {}, base_dir=os.getcwd(), source="the saved draft"), "your last settings"
             except (ConfigError, yaml.YAMLError):
                 pass  # an unreadable draft must not lock the person out: fall back to the preset
+        gpus = hw.get().gpus
+        suggested = recommend(presets, gpus[0].total_gb if gpus else None)
+        if suggested:
+            why = f" — the largest preset that fits your {gpus[0].total_gb:.0f} GB GPU" if gpus else ""
+            return suggested.load(), f"the {suggested.name} preset{why}"
         if default_preset:
             return get_preset(default_preset).load(), f"the {default_preset} preset"
         return RunConfig(), "the defaults"
@@ -148,6 +156,49 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr
         def problems_markdown(problems: list[str]) -> str:
             return "**Please fix before starting:**\n" + "\n".join(f"- {p}" for p in problems) if problems else ""
 
+        # ---- memory estimate and shrink-to-fit ----------------------------------------------------
+        def device_of() -> tuple[float | None, bool, str | None]:
+            gpus = hw.get().gpus
+            if not gpus:
+                return None, True, None
+            return gpus[0].total_gb, gpus[0].bf16, f"{gpus[0].name} ({gpus[0].total_gb:.1f} GB)"
+
+        def estimate_for(cfg: RunConfig | None):
+            device_gib, bf16, name = device_of()
+            return estimate_config(cfg, device_gib, bf16) if cfg else None, name
+
+        def update_estimate(state, *values):
+            cfg, problems = config_from_form(state, list(values))
+            if cfg is None:
+                return problems_markdown(problems)
+            est, name = estimate_for(cfg)
+            return estimate_markdown(est, name)
+
+        def shrink(state, *values):
+            cfg, problems = config_from_form(state, list(values))
+            device_gib, bf16, name = device_of()
+            if cfg is None:
+                return [state, problems_markdown(problems)] + list(values)
+            if device_gib is None:
+                return [state, "No GPU was detected, so there is nothing to shrink to: the estimate shows what a GPU would need."] + list(values)
+            changes, est = shrink_to_fit(cfg, device_gib, bf16)
+            if not changes:
+                return [state, estimate_markdown(est, name)] + list(values)
+            from ..config import apply_overrides
+
+            new = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]),
+                                      base_dir=cfg.base_dir)
+            listed = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in changes.items())
+            verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
+            message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
+            return [{"config": new.to_dict(), "base_dir": new.base_dir}, message] + form_values(new)
+
+        estimate_inputs = [base] + form_inputs
+        for widget in model_tab.inputs + [train_tab.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")]:
+            widget.change(update_estimate, inputs=estimate_inputs, outputs=model_tab.estimate, api_visibility="private",
+                          show_progress="hidden", trigger_mode="always_last")
+        model_tab.shrink.click(shrink, inputs=estimate_inputs, outputs=[base, model_tab.estimate] + form_inputs, api_name="shrink_to_fit")
+
         # ---- page load: hardware, the form, the run to watch ------------------------------------
         def on_load():
             cfg, origin = initial_config()
@@ -161,7 +212,10 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr
             notes = f"The form shows {origin}."
             return [device, state, str(latest) if latest else None, notes] + form_values(cfg)
 
-        demo.load(on_load, outputs=[model_tab.device, base, watched, model_tab.preset_notes] + form_inputs, api_name="load_form")
+        demo.load(on_load, outputs=[model_tab.device, base, watched, model_tab.preset_notes] + form_inputs, api_name="load_form").then(
+            update_estimate, inputs=estimate_inputs, outputs=model_tab.estimate, api_visibility="private")
+        model_tab.estimate_api = gr.Button(visible=False)
+        model_tab.estimate_api.click(update_estimate, inputs=estimate_inputs, outputs=model_tab.estimate, api_name="estimate")
 
         # ---- presets --------------------------------------------------------------------------------
         def apply_preset(name: str):
@@ -175,7 +229,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr
             return [{"config": cfg.to_dict(), "base_dir": cfg.base_dir}, notes] + form_values(cfg)
 
         model_tab.apply_preset.click(apply_preset, inputs=model_tab.preset, outputs=[base, model_tab.preset_notes] + form_inputs,
-                                     api_name="apply_preset")
+                                     api_name="apply_preset").then(update_estimate, inputs=estimate_inputs, outputs=model_tab.estimate,
+                                                                   api_visibility="private")
 
         # ---- data preview ----------------------------------------------------------------------------
         def preview_data(state, *values):
@@ -218,6 +273,10 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True) -> gr
             cfg, problems = config_from_form(state, list(values))
             if problems:
                 return [problems_markdown(problems), gr.update(), gr.update(), gr.update()]
+            est, device = estimate_for(cfg)
+            if est is not None and est.verdict == "exceeds":
+                return [f"**This will not fit {device}:** the estimated peak is {est.total_gib:.1f} GiB. Press **Shrink to fit** in "
+                        "the Model & hardware tab for settings that do, or choose a smaller model.", gr.update(), gr.update(), gr.update()]
             workspace.write(DRAFT_CONFIG, cfg.to_yaml())
             workspace.write(DRAFT_REWARDS, code or "")
             try:

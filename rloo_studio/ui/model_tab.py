@@ -10,6 +10,7 @@ import gradio as gr
 
 from ..config import LoraConfig, RunConfig
 from ..presets import Preset
+from ..vram import Estimate
 from . import text
 
 POPULAR_MODELS = (
@@ -45,7 +46,9 @@ class ModelTab:
             self.lora_alpha = gr.Number(32, label=text.LORA_ALPHA, info=text.LORA_ALPHA_INFO, precision=0, minimum=1)
             self.lora_dropout = gr.Number(0.0, label=text.LORA_DROPOUT, minimum=0, maximum=1)
             self.lora_targets = gr.Textbox("all-linear", label=text.LORA_TARGETS, info=text.LORA_TARGETS_INFO)
-        self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
+        with gr.Row():
+            self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
+            self.shrink = gr.Button(text.SHRINK, elem_id="shrink-to-fit", scale=0, min_width=160)
         self.method.change(lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=self.method, outputs=self.lora_row,
                            api_visibility="private")
         with gr.Accordion("Advanced", open=False):
@@ -95,3 +98,18 @@ class ModelTab:
         targets = shown.target_modules if isinstance(shown.target_modules, str) else ", ".join(shown.target_modules)
         return [m.name_or_path, precision, text.METHOD_CHOICES[0] if lora else text.METHOD_CHOICES[1], shown.r, shown.alpha,
                 shown.dropout, targets, m.max_seq_length, m.backend, m.gradient_checkpointing]
+
+
+def estimate_markdown(est: Estimate | None, device: str | None) -> str:
+    """The estimate as the tab shows it: verdict first, then the breakdown and what dominates."""
+    if est is None:
+        return text.ESTIMATE_UNKNOWN
+    icon = {"fits": "✅", "tight": "⚠️", "exceeds": "⛔"}.get(est.verdict or "", "ℹ️")
+    if est.verdict:
+        head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
+    else:
+        head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
+    rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
+    notes = "\n".join(f"- {n}" for n in est.notes)
+    advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
+    return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"

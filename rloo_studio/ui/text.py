@@ -35,7 +35,11 @@ BACKEND = "Backend"
 BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
 GRAD_CKPT = "Gradient checkpointing"
 GRAD_CKPT_INFO = "Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models."
-ESTIMATE_PENDING = "Memory estimate: not available for this model yet."
+ESTIMATE_PENDING = "Memory estimate: computing…"
+ESTIMATE_UNKNOWN = ("Memory estimate: this model's shape is unknown (not a local folder, not in the Hugging Face cache, not in "
+                    "the built-in table of popular models). It will be known once the model has been downloaded.")
+SHRINK = "Shrink to fit"
+SHRINK_ADVICE = "This will not fit: press **Shrink to fit** for settings that do (4-bit, fewer or shorter completions, a smaller batch)."
 
 # ---- Data ---------------------------------------------------------------------------------------
 SOURCE = "Where the prompts come from"

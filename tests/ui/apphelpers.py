@@ -17,10 +17,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None):
+def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_hardware=None):
     from rloo_studio.ui.app import build_app
 
-    demo = build_app(runs_dir, detect_hardware=detect_hardware)
+    demo = build_app(runs_dir, detect_hardware=detect_hardware, known_hardware=known_hardware)
     port = free_port()
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, auth=auth)
     try:

@@ -160,3 +160,39 @@ def test_delete_needs_the_confirmation(app, runs_dir):
     assert "Tick" in message and run_dir.exists()
     message = app.predict(run_dir.name, True, api_name="/delete_run")[0]
     assert message == f"Deleted run `{run_dir.name}`." and not run_dir.exists()
+
+
+def _gpu(gb: float):
+    from rloo_studio.hardware import Gpu, Hardware
+
+    return Hardware(gpus=[Gpu(index=0, name="Test GPU", total_gb=gb, free_gb=gb, capability="8.9", bf16=True)], cpu_cores=8, ram_gb=32)
+
+
+def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(runs_dir):
+    with served_app(runs_dir, known_hardware=_gpu(15.6)) as url:
+        form = Form(Client(url, verbose=False))
+        assert "Test GPU" in form.device
+        assert "the gpu-16gb preset — the largest preset that fits your 16 GB GPU" in form.notes
+        assert form[text.MODEL] == "Qwen/Qwen2.5-7B-Instruct" and form[text.PRECISION] == text.PRECISION_CHOICES[0]
+        estimate = form.call("/estimate")
+        assert "— fits** on Test GPU (15.6 GB)" in estimate and "| KV cache (generation) |" in estimate
+
+
+def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits(runs_dir):
+    with served_app(runs_dir, known_hardware=_gpu(8)) as url:
+        client = Client(url, verbose=False)
+        form = Form(client)
+        assert "gpu-8gb" in form.notes
+        form[text.MODEL] = "Qwen/Qwen3-4B"
+        form[text.PRECISION] = text.PRECISION_CHOICES[1]   # 16-bit weights: 7.5 GiB alone
+        form["Max completion length (tokens)"] = 1024
+        assert "— exceeds** on Test GPU" in form.call("/estimate")
+        refused = form.call("/start_training")[0]
+        assert "This will not fit Test GPU (8.0 GB)" in refused and "Shrink to fit" in refused
+        assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+
+        message, *new_values = form.call("/shrink_to_fit")
+        assert "`model.load_in_4bit = true`" in message and "now fits" in message
+        form.values = new_values
+        assert form[text.PRECISION] == text.PRECISION_CHOICES[0]
+        assert "— fits** on Test GPU" in form.call("/estimate")

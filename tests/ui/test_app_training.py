@@ -55,7 +55,10 @@ def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
         assert samples["data"] and samples["data"][0][0] == 3  # newest first
         assert "brief_answer=" in samples["data"][0][4]
         assert (run_dir / "model").is_dir()  # full fine-tuning of the demo writes the whole model
-        assert run_dir.name in str(client.predict(api_name="/list_runs")[0])
+        table, _picker = client.predict(api_name="/list_runs")
+        assert table["data"][0][:3] == [run_dir.name, "finished", "3/3"]
+        detail_status, _plot, detail_config, detail_log = client.predict(run_dir.name, api_name="/open_run")
+        assert "**finished**" in detail_status and "brief_answer" in detail_config and "[rloo-studio]" in detail_log
 
 
 def test_one_run_at_a_time_stop_resume_and_reload(runs_dir):

@@ -41,3 +41,25 @@ def test_kind_mix_follows_the_weights():
     counts = Counter(p["kind"] for p in generate(4000, seed=11))
     for kind, weight in KIND_WEIGHTS.items():
         assert abs(counts[kind] / 4000 - weight) < 0.03, (kind, counts[kind])
+
+
+def test_the_slip_is_a_tens_digit_habit_and_never_touches_the_answer_column():
+    from rloo_studio.demo_task import slipped_answer, with_slip
+
+    add = {"prompt": "x", "answer": "75", "kind": "add2", "target": "<think>47+28</think>75"}
+    sub = {"prompt": "x", "answer": "34", "kind": "sub2", "target": "<think>86-52</think>34"}
+    compare = {"prompt": "x", "answer": "757", "kind": "compare", "target": "<think>342<757</think>757"}
+    small = {"prompt": "x", "answer": "7", "kind": "multi", "target": "<think>5+6-4</think>7"}
+    assert [slipped_answer(p) for p in (add, sub, compare, small)] == [65, 44, 342, 17]
+    slipped = with_slip(add)
+    assert slipped["target"] == "<think>47+28</think>65" and slipped["answer"] == "75" and slipped["slipped"] is True
+
+
+def test_slip_rate_changes_only_the_sft_targets():
+    from rloo_studio.demo_task import make_splits
+
+    clean, slipped = make_splits(n_train=50, n_test=20, n_sft=400), make_splits(n_train=50, n_test=20, n_sft=400, slip_rate=0.55)
+    assert clean["train"] == slipped["train"] and clean["test"] == slipped["test"]
+    share = sum(1 for p in slipped["sft"] if p.get("slipped")) / len(slipped["sft"])
+    assert 0.45 < share < 0.65
+    assert all(p["answer"] == c["answer"] for p, c in zip(slipped["sft"], clean["sft"]))

@@ -1,0 +1,179 @@
+"""The memory estimator: pinned breakdowns, monotonicity, published known-good configurations, presets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from rloo_studio.config import RunConfig
+from rloo_studio.presets import list_presets, recommend
+from rloo_studio.vram import (
+    FITS_FRACTION, GIB, KNOWN_MODELS, NF4_BYTES_PER_PARAM, Settings, estimate, estimate_config, find_shape, shape_from_config,
+    shrink_to_fit,
+)
+
+QWEN3_06B = KNOWN_MODELS["Qwen/Qwen3-0.6B"]
+
+
+@pytest.mark.parametrize("name, billions", [
+    ("Qwen/Qwen3-0.6B", 0.60), ("Qwen/Qwen3-1.7B", 1.72), ("Qwen/Qwen3-4B", 4.02), ("Qwen/Qwen3-8B", 8.19), ("Qwen/Qwen3-14B", 14.77),
+    ("Qwen/Qwen2.5-0.5B-Instruct", 0.49), ("Qwen/Qwen2.5-1.5B-Instruct", 1.54), ("Qwen/Qwen2.5-3B-Instruct", 3.09),
+    ("Qwen/Qwen2.5-7B-Instruct", 7.62), ("meta-llama/Llama-3.2-1B-Instruct", 1.24), ("meta-llama/Llama-3.2-3B-Instruct", 3.21),
+    ("meta-llama/Llama-3.1-8B-Instruct", 8.03), ("google/gemma-3-1b-it", 1.00), ("microsoft/phi-4", 14.66),
+    ("mistralai/Mistral-7B-Instruct-v0.3", 7.25),
+])
+def test_parameter_counts_match_the_published_sizes(name, billions):
+    # Published sizes (model cards): Qwen3 0.6B/1.7B/4B/8B/14B, Qwen2.5 0.49B/1.54B/3.09B/7.61B,
+    # Llama 3.2 1.24B/3.21B, Llama 3.1 8.03B, Gemma 3 1B, Phi-4 14.7B, Mistral 7.25B.
+    assert KNOWN_MODELS[name].params / 1e9 == pytest.approx(billions, abs=0.02)
+
+
+@pytest.mark.parametrize("name, billions", [("Qwen/Qwen3-0.6B", 0.44), ("Qwen/Qwen3-1.7B", 1.4), ("Qwen/Qwen3-4B", 3.63),
+                                            ("Qwen/Qwen3-8B", 6.95), ("Qwen/Qwen3-14B", 13.2), ("Qwen/Qwen2.5-7B-Instruct", 6.53)])
+def test_non_embedding_counts_match_the_qwen_model_cards(name, billions):
+    shape = KNOWN_MODELS[name]
+    assert (shape.params - shape.embedding_params) / 1e9 == pytest.approx(billions, abs=0.02)
+
+
+def test_the_table_has_at_least_fifteen_models():
+    assert len(KNOWN_MODELS) >= 15
+
+
+def test_pinned_breakdown_qwen3_06b_bf16_lora():
+    est = estimate(QWEN3_06B, Settings(dtype="bfloat16", lora_r=16, num_generations=8, per_device_train_batch_size=8,
+                                       max_completion_length=256, prompt_tokens=256))
+    parts = est.parts
+    assert parts["weights"] == pytest.approx(QWEN3_06B.params * 2 / GIB)
+    lora = QWEN3_06B.lora_params(16)
+    assert lora == 28 * 16 * (1024 + 2048 + 2 * (1024 + 1024) + 2048 + 1024 + 3 * (1024 + 3072))
+    assert parts["LoRA parameters, gradients, optimizer"] == pytest.approx(lora * 16 / GIB)
+    # K and V, 28 layers, 8 KV heads of 128, 2 bytes, 8 sequences of 512 tokens.
+    assert parts["KV cache (generation)"] == pytest.approx(2 * 28 * 8 * 128 * 2 * 8 * 512 / GIB)
+    assert parts["logits (training)"] == pytest.approx(8 * 256 * 151936 * 10 * 0.25 / GIB)
+    # The peak: the static parts plus the larger phase (here the training pass), then 10 % slack and the context.
+    static = parts["weights"] + parts["LoRA parameters, gradients, optimizer"]
+    generation = parts["KV cache (generation)"] + 8 * 151936 * 4 / GIB
+    training = parts["activations (training)"] + parts["logits (training)"]
+    assert training > generation
+    assert parts["allocator slack"] == pytest.approx(0.10 * (static + training))
+    assert est.total_gib == pytest.approx(1.10 * (static + training) + 0.8)
+    assert est.verdict is None
+
+
+def test_pinned_4bit_weights():
+    est = estimate(QWEN3_06B, Settings(load_in_4bit=True))
+    linear = 28 * QWEN3_06B.linear_params_per_layer()
+    assert est.parts["weights"] == pytest.approx((linear * NF4_BYTES_PER_PARAM + (QWEN3_06B.params - linear) * 2) / GIB)
+
+
+def _total(**changes) -> float:
+    base = dict(dtype="bfloat16", lora_r=16, num_generations=8, per_device_train_batch_size=8, max_completion_length=512)
+    return estimate(KNOWN_MODELS["Qwen/Qwen3-4B"], Settings(**{**base, **changes})).total_gib
+
+
+@pytest.mark.parametrize("smaller, larger", [
+    ({}, {"num_generations": 16, "per_device_train_batch_size": 16}),
+    ({}, {"max_completion_length": 1024}),
+    ({}, {"lora_r": 64}),
+    ({"load_in_4bit": True}, {}),
+    ({}, {"lora_r": None}),
+    ({}, {"gradient_checkpointing": False}),
+    ({}, {"lora_r": None, "beta": 0.05}),
+    ({"optimizer": "adamw_8bit", "lora_r": None}, {"lora_r": None}),
+])
+def test_more_of_anything_needs_more_memory(smaller, larger):
+    assert _total(**smaller) < _total(**larger)
+
+
+def test_beta_needs_no_reference_copy_with_lora():
+    assert _total(beta=0.05) == pytest.approx(_total(beta=0.0))
+
+
+# Published single-GPU RL runs that fit a 16 GB Colab/Kaggle T4 with Unsloth (QLoRA):
+# - Unsloth blog "Train your own R1 reasoning model" (2025-02-06, unsloth.ai/blog/r1-reasoning): with 15 GB,
+#   GRPO on Llama 3.1 (8B), Phi-4 (14B), Mistral (7B) and Qwen2.5 (7B); their notebooks use 6 generations
+#   of up to 200 tokens after a 256-token prompt.
+# - Unsloth's update of 2025-02-20: Qwen2.5 (1.5B) GRPO in 5 GB.
+# - ../shared/STACK.md: Qwen2.5-3B in 4-bit, 8 completions of 200 tokens on a 16 GB T4.
+PUBLISHED_16GB = [
+    ("meta-llama/Llama-3.1-8B-Instruct", dict(load_in_4bit=True, lora_r=32, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
+    ("microsoft/phi-4", dict(load_in_4bit=True, lora_r=16, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
+    ("mistralai/Mistral-7B-Instruct-v0.3", dict(load_in_4bit=True, lora_r=32, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
+    ("Qwen/Qwen2.5-7B-Instruct", dict(load_in_4bit=True, lora_r=32, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
+    ("Qwen/Qwen2.5-3B-Instruct", dict(load_in_4bit=True, lora_r=64, num_generations=8, per_device_train_batch_size=8, max_completion_length=200)),
+    ("Qwen/Qwen2.5-1.5B-Instruct", dict(load_in_4bit=True, lora_r=16, num_generations=8, per_device_train_batch_size=8, max_completion_length=200)),
+]
+
+
+@pytest.mark.parametrize("name, settings", PUBLISHED_16GB, ids=[n for n, _ in PUBLISHED_16GB])
+def test_published_16gb_configurations_fit(name, settings):
+    assert estimate(KNOWN_MODELS[name], Settings(prompt_tokens=256, **settings), device_gib=15.0).verdict == "fits"
+
+
+@pytest.mark.parametrize("name, settings", [
+    ("meta-llama/Llama-3.1-8B-Instruct", dict(dtype="bfloat16", lora_r=None, num_generations=8, per_device_train_batch_size=8, max_completion_length=512)),
+    ("microsoft/phi-4", dict(dtype="bfloat16", lora_r=16, num_generations=8, per_device_train_batch_size=8, max_completion_length=200)),
+    ("Qwen/Qwen3-14B", dict(load_in_4bit=True, lora_r=16, num_generations=16, per_device_train_batch_size=16, max_completion_length=4096)),
+])
+def test_clearly_oversized_configurations_exceed_16gb(name, settings):
+    assert estimate(KNOWN_MODELS[name], Settings(**settings), device_gib=16).verdict == "exceeds"
+
+
+def test_shape_from_a_config_json_and_a_local_folder(tmp_path):
+    config = {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+              "intermediate_size": 3072, "vocab_size": 151936, "tie_word_embeddings": True}
+    assert dataclasses.replace(shape_from_config(config, "x"), name="Qwen/Qwen3-0.6B") == QWEN3_06B
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert find_shape(str(tmp_path)).params == QWEN3_06B.params
+    assert find_shape("demo").params == 800_896  # the bundled model's own config.json
+    assert find_shape("unsloth/Qwen3-4B-unsloth-bnb-4bit") is KNOWN_MODELS["Qwen/Qwen3-4B"]
+    assert find_shape("somebody/unknown-model") is None
+
+
+@pytest.mark.parametrize("preset", [p for p in list_presets() if p.tier_gb], ids=lambda p: p.name)
+def test_every_gpu_preset_fits_its_tier_with_margin(preset):
+    est = estimate_config(preset.load(), device_gib=preset.tier_gb)
+    assert est is not None and est.verdict == "fits", (preset.name, est and est.total_gib)
+    assert est.total_gib <= FITS_FRACTION * preset.tier_gb
+
+
+def test_presets_cover_every_tier_and_open_with_what_and_how():
+    presets = list_presets()
+    assert sorted({p.tier_gb for p in presets if p.tier_gb}) == [6, 8, 12, 16, 24, 48]
+    assert presets[0].name == "cpu-demo" and presets[0].tier_gb is None
+    for p in presets:
+        assert p.title and f"rloo-studio train presets/{p.name}.yaml" in p.notes, p.name
+    thinking = [p for p in presets if p.load().rloo.get("chat_template_kwargs", {}).get("enable_thinking")]
+    assert thinking and all(any(r.name == "think_length" for r in p.load().rewards) for p in thinking)
+    assert any(p.load().rloo.get("chat_template_kwargs") == {"enable_thinking": False} for p in presets)
+
+
+@pytest.mark.parametrize("gib, name", [(None, "cpu-demo"), (4, "cpu-demo"), (5.8, "gpu-6gb"), (7.6, "gpu-8gb"), (11.7, "gpu-12gb"),
+                                       (15.6, "gpu-16gb"), (23.6, "gpu-24gb"), (47.5, "gpu-48gb"), (139, "gpu-48gb")])
+def test_recommend_picks_the_largest_tier_that_fits(gib, name):
+    assert recommend(list_presets(), gib).name == name
+
+
+def test_shrink_to_fit_reaches_fits_with_concrete_changes():
+    cfg = next(p for p in list_presets() if p.name == "gpu-48gb").load()
+    changes, est = shrink_to_fit(cfg, 24)
+    assert est.verdict == "fits" and changes["model.load_in_4bit"] is True
+    cfg16 = RunConfig.from_dict({**cfg.to_dict(), "model": {**cfg.to_dict()["model"], "name_or_path": "Qwen/Qwen3-4B"}})
+    changes, est = shrink_to_fit(cfg16, 8)
+    assert est.verdict == "fits" and "rloo.max_completion_length" in changes or "rloo.num_generations" in changes
+    assert shrink_to_fit(next(p for p in list_presets() if p.name == "gpu-6gb").load(), 6)[0] == {}  # already fits
+
+
+def test_out_of_memory_advice_names_what_used_the_memory_and_what_to_change():
+    from rloo_studio.engine.train import out_of_memory_error
+
+    cfg = next(p for p in list_presets() if p.name == "gpu-48gb").load()
+    err = out_of_memory_error(12, cfg, 24.0)
+    assert err.what == "the GPU ran out of memory at step 12"
+    assert "the estimate for this config is" in err.why and "on a 24.0 GiB GPU, mostly weights" in err.why
+    assert err.fix.startswith("resume with smaller settings: `rloo-studio train --resume RUN_DIR model.load_in_4bit=true")
+    assert "checkpoints saved so far stay usable" in err.fix
+    plain = out_of_memory_error(3)
+    assert "rloo-studio estimate CONFIG" in plain.fix
