@@ -142,7 +142,7 @@ def main() -> None:
                                     prompt_tokens=p_tokens)
                 est = estimate(shape, settings)
                 est_no_context = est.total_gib - CUDA_CONTEXT_GIB
-                print(f"  {'4-bit' if four_bit else 'bf16 '} k={gens} len={completion}: training 2 steps ...", file=sys.stderr, flush=True)
+                print(f"  {'4-bit' if four_bit else '16/32-bit'} k={gens} len={completion}: training 2 steps ...", file=sys.stderr, flush=True)
                 measured = run_setting(model_dir, work, four_bit, gens, completion, args.dry_run)
                 peak = measured.get("peak_reserved_gib")
                 ratio = (peak / est_no_context) if peak else None
