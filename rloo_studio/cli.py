@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, eval, estimate, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, preview, estimate, rewards, ui.
 
 Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
 turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
@@ -161,6 +161,78 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- preview ------------------------------------------------------------------------------------
+
+def _cell(value, width: int = 8) -> str:
+    if value is None:
+        return "None".rjust(width)
+    return f"{value + 0.0:{width}.3f}" if isinstance(value, (int, float)) else str(value)[:width].rjust(width)  # + 0.0: no "-0.000"
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    from .config import RewardSpec, RunConfig
+    from .rewards.preview import score_in_child
+
+    quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    try:
+        cfg = RunConfig.load(args.config, list(args.overrides))
+        source = None
+        if args.rewards:
+            path = Path(args.rewards)
+            if not path.is_file():
+                raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
+            source = path.read_text(encoding="utf-8")
+            cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file="rewards.py", weight=1.0)]
+        from .engine.preview import pick_rows, read_completions_file, sample_groups
+
+        if args.completions:
+            groups, k = read_completions_file(args.completions)
+            from .engine.model import resolve_model_source
+
+            conversational = isinstance(groups[0]["prompt"], list)
+            try:
+                tokenizer = resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+            except StudioError:
+                tokenizer = None  # no model at hand: completion_ids fall back to characters
+        else:
+            k = int(cfg.rloo_value("num_generations"))
+            groups, conversational, tokenizer = sample_groups(cfg, pick_rows(cfg, args.num_prompts, args.seed), quiet, args.seed)
+        request = {"groups": groups, "num_generations": k, "conversational": conversational, "tokenizer": tokenizer,
+                   "rewards": [{k2: v for k2, v in s.__dict__.items()} for s in cfg.rewards], "base_dir": cfg.base_dir,
+                   "source": source}
+        quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
+        result = score_in_child(request, timeout_s=args.timeout)
+    except StudioError as exc:
+        return _fail(exc)
+    if result.get("problems"):
+        return _fail(StudioError(result["problems"][0].split("\n")[0], "\n".join(result["problems"][0].split("\n")[1:]).replace("Why: ", ""), ""))
+    if args.json:
+        print(json.dumps(result, default=str))
+        return EXIT_OK
+    names = list(result["functions"])
+    print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
+    for i, row in enumerate(result["rows"]):
+        if i % k == 0:
+            print(f"\nprompt {row['group'] + 1}: {row['prompt'][:100]!r}")
+        text = row["completion"].replace("\n", " ")
+        print(f"{i % k + 1:>3}  {text[:40]:<40}" + "".join(f"{_cell(row['rewards'][n], 13)}" for n in names)
+              + f"{_cell(row['total'], 9)}{_cell(row['baseline'], 9)}{_cell(row['advantage'], 10)}")
+    print(f"\n{'function':<24}{'weight':>8}{'mean':>8}{'std':>8}{'min':>8}{'max':>8}{'None':>6}  errors")
+    for name, f in result["functions"].items():
+        print(f"{name[:24]:<24}{_cell(f['weight'])}{_cell(f['mean'])}{_cell(f['std'])}{_cell(f['min'])}{_cell(f['max'])}{f['none']:>6}  "
+              + ("; ".join(e["error"] for e in f["errors"]) or "-"))
+        for e in f["errors"]:
+            for line in e["lines"]:
+                print(f"{'':26}at {line}")
+            print(f"{'':26}on the completion {e['completion'][:80]!r}")
+    print(f"\nLearnability: {result['learnability']['verdict']}")
+    for probe in result["probes"]:
+        print(f"Hack probe: {probe['message']}")
+    if not result["probes"]:
+        print("Hack probes: no function scores empty, tag-only, repeated, rambling or echoed completions as well as real ones.")
+    return EXIT_OK
+
+
 # ---- estimate -----------------------------------------------------------------------------------
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -283,6 +355,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="evaluate at most this many prompts")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("preview", help="score sampled (or given) completions with the rewards: advantages, learnability, hack probes")
+    p.add_argument("config", help="the run config (YAML)")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.temperature=1.2")
+    p.add_argument("--rewards", metavar="FILE.py", help="score with the functions in this file (instead of the config's reward files)")
+    p.add_argument("--completions", metavar="FILE.jsonl", help="score these completions instead of sampling from the model")
+    p.add_argument("--num-prompts", type=int, default=4, help="how many prompts to sample completions for (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="which prompts are picked and how sampling goes")
+    p.add_argument("--timeout", type=float, default=60, help="seconds the reward functions may take in all (default 60)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_preview)
 
     p = sub.add_parser("estimate", help="estimate the peak GPU memory of a config, with a breakdown and a verdict")
     p.add_argument("config", nargs="?", help="the run config (YAML)")

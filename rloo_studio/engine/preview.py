@@ -1,0 +1,85 @@
+"""Sampling completions for the reward preview: k per prompt from the config's base model, as training would.
+
+Loads the model with plain transformers (no LoRA: the preview shows what the model does before
+training), renders the prompts exactly as training does (chat template, system prompt), and
+samples `num_generations` completions per prompt at the config's temperature, top-p and
+completion length. Scoring is not done here: `rewards.preview.score_in_child` runs the person's
+reward code in its own process.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from ..config import RunConfig
+from ..errors import StudioError
+
+
+def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
+    from ..data import load_rows
+
+    rows = load_rows(cfg.data, cfg.base_dir).train
+    if num_prompts < 1:
+        raise StudioError(f"--num-prompts {num_prompts} leaves nothing to preview", "", "give a positive number")
+    return random.Random(seed).sample(rows, min(num_prompts, len(rows)))
+
+
+def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> tuple[list[dict], bool, str]:
+    """([{prompt, row, completions}], conversational, tokenizer source) for `rows`."""
+    from ..data import to_trl_dataset, use_chat_format
+    from .generate import generate_completions
+    from .model import load_model, resolve_model_source
+    from .stack import import_training_stack
+
+    k = int(cfg.rloo_value("num_generations"))
+    max_new_tokens = int(cfg.rloo_value("max_completion_length"))
+    temperature = float(cfg.rloo.get("temperature", 1.0))
+    top_p = float(cfg.rloo.get("top_p", 1.0))
+    stack = import_training_stack("transformers")
+    progress(f"[preview] loading {cfg.model.name_or_path}")
+    loaded = load_model(cfg.model, None, stack, cfg.base_dir, for_training=False)
+    tokenizer = loaded.tokenizer
+    prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
+    conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)
+    repeated = [p for p in prompts for _ in range(k)]  # TRL's order: the k completions of a prompt are consecutive
+    progress(f"[preview] sampling {k} completions for each of {len(prompts)} prompts (temperature {temperature}, "
+             f"up to {max_new_tokens} tokens)")
+    out = generate_completions(loaded.model.eval(), tokenizer, repeated, max_new_tokens=max_new_tokens, do_sample=True,
+                               temperature=temperature, top_p=top_p, seed=seed)
+    groups = [{"prompt": prompts[i], "row": {c: v for c, v in rows[i].items() if c != cfg.data.prompt_column},
+               "completions": out.texts[i * k:(i + 1) * k]} for i in range(len(prompts))]
+    return groups, conversational, resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+
+
+def read_completions_file(path: str | Path) -> tuple[list[dict], int]:
+    """Hand-written completions: JSONL lines {"prompt", "completion"} (grouped by prompt, in order) or
+    {"prompt", "completions": [...]}, plus any dataset columns; returns (groups, k)."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise StudioError(f"completions file not found: {path}", "", "give a .jsonl file with prompt and completion fields")
+    groups: dict[str, dict] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise StudioError(f"{path.name} line {number} is not valid JSON ({exc.msg})", "", "fix that line") from None
+        if not isinstance(item, dict) or "prompt" not in item or not ("completion" in item or "completions" in item):
+            raise StudioError(f"{path.name} line {number} needs `prompt` and `completion` (or `completions`)", "",
+                              'write lines like {"prompt": "...", "completion": "...", "answer": "42"}')
+        prompt = item["prompt"]
+        key = json.dumps(prompt, sort_keys=True)
+        group = groups.setdefault(key, {"prompt": prompt, "row": {}, "completions": []})
+        group["row"].update({c: v for c, v in item.items() if c not in ("prompt", "completion", "completions")})
+        group["completions"].extend(item["completions"] if "completions" in item else [item["completion"]])
+    sizes = {len(g["completions"]) for g in groups.values()}
+    if not groups:
+        raise StudioError(f"{path.name} has no completions", "", "add lines with prompt and completion")
+    if len(sizes) != 1 or min(sizes) < 2:
+        raise StudioError(f"{path.name}: every prompt needs the same number (at least 2) of completions; found {sorted(sizes)}",
+                          "RLOO compares each completion with the others of its prompt", "give each prompt k completions")
+    return list(groups.values()), sizes.pop()

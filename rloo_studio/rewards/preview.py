@@ -1,0 +1,282 @@
+"""Scoring completions with a run's rewards before training: the table, the summaries, learnability, hack probes.
+
+`score(request)` takes prompt groups (a prompt, its dataset row, k completions), the reward specs
+and optional user source, and returns what the reward preview shows: per completion every
+function's reward, the weighted total, the leave-one-out baseline and advantage; per function the
+mean, std, min, max, how many `None` and the errors; the share of prompt groups whose completions
+all scored the same (no learning signal); and which functions score degenerate completions
+(empty, only the tags, the prompt echoed, ...) as well as real ones.
+
+The person's reward code runs in a child process (`score_in_child`) with a time limit, so a hang,
+`sys.exit` or a crash in it never takes the app down: the parent reports which function was
+running. Functions are called exactly as TRL 1.15 calls them: keyword arguments `prompts`,
+`completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
+`completion_ids`, `trainer_state`, and every dataset column by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import RewardSpec
+from .scoring import all_equal_groups, leave_one_out_advantages, weighted_totals
+
+SCORE_TIMEOUT_S = 60
+PROBE_KINDS = ("empty", "whitespace", "only the tags", "answer repeated", "rambling", "prompt echoed")
+LEARNABILITY_WARN = 0.5  # above this share of no-signal groups, most of each step teaches nothing
+
+
+@dataclass
+class TrainerStateStub:
+    """What reward functions may read from `trainer_state` during a preview (training has not started)."""
+    global_step: int = 0
+    epoch: float = 0.0
+    max_steps: int = 0
+    log_history: list = field(default_factory=list)
+
+
+def _as_completion(text: str, conversational: bool):
+    return [{"role": "assistant", "content": text}] if conversational else text
+
+
+def probe_completions(prompt_text: str, answer: str | None) -> dict[str, str]:
+    """Degenerate completions a sound reward should not score well."""
+    answer = (answer or "42").strip()
+    return {
+        "empty": "",
+        "whitespace": "   \n\t  ",
+        "only the tags": "<think></think>",
+        "answer repeated": " ".join([answer] * 40),
+        "rambling": ("Let me think about this very carefully. " * 60).strip(),
+        "prompt echoed": prompt_text,
+    }
+
+
+def _call(fn, kwargs: dict):
+    result = fn(**kwargs)
+    if asyncio.iscoroutine(result):
+        result = asyncio.run(result)
+    return result
+
+
+def _check_values(name: str, values: Any, n: int) -> list[float | None]:
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"returned {type(values).__name__}, not a list of {n} floats")
+    if len(values) != n:
+        raise ValueError(f"returned {len(values)} values for {n} completions")
+    out: list[float | None] = []
+    for i, v in enumerate(values):
+        if v is None:
+            out.append(None)
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"value {i} is {v!r} ({type(v).__name__}), not a number or None")
+        elif not math.isfinite(float(v)):
+            raise ValueError(f"value {i} is {v!r}: rewards must be finite numbers (or None)")
+        else:
+            out.append(float(v))
+    return out
+
+
+def _summary(values: list[float | None], errors: list[str]) -> dict:
+    scored = [v for v in values if v is not None]
+    return {
+        "mean": statistics.fmean(scored) if scored else None,
+        "std": statistics.pstdev(scored) if len(scored) > 1 else (0.0 if scored else None),
+        "min": min(scored) if scored else None, "max": max(scored) if scored else None,
+        "none": sum(1 for v in values if v is None), "count": len(values), "errors": errors,
+    }
+
+
+def _error_detail(exc: BaseException, name: str, filename: str | None, completion: str) -> dict:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if filename and f.filename == filename]
+    lines = [f"{Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
+    return {"function": name, "error": f"{type(exc).__name__}: {exc}", "lines": lines, "completion": completion[:300]}
+
+
+def score(request: dict) -> dict:
+    """Score in this process (the child calls this). See the module docstring for the request and result."""
+    from . import build_rewards
+
+    groups = request["groups"]
+    k = int(request["num_generations"])
+    if request.get("source") is not None:
+        # The editor's code, written where the specs' `file: rewards.py` finds it (the run copies the same text).
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="rloo-preview-"))
+        (folder / "rewards.py").write_text(request["source"], encoding="utf-8")
+        request = {**request, "base_dir": str(folder)}
+    conversational = bool(request.get("conversational"))
+    base_dir = request.get("base_dir", ".")
+    specs = [RewardSpec(**s) for s in request["rewards"]]
+    columns = sorted({c for g in groups for c in (g.get("row") or {})})
+    tokenizer = None
+    if request.get("tokenizer"):
+        from transformers import AutoTokenizer  # only for completion_ids and the </think> token
+
+        tokenizer = AutoTokenizer.from_pretrained(request["tokenizer"])
+    rewards = build_rewards(specs, base_dir, tokenizer, columns)
+
+    def batch(prompts: list, completions: list[str], rows: list[dict]) -> dict:
+        kwargs: dict[str, Any] = {
+            "prompts": prompts, "completions": [_as_completion(c, conversational) for c in completions],
+            "completion_ids": [tokenizer(c, add_special_tokens=False).input_ids for c in completions] if tokenizer else
+                              [[ord(ch) for ch in c] for c in completions],
+            "trainer_state": TrainerStateStub(),
+            "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None,  # TRL passes these too
+        }
+        for column in columns:
+            kwargs[column] = [r.get(column) for r in rows]
+        return kwargs
+
+    prompts, completions, rows = [], [], []
+    for g in groups:
+        if len(g["completions"]) != k:
+            raise ValueError(f"prompt {g['prompt']!r:.60} has {len(g['completions'])} completions, expected {k}")
+        prompts += [g["prompt"]] * k
+        completions += list(g["completions"])
+        rows += [g.get("row") or {}] * k
+
+    per_function: dict[str, list[float | None]] = {}
+    errors: dict[str, list[dict]] = {}
+    kwargs = batch(prompts, completions, rows)
+    for r in rewards:
+        print(f"CALLING {r.name}", file=sys.stderr, flush=True)  # the parent names the function if time runs out
+        try:
+            per_function[r.name] = _check_values(r.name, _call(r.func, kwargs), len(completions))
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: reported, never raised
+            # Find the completion it fails on by calling it one completion at a time.
+            failing = completions[0] if completions else ""
+            for i in range(len(completions)):
+                try:
+                    _check_values(r.name, _call(r.func, batch([prompts[i]], [completions[i]], [rows[i]])), 1)
+                except BaseException:  # noqa: BLE001
+                    failing = completions[i]
+                    break
+            errors[r.name] = [_error_detail(exc, r.name, r.source_file, failing)]
+            per_function[r.name] = [None] * len(completions)
+
+    names = [r.name for r in rewards]
+    weights = [r.weight for r in rewards]
+    totals = weighted_totals([per_function[n] for n in names], weights)
+    advantages = leave_one_out_advantages(totals, k) if k >= 2 else [0.0] * len(totals)
+    table = []
+    for i, text in enumerate(completions):
+        group = i // k
+        others = [t for j, t in enumerate(totals[group * k:group * k + k]) if j != i % k and t is not None]
+        table.append({
+            "group": group, "prompt": _prompt_text(prompts[i]), "completion": text,
+            "rewards": {n: per_function[n][i] for n in names}, "total": totals[i],
+            "baseline": statistics.fmean(others) if others and totals[i] is not None else None,
+            "advantage": round(advantages[i], 12),  # 1 - (0.7+0.7)/2 should read 0, not 2e-16
+        })
+    flat = all_equal_groups(totals, k)
+    result = {
+        "functions": {n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
+        "rows": table,
+        "learnability": _learnability(flat, k),
+        "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
+    }
+    return result
+
+
+def _prompt_text(prompt) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
+    return str(prompt)
+
+
+def _learnability(flat: list[bool], k: int) -> dict:
+    share = sum(flat) / len(flat) if flat else 0.0
+    if share == 0:
+        verdict = "Every prompt's completions got different rewards: each one gives RLOO something to learn from."
+    elif share <= LEARNABILITY_WARN:
+        verdict = (f"{100 * share:.0f}% of the prompts gave all {k} completions the same total reward, so they teach nothing; "
+                   "the rest carry the signal. Fine to train.")
+    else:
+        verdict = (f"{100 * share:.0f}% of the prompts gave all {k} completions the same total reward: most of each step teaches "
+                   "nothing. Try more completions per prompt, a higher temperature, a graded reward instead of a 0/1 one "
+                   "(partial credit), or prompts that are neither too easy nor too hard for this model.")
+    return {"no_signal_share": share, "groups": len(flat), "no_signal_groups": sum(flat), "verdict": verdict}
+
+
+def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
+    """Functions that give a degenerate completion at least the median reward of the real completions."""
+    findings = []
+    for r in rewards:
+        real = sorted(v for v in per_function[r.name] if v is not None)
+        if not real or max(real) == min(real):
+            continue  # a constant reward is reported by the learnability check, not as a hack
+        median = statistics.median(real)
+        for g in groups[:3]:
+            answer = next((str(v) for c, v in (g.get("row") or {}).items() if c in ("answer", "solution", "target")), None)
+            probes = probe_completions(_prompt_text(g["prompt"]), answer)
+            kwargs = batch([g["prompt"]] * len(probes), list(probes.values()), [g.get("row") or {}] * len(probes))
+            try:
+                values = _check_values(r.name, _call(r.func, kwargs), len(probes))
+            except BaseException:  # noqa: BLE001 - a reward that crashes on a probe is reported by the normal call
+                continue
+            for kind, value in zip(probes, values):
+                if value is not None and value >= median and value > min(real):
+                    findings.append({"function": r.name, "probe": kind, "reward": value, "median_real": median,
+                                     "message": f"`{r.name}` gives the '{kind}' completion {value:g}, at or above the median "
+                                                f"{median:g} of real completions: the model could learn to do that instead"})
+            if any(f["function"] == r.name for f in findings):
+                break
+    unique: dict[tuple, dict] = {}
+    for f in findings:
+        unique.setdefault((f["function"], f["probe"]), f)
+    return list(unique.values())
+
+
+def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S) -> dict:
+    """`score` in a child process with a time limit; problems come back in `problems`, never as exceptions."""
+    started = time.time()
+    try:
+        done = subprocess.run([sys.executable, "-m", "rloo_studio.rewards.preview"], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        running = [line.split(" ", 1)[1] for line in stderr.splitlines() if line.startswith("CALLING ")]
+        who = f"reward function `{running[-1]}`" if running else "loading the rewards"
+        return {"problems": [f"{who} did not return within {timeout_s:.0f} s.\nWhy: it may loop forever, wait on the network, "
+                             "or be far too slow for training (TRL calls it on every batch).\nWhat to do: make it return "
+                             "promptly; the app stopped it and is unaffected."], "seconds": time.time() - started}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        tail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return {"problems": [f"scoring failed: {tail}"], "seconds": time.time() - started}
+    result = json.loads(lines[-1])
+    result["seconds"] = time.time() - started
+    return result
+
+
+def _main() -> None:
+    from ..errors import StudioError
+
+    request = json.loads(sys.stdin.read())
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # prints in reward code must not corrupt the answer
+    try:
+        result = score(request)
+    except StudioError as exc:
+        result = {"problems": [exc.message()]}
+    except BaseException as exc:  # noqa: BLE001
+        result = {"problems": [f"{type(exc).__name__}: {exc}"]}
+    finally:
+        sys.stdout = real_stdout
+    print(json.dumps(result, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    _main()
