@@ -196,7 +196,11 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 tokenizer = None  # no model at hand: completion_ids fall back to characters
         else:
             k = int(cfg.rloo_value("num_generations"))
-            groups, conversational, tokenizer = sample_groups(cfg, pick_rows(cfg, args.num_prompts, args.seed), quiet, args.seed)
+            if args.prompt:
+                rows = [{cfg.data.prompt_column: args.prompt, **({"answer": args.answer} if args.answer is not None else {})}]
+            else:
+                rows = pick_rows(cfg, args.num_prompts, args.seed)
+            groups, conversational, tokenizer = sample_groups(cfg, rows, quiet, args.seed)
         request = {"groups": groups, "num_generations": k, "conversational": conversational, "tokenizer": tokenizer,
                    "rewards": [{k2: v for k2, v in s.__dict__.items()} for s in cfg.rewards], "base_dir": cfg.base_dir,
                    "source": source}
@@ -362,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rewards", metavar="FILE.py", help="score with the functions in this file (instead of the config's reward files)")
     p.add_argument("--completions", metavar="FILE.jsonl", help="score these completions instead of sampling from the model")
     p.add_argument("--num-prompts", type=int, default=4, help="how many prompts to sample completions for (default 4)")
+    p.add_argument("--prompt", help="sample completions for this prompt instead of the dataset's")
+    p.add_argument("--answer", help="with --prompt: the reference answer (the `answer` column the rewards see)")
     p.add_argument("--seed", type=int, default=0, help="which prompts are picked and how sampling goes")
     p.add_argument("--timeout", type=float, default=60, help="seconds the reward functions may take in all (default 60)")
     p.add_argument("--json", action="store_true", help="print one JSON document")

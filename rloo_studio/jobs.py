@@ -84,7 +84,7 @@ def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = 
         (run_dir / USER_REWARDS_FILE).write_text(reward_source, encoding="utf-8")
     # Relative paths (data files, model folders) were chosen relative to the app's folder: make
     # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
-    cfg = _absolute_paths(cfg, run_dir)
+    cfg = absolute_paths(cfg, run_dir)
     config_path = run_dir / runs.CONFIG_FILE
     cfg.save(config_path)
     runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo.get("max_steps"), model=cfg.model.name_or_path,
@@ -94,7 +94,9 @@ def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = 
     return run_dir
 
 
-def _absolute_paths(cfg: RunConfig, run_dir: Path) -> RunConfig:
+def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
+    """The config with its data, model and reward-file paths absolute, to be saved in `new_base`
+    (reward code written by the app as rewards.py stays relative: it is copied there)."""
     base = Path(cfg.base_dir).expanduser().resolve()
 
     def absolute(value: str | None) -> str | None:
@@ -117,7 +119,7 @@ def _absolute_paths(cfg: RunConfig, run_dir: Path) -> RunConfig:
             spec.model = absolute(spec.model)
         rewards.append(spec)
     cfg.rewards = rewards
-    cfg.base_dir = str(run_dir)
+    cfg.base_dir = str(new_base)
     return cfg
 
 

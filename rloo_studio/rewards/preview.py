@@ -62,6 +62,18 @@ def probe_completions(prompt_text: str, answer: str | None) -> dict[str, str]:
     }
 
 
+def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
+    """Where the scoring child loads the tokenizer from (completion_ids, the </think> token): without importing the engine."""
+    from ..data import PROJECT_ROOT
+
+    if model == "demo":
+        return str(PROJECT_ROOT / "assets" / "demo-model")
+    for candidate in (Path(model).expanduser(), Path(base_dir) / model):
+        if candidate.is_dir():
+            return str(candidate.resolve())
+    return model  # a hub id: the child loads it from the local cache (or the hub when online)
+
+
 def _call(fn, kwargs: dict):
     result = fn(**kwargs)
     if asyncio.iscoroutine(result):

@@ -13,6 +13,8 @@ import copy
 import json
 import os
 import shlex
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -32,11 +34,14 @@ from ..vram import estimate_config, shrink_to_fit  # noqa: E402
 from . import text  # noqa: E402
 from .data_tab import DataTab  # noqa: E402
 from .model_tab import ModelTab, estimate_markdown  # noqa: E402
-from .rewards_tab import RewardsTab  # noqa: E402
+from ..jobs import absolute_paths  # noqa: E402
+from ..rewards.preview import score_in_child, tokenizer_source  # noqa: E402
+from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .train_tab import TrainTab  # noqa: E402
 
 POLL_SECONDS = 2.0
+PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
 DRAFT_CONFIG = "draft-config.yaml"
 DRAFT_REWARDS = "draft-rewards.py"
 CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
@@ -246,7 +251,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
         data_tab.preview_button.click(preview_data, inputs=[base] + form_inputs,
                                       outputs=[data_tab.summary, data_tab.table, columns, data_tab.prompt_column, data_tab.answer_column],
-                                      api_name="preview_data")
+                                      api_name="preview_data").then(
+            receives_markdown, inputs=[columns, data_tab.prompt_column], outputs=rewards_tab.receives, api_visibility="private")
 
         # ---- reward code -----------------------------------------------------------------------------
         def check_code(code, user_table, cols):
@@ -257,6 +263,77 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                                 outputs=[rewards_tab.check_result, rewards_tab.user], api_name="check_rewards")
         rewards_tab.code.change(lambda code: workspace.write(DRAFT_REWARDS, code or "") and None, inputs=rewards_tab.code,
                                 outputs=None, api_name="save_reward_draft", show_progress="hidden")
+
+        # ---- reward preview and pinned examples ---------------------------------------------------
+        def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
+            cfg, problems = config_from_form(state, list(values))
+            if cfg is None or problems:
+                return [problems_markdown(problems), None, None, ""]
+            folder = workspace.dir / "preview"
+            folder.mkdir(parents=True, exist_ok=True)
+            code = values[code_index] or ""
+            (folder / "rewards.py").write_text(code, encoding="utf-8")
+            absolute_paths(cfg, folder).save(folder / "config.yaml")
+            args = [sys.executable, "-m", "rloo_studio.cli", "preview", str(folder / "config.yaml"), "--json",
+                    "--timeout", str(PREVIEW_SCORE_TIMEOUT_S)]
+            lines = [line for line in (pasted or "").splitlines() if line.strip()]
+            if lines:
+                if not (typed_prompt or "").strip():
+                    return ["Type the prompt the pasted completions answer.", None, None, ""]
+                if len(lines) < 2:
+                    return ["Paste at least two completions: RLOO compares each with the others.", None, None, ""]
+                item = {"prompt": typed_prompt.strip(), "completions": lines}
+                if (typed_answer or "").strip():
+                    item["answer"] = typed_answer.strip()
+                (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
+                args += ["--completions", str(folder / "completions.jsonl")]
+            elif (typed_prompt or "").strip():
+                args += ["--prompt", typed_prompt.strip()] + (["--answer", typed_answer.strip()] if (typed_answer or "").strip() else [])
+            else:
+                args += ["--num-prompts", str(int(prompts_n))]
+            progress(0.05, desc="Starting the model worker…")
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
+            stderr_lines = []
+            for line in proc.stderr:  # the worker reports its stages: loading, sampling, scoring
+                stderr_lines.append(line)
+                if line.startswith("[preview]"):
+                    stage = line[len("[preview]"):].strip()
+                    progress(0.3 if "loading" in stage else 0.6 if "sampling" in stage else 0.9, desc=stage)
+            stdout = proc.stdout.read()
+            proc.wait()
+            if proc.returncode != 0 or not stdout.strip():
+                message = "".join(stderr_lines).split("error:", 1)[-1].strip() or f"the preview worker failed (exit code {proc.returncode})"
+                return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
+            result = json.loads(stdout.strip().splitlines()[-1])
+            table, summary, findings = preview_tables(result)
+            n = len(result.get("rows", []))
+            return [f"Scored {n} completions in {result.get('seconds', 0):.1f} s.", table, summary, findings]
+
+        preview_inputs = [base, rewards_tab.preview_prompts, rewards_tab.preview_prompt, rewards_tab.preview_answer,
+                          rewards_tab.preview_pasted] + form_inputs
+        rewards_tab.preview_button.click(preview, inputs=preview_inputs, outputs=[rewards_tab.preview_status, rewards_tab.preview_table,
+                                                                                  rewards_tab.preview_summary, rewards_tab.preview_findings],
+                                         api_name="preview_rewards")
+
+        def run_pinned(state, pinned, *values):
+            groups = pinned_groups(pinned)
+            if not groups:
+                return "No pinned examples yet: add rows with a prompt and a completion."
+            cfg, problems = config_from_form(state, list(values))
+            if cfg is None or problems:
+                return problems_markdown(problems)
+            request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
+                       "conversational": False, "probes": False, "source": values[code_index] or "",
+                       "rewards": [dict(s.__dict__) for s in cfg.rewards],
+                       "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
+            return pinned_report(groups, score_in_child(request, timeout_s=30))
+
+        pinned_inputs = [base, rewards_tab.pinned] + form_inputs
+        # The named endpoint first: events registered later with the same function get suffixed names.
+        rewards_tab.pinned_run = gr.Button(visible=False)
+        rewards_tab.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=rewards_tab.pinned_result, api_name="run_pinned")
+        for trigger in (rewards_tab.code.blur, rewards_tab.pinned.change, rewards_tab.check.click):
+            trigger(run_pinned, inputs=pinned_inputs, outputs=rewards_tab.pinned_result, api_visibility="private", trigger_mode="always_last")
 
         # ---- config view, start, stop, resume ------------------------------------------------------
         def show_config(state, *values):

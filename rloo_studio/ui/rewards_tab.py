@@ -1,9 +1,12 @@
-"""The Rewards tab: builtin rewards with weights and parameters, and a code box for the person's own.
+"""The Rewards tab: builtin rewards, the reward-code editor, the live preview and pinned examples.
 
 Turns its widgets into the `rewards` list of the RunConfig (`apply`) and back (`values_from`).
-The code is checked in a child process (`rewards.check`): it is arbitrary Python, so the app's
-own process never runs it. The code is kept as a draft on every change and copied into each
-run as rewards.py, which the training worker loads unchanged.
+The person's code is arbitrary Python, so the app's own process never runs it: on every edit it
+is only parsed (syntax with line and column, undefined names: `rewards.lint`); loading and the
+signature check run in a child process (`rewards.check`); the preview samples completions in a
+child process (`rloo-studio preview`) and scores them in another one with a time limit
+(`rewards.preview`). The code is kept as a draft on every change and copied into each run as
+rewards.py, which the training worker loads unchanged.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from ..config import RunConfig
 from ..jobs import USER_REWARDS_FILE
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
+from ..rewards.lint import syntax_problem, undefined_names
+from ..rewards.templates import TEMPLATES, template
 from . import text
 
 BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does"]
+PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
 USER_HEADERS = ["use", "function", "weight"]
 
 
@@ -55,12 +61,44 @@ class RewardsTab:
         self.builtins = gr.Dataframe(headers=BUILTIN_HEADERS, datatype=["bool", "str", "number", "str", "str"], label=text.BUILTIN_TABLE,
                                      interactive=True, static_columns=[1, 4], wrap=True, elem_id="builtin-rewards",
                                      column_widths=["6%", "14%", "8%", "32%", "40%"])
-        self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=14, elem_id="reward-code")
+        with gr.Row():
+            with gr.Column(scale=3):
+                with gr.Row():
+                    self.template = gr.Dropdown(list(TEMPLATES), value=None, label="Insert a template", scale=3, elem_id="template-choice")
+                    self.insert = gr.Button("Insert", scale=1, elem_id="template-insert")
+                self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=16, elem_id="reward-code")
+                self.lint = gr.Markdown(elem_id="code-lint")
+            with gr.Column(scale=2):
+                self.receives = gr.Markdown(receives_markdown([], None), elem_id="reward-receives")
         with gr.Row():
             self.check = gr.Button(text.CHECK_CODE, elem_id="check-code")
         self.check_result = gr.Markdown(elem_id="code-check")
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
+        self.insert.click(lambda code, name: (code.rstrip() + "\n\n\n" + template(name)) if name else code,
+                          inputs=[self.code, self.template], outputs=self.code, api_name="insert_template")
+        self.code.change(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards", show_progress="hidden",
+                         trigger_mode="always_last")
+
+        gr.Markdown("### Preview: what would training see?\n" + text.PREVIEW_INTRO)
+        with gr.Row():
+            self.preview_prompts = gr.Slider(1, 8, value=3, step=1, label="Prompts from the dataset", elem_id="preview-prompts")
+            self.preview_prompt = gr.Textbox(label="…or type a prompt", elem_id="preview-prompt")
+            self.preview_answer = gr.Textbox(label="its answer (optional)", elem_id="preview-answer")
+        self.preview_pasted = gr.Textbox(label="…or paste completions for that prompt, one per line (at least 2): they are scored "
+                                         "instead of sampling", lines=3, elem_id="preview-pasted")
+        self.preview_button = gr.Button("Sample and score", variant="primary", elem_id="preview-run")
+        self.preview_status = gr.Markdown(elem_id="preview-status")
+        self.preview_table = gr.Dataframe(label="Completions, their rewards, and the advantage each would get", interactive=False,
+                                          wrap=True, max_height=480, elem_id="preview-table")
+        self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary")
+        self.preview_findings = gr.Markdown(elem_id="preview-findings")
+
+        gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
+        self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
+                                   value=[["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]],
+                                   elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+        self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
     @property
     def inputs(self) -> list:
@@ -120,3 +158,94 @@ def _weight(value, name: str, problems: list[str]) -> float:
     except (TypeError, ValueError):
         problems.append(f"Rewards: the weight of `{name}` is not a number ({value!r})")
         return 1.0
+
+
+def lint_markdown(code: str) -> str:
+    """What is wrong with the code as typed, found without running it."""
+    problem = syntax_problem(code or "")
+    if problem:
+        return f"⚠️ Syntax error at line {problem['line']}, column {problem['column']}: {problem['message']}"
+    missing = undefined_names(code or "")
+    if missing:
+        return "⚠️ " + "; ".join(f"`{m['name']}` is not defined (in {m['function']})" for m in missing) + \
+               " — a typo, or a missing import?"
+    return "✓ Python syntax is fine. Press **Check the code** to load it and check the functions' parameters."
+
+
+def receives_markdown(columns: list[str], prompt_column: str | None) -> str:
+    """The side panel: what TRL passes to each reward function for the current data."""
+    extra = [c for c in columns if c != (prompt_column or "prompt")]
+    cols = ", ".join(f"`{c}`" for c in extra) if extra else "(load the data in the Data tab to list them)"
+    return (
+        "**What each function receives** (by keyword, one entry per completion):\n\n"
+        "- `completions` — the model's text; with chat prompts a list like `[{\"role\": \"assistant\", \"content\": \"...\"}]`\n"
+        "- `prompts` — the prompt each completion answers (text or chat messages)\n"
+        "- `completion_ids` — the completion's token ids (count tokens, find `</think>`)\n"
+        "- `trainer_state` — `global_step`, `epoch`, … (for schedules)\n"
+        f"- every dataset column by name: {cols}\n\n"
+        "Return one `float` per completion, or `None` to leave one out. Accept `**kwargs` so new arguments do not break it."
+    )
+
+
+def pinned_groups(table) -> list[dict]:
+    groups = []
+    for row in _rows(table):
+        if len(row) >= 2 and str(row[0] or "").strip() and str(row[1] or "").strip():
+            groups.append({"prompt": str(row[0]), "row": {"answer": str(row[2])} if len(row) > 2 and row[2] not in (None, "") else {},
+                           "completions": [str(row[1])], "range": (row[3] if len(row) > 3 else None, row[4] if len(row) > 4 else None)})
+    return groups
+
+
+def pinned_report(groups: list[dict], result: dict) -> str:
+    if result.get("problems"):
+        return "⚠️ " + result["problems"][0].replace("\n", "  \n")
+    lines, passed = [], 0
+    for g, row in zip(groups, result["rows"]):
+        low, high = g["range"]
+        total = row["total"]
+        ok = total is not None and (low in (None, "") or total >= float(low)) and (high in (None, "") or total <= float(high))
+        passed += ok
+        shown = "None" if total is None else f"{total:.3f}"
+        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})")
+    return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)
+
+
+def preview_tables(result: dict) -> tuple[dict, dict, str]:
+    """(completion table, per-function table, findings markdown) from a preview result."""
+    names = list(result.get("functions", {}))
+    headers = ["#", "prompt", "thinking", "answer"] + names + ["total", "baseline (others' mean)", "advantage"]
+    rows = []
+    for i, r in enumerate(result.get("rows", [])):
+        thinking, answer = _split(r["completion"])
+        rows.append([r["group"] + 1, r["prompt"][:200], thinking, answer] + [_num(r["rewards"][n]) for n in names]
+                    + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
+    summary_rows = [[n, f["weight"], _num(f["mean"]), _num(f["std"]), _num(f["min"]), _num(f["max"]), f["none"],
+                     "; ".join(e["error"] for e in f["errors"]) or ""] for n, f in result.get("functions", {}).items()]
+    findings = []
+    learn = result.get("learnability")
+    if learn:
+        icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"
+        findings.append(f"{icon} **Learnability:** {learn['verdict']}")
+    for name, f in result.get("functions", {}).items():
+        for e in f["errors"]:
+            where = "  \n".join(f"`{line}`" for line in e["lines"]) or "(no line in your code: check the arguments it expects)"
+            findings.append(f"⛔ **`{name}` failed:** {e['error']}  \non the completion `{e['completion'][:120]}`  \n{where}")
+    probes = result.get("probes") or []
+    for p in probes:
+        findings.append(f"⚠️ **Hack probe:** {p['message']}")
+    if learn and not probes:
+        findings.append("✅ **Hack probes:** no function scores empty, tag-only, repeated, rambling or echoed completions as well "
+                        "as the real ones.")
+    return ({"headers": headers, "data": rows}, {"headers": ["function", "weight", "mean", "std", "min", "max", "None", "errors"],
+                                                  "data": summary_rows}, "\n\n".join(findings))
+
+
+def _split(text: str) -> tuple[str, str]:
+    if "</think>" in text:
+        thinking, answer = text.split("</think>", 1)
+        return thinking.replace("<think>", "").strip(), answer.strip()
+    return "", text.strip()
+
+
+def _num(value):
+    return round(value + 0.0, 3) if isinstance(value, (int, float)) else value

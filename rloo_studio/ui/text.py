@@ -88,6 +88,9 @@ def short_answer(completions, **kwargs):
     return scores
 '''
 USER_TABLE = "Functions found in your code"
+PREVIEW_INTRO = ("The model writes k completions per prompt (the Train tab's settings), every ticked reward scores them, and "
+                 "each completion's **advantage** is its total minus the mean total of the *other* completions to the same "
+                 "prompt — what RLOO pushes up or down. Your code runs in a separate process with a time limit.")
 CHECK_CODE = "Check the code"
 
 # ---- Train ----------------------------------------------------------------------------------------

@@ -1,0 +1,182 @@
+"""The reward preview's scoring (rewards/preview.py): the table, errors in the editor's numbering, time limits,
+TRL's calling conventions, learnability and hack probes. The reward code runs in a child process, as in the app."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rloo_studio.rewards.preview import score_in_child
+from rloo_studio.rewards.scoring import leave_one_out_advantages
+
+PROMPT = "Ana has 47 apples and gets 28 more. How many now?"
+
+
+def request(source: str, completions_per_prompt: list[list[str]], rewards=None, **extra) -> dict:
+    groups = [{"prompt": f"{PROMPT} ({i})", "row": {"answer": "75", "difficulty": i}, "completions": c}
+              for i, c in enumerate(completions_per_prompt)]
+    return {"groups": groups, "num_generations": len(completions_per_prompt[0]), "source": source,
+            "rewards": rewards or [{"file": "rewards.py"}], **extra}
+
+
+def test_worked_example_rewards_1_0_0_give_advantages_1_and_minus_half():
+    source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
+    result = score_in_child(request(source, [["a", "b", "c"]]))
+    assert [r["advantage"] for r in result["rows"]] == [1.0, -0.5, -0.5]
+    assert [r["baseline"] for r in result["rows"]] == [0.0, 0.5, 0.5]
+    assert [r["total"] for r in result["rows"]] == [1.0, 0.0, 0.0]
+
+
+def test_none_is_skipped_as_trl_does():
+    assert leave_one_out_advantages([1.0, None, 0.0], 3) == [1.0, 0.0, -1.0]
+    source = ("def partial(completions, **kwargs):\n    return [None if c == 'skip' else float(len(c)) for c in completions]\n")
+    result = score_in_child(request(source, [["aa", "skip", "a"]]))
+    assert [r["total"] for r in result["rows"]] == [2.0, None, 1.0]
+    assert [r["advantage"] for r in result["rows"]] == [1.0, 0.0, -1.0]
+    assert result["functions"]["partial"]["none"] == 1 and result["functions"]["partial"]["mean"] == 1.5
+
+
+def test_weights_and_several_functions_make_the_total():
+    source = ("def one(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
+              "def length(completions, **kwargs):\n    return [float(len(c)) for c in completions]\n")
+    rewards = [{"file": "rewards.py", "function": "one", "weight": 2.0}, {"file": "rewards.py", "function": "length", "weight": 0.5}]
+    result = score_in_child(request(source, [["ab", "abcd"]], rewards))
+    assert [r["total"] for r in result["rows"]] == [3.0, 4.0]
+    assert result["functions"]["one"]["weight"] == 2.0 and result["functions"]["length"]["max"] == 4.0
+
+
+def test_a_reward_that_raises_names_the_function_the_completion_and_the_line():
+    source = ("def careful(completions, **kwargs):\n"
+              "    out = []\n"
+              "    for c in completions:\n"
+              "        out.append(1.0 / (len(c) - 3))\n"
+              "    return out\n")
+    result = score_in_child(request(source, [["abcd", "abc", "ab"]]))
+    error = result["functions"]["careful"]["errors"][0]
+    assert error["function"] == "careful" and error["error"] == "ZeroDivisionError: float division by zero"
+    assert error["completion"] == "abc"                      # the first completion it fails on
+    assert error["lines"] == ["rewards.py:4 in careful: out.append(1.0 / (len(c) - 3))"]  # the editor's line numbers
+    assert all(r["rewards"]["careful"] is None for r in result["rows"])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return [1.0]", "returned 1 values for 2 completions"),
+    ("return 1.0", "returned float, not a list of 2 floats"),
+    ("return ['good', 'bad']", "value 0 is 'good' (str), not a number or None"),
+    ("return [float('nan'), 1.0]", "value 0 is nan: rewards must be finite numbers"),
+])
+def test_wrong_return_values_are_explained(body, message):
+    result = score_in_child(request(f"def bad(completions, **kwargs):\n    {body}\n", [["a", "b"]]))
+    assert message in result["functions"]["bad"]["errors"][0]["error"]
+
+
+def test_a_reward_that_never_returns_is_stopped_in_time():
+    source = "def stuck(completions, **kwargs):\n    while True:\n        pass\n"
+    started = time.time()
+    result = score_in_child(request(source, [["a", "b"]]), timeout_s=8)
+    assert time.time() - started < 30
+    assert result["problems"][0].startswith("reward function `stuck` did not return within 8 s")
+
+
+def test_sys_exit_in_a_reward_is_reported_not_obeyed():
+    result = score_in_child(request("import sys\ndef quits(completions, **kwargs):\n    sys.exit(3)\n", [["a", "b"]]))
+    assert "SystemExit: 3" in result["functions"]["quits"]["errors"][0]["error"]
+
+
+def test_async_rewards_columns_completion_ids_and_trainer_state_work():
+    source = (
+        "import asyncio\n"
+        "async def slow_check(completions, answer, **kwargs):\n"
+        "    await asyncio.sleep(0)\n"
+        "    return [1.0 if answer[i] in c else 0.0 for i, c in enumerate(completions)]\n\n"
+        "def token_count(completions, completion_ids, trainer_state, difficulty, **kwargs):\n"
+        "    assert trainer_state.global_step == 0\n"
+        "    return [float(len(ids) + difficulty[i]) for i, ids in enumerate(completion_ids)]\n")
+    result = score_in_child(request(source, [["it is 75", "no idea"], ["75!", "x"]], tokenizer="assets/demo-model"))
+    assert [r["rewards"]["slow_check"] for r in result["rows"]] == [1.0, 0.0, 1.0, 0.0]
+    # The demo tokenizer is character-level: one id per character; difficulty is the group index.
+    assert [r["rewards"]["token_count"] for r in result["rows"]] == [8.0, 7.0, 4.0, 2.0]
+
+
+def test_conversational_completions_arrive_as_messages():
+    source = ("def sees_messages(completions, **kwargs):\n"
+              "    return [1.0 if c[0]['role'] == 'assistant' and c[0]['content'] else 0.0 for c in completions]\n")
+    result = score_in_child(request(source, [["hi", "there"]], conversational=True))
+    assert [r["total"] for r in result["rows"]] == [1.0, 1.0]
+
+
+def test_learnability_counts_groups_without_signal():
+    source = "def binary(completions, **kwargs):\n    return [1.0 if '75' in c else 0.0 for c in completions]\n"
+    result = score_in_child(request(source, [["75", "70"], ["1", "2"], ["3", "4"], ["75", "75"]]))
+    learn = result["learnability"]
+    assert learn["no_signal_groups"] == 3 and learn["groups"] == 4 and learn["no_signal_share"] == 0.75
+    assert "graded reward" in learn["verdict"] and "more completions" in learn["verdict"]
+
+
+def test_probes_catch_a_gameable_reward_and_pass_a_sound_one():
+    gameable = "def longer_is_better(completions, **kwargs):\n    return [min(len(c) / 50, 5.0) for c in completions]\n"
+    sound = ("import re\n"
+             "def exact(completions, answer, **kwargs):\n"
+             "    return [1.0 if re.fullmatch(r'<think>[^<]+</think>' + a, c) else 0.0 for c, a in zip(completions, answer)]\n")
+    real = [["<think>47+28</think>75", "<think>47 + 28</think>65", "<think>47+28, carry 1</think>76"]]
+    flagged = score_in_child(request(gameable, real))["probes"]
+    assert {p["probe"] for p in flagged} >= {"rambling", "answer repeated"}
+    assert all(p["function"] == "longer_is_better" for p in flagged)
+    assert score_in_child(request(sound, real))["probes"] == []
+
+
+TRL_DOCS_REWARD = '''
+import re
+
+def format_reward_func(completions, **kwargs):
+    """Reward function that checks if the completion has a specific format."""
+    pattern = r"^<think>.*?</think><answer>.*?</answer>$"
+    completion_contents = [completion[0]["content"] for completion in completions]
+    matches = [re.match(pattern, content) for content in completion_contents]
+    return [1.0 if match else 0.0 for match in matches]
+'''
+
+UNSLOTH_STYLE_REWARD = '''
+def correctness_reward_func(prompts, completions, answer, **kwargs) -> list[float]:
+    responses = [completion[0]['content'] for completion in completions]
+    q = prompts[0][-1]['content']
+    extracted_responses = [r.split("<answer>")[-1].split("</answer>")[0].strip() for r in responses]
+    return [2.0 if r == a else 0.0 for r, a in zip(extracted_responses, answer)]
+'''
+
+
+def test_rewards_from_trl_and_unsloth_documentation_work_unchanged():
+    completions = [["<think>x</think><answer>75</answer>", "no tags"]]
+    groups = [{"prompt": [{"role": "user", "content": PROMPT}], "row": {"answer": "75"}, "completions": completions[0]}]
+    for source, name, expected in ((TRL_DOCS_REWARD, "format_reward_func", [1.0, 0.0]),
+                                   (UNSLOTH_STYLE_REWARD, "correctness_reward_func", [2.0, 0.0])):
+        result = score_in_child({"groups": groups, "num_generations": 2, "conversational": True, "source": source,
+                                 "rewards": [{"file": "rewards.py"}]})
+        assert "problems" not in result, result.get("problems")
+        assert [r["rewards"][name] for r in result["rows"]] == expected
+
+
+@pytest.mark.parametrize("name", sorted(__import__("rloo_studio.rewards.templates", fromlist=["TEMPLATES"]).TEMPLATES))
+def test_every_template_is_clean_and_scores_real_completions(name):
+    from rloo_studio.rewards.lint import syntax_problem, undefined_names
+    from rloo_studio.rewards.templates import template
+
+    source = template(name)
+    assert syntax_problem(source) is None and undefined_names(source) == []
+    completions = [["<think>47+28 is 75 because of the carry</think>75", "<think>47+28</think>65", '{"name": "x", "age": 3}']]
+    result = score_in_child(request(source, completions))
+    assert "problems" not in result, result.get("problems")
+    for summary in result["functions"].values():
+        assert summary["errors"] == [] and summary["none"] == 0
+
+
+def test_lint_finds_syntax_errors_with_line_and_column_and_undefined_names():
+    from rloo_studio.rewards.lint import syntax_problem, undefined_names
+
+    assert syntax_problem("def f(completions, **kwargs):\n    return [1.0 for c in completions\n")["line"] == 2
+    assert syntax_problem("x = (1,\n")["message"]
+    source = ("import re\nLIMIT = 3\n\ndef f(completions, **kwargs):\n"
+              "    return [float(len(c) < LIMIT) + lenn(c) + math.pi for c in completions if re.match('a', c)]\n")
+    assert undefined_names(source) == [{"name": "lenn", "function": "f"}, {"name": "math", "function": "f"}]
+    assert undefined_names("def g(completions, **kwargs):\n    return [len(c) for c in completions]\n") == []
