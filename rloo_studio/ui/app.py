@@ -307,7 +307,10 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             result = json.loads(stdout.strip().splitlines()[-1])
             table, summary, findings = preview_tables(result)
             n = len(result.get("rows", []))
-            return [f"Scored {n} completions in {result.get('seconds', 0):.1f} s.", table, summary, findings]
+            how = ("your pasted completions" if lines else
+                   f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo.get('temperature', 1.0)}, "
+                   f"up to {cfg.rloo_value('max_completion_length')} tokens")
+            return [f"Scored {n} completions ({how}) in {result.get('seconds', 0):.1f} s.", table, summary, findings]
 
         preview_inputs = [base, rewards_tab.preview_prompts, rewards_tab.preview_prompt, rewards_tab.preview_answer,
                           rewards_tab.preview_pasted] + form_inputs
