@@ -208,8 +208,19 @@ def _hub_cached_config(model_id: str) -> Path | None:
     return None
 
 
-def find_shape(model: str, base_dir: str | Path = ".") -> ModelShape | None:
-    """The shape of `model` (a local folder, `demo`, or a hub id): folder, hub cache, then the table."""
+def _download_config(model_id: str) -> Path | None:
+    """Only config.json (a few kB) from the hub, when online; None when offline or not found."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return Path(hf_hub_download(model_id, "config.json", etag_timeout=5))
+    except Exception:  # noqa: BLE001 - offline, gated or unknown: fall back to the built-in table
+        return None
+
+
+def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = True) -> ModelShape | None:
+    """The shape of `model` (a local folder, `demo`, or a hub id): folder, hub cache, the built-in table, then
+    (online, for models it does not know) the hub's config.json."""
     from .data import PROJECT_ROOT
 
     candidates = [PROJECT_ROOT / "assets" / "demo-model"] if model == "demo" else [Path(model).expanduser(), Path(base_dir) / model]
@@ -225,6 +236,11 @@ def find_shape(model: str, base_dir: str | Path = ".") -> ModelShape | None:
             return shape
     if key in _ALIASES:
         return KNOWN_MODELS[_ALIASES[key]]
+    # Unknown here: fetch its config.json once (it is cached afterwards), unless offline.
+    if "/" in model and allow_download and not os.environ.get("HF_HUB_OFFLINE"):
+        downloaded = _download_config(model)
+        if downloaded:
+            return shape_from_config(json.loads(downloaded.read_text()), model)
     return None
 
 

@@ -261,6 +261,9 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
         rewards_tab.check.click(check_code, inputs=[rewards_tab.code, rewards_tab.user, columns],
                                 outputs=[rewards_tab.check_result, rewards_tab.user], api_name="check_rewards")
+        # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
+        rewards_tab.code.blur(check_code, inputs=[rewards_tab.code, rewards_tab.user, columns],
+                              outputs=[rewards_tab.check_result, rewards_tab.user], api_visibility="private", trigger_mode="always_last")
         rewards_tab.code.change(lambda code: workspace.write(DRAFT_REWARDS, code or "") and None, inputs=rewards_tab.code,
                                 outputs=None, api_name="save_reward_draft", show_progress="hidden")
 
