@@ -1,0 +1,161 @@
+"""The GPU check: the real Unsloth path on CUDA, its speed and memory against plain transformers + PEFT.
+
+    python benchmarks/gpu_check.py                 # on a CUDA machine, offline (models from configuration alone)
+    python benchmarks/gpu_check.py --dry-run       # the same code on the CPU with a tiny shape (CI runs this)
+    bash benchmarks/gpu_check.sh                   # on the lent GPU machine: unpacks the carried wheels first
+
+1. Runs the GPU-only tests (`tests/gpu/`; they skip without CUDA).
+2. For each model (random weights at real shapes — Qwen3-0.6B, Qwen3-1.7B — plus the bundled demo)
+   and each backend (`unsloth`, `transformers`), runs the same RLOO configuration through
+   `rloo-studio train` (same seed; warm-up steps, then measured steps) and reads from the run's
+   metrics: the median step time after warm-up, completion tokens per second, and the peak memory
+   the worker logged (`memory/peak_reserved_gib`). Prints the Unsloth / transformers ratios.
+3. Prints the memory estimate (`rloo_studio.vram`) next to each measured peak.
+Everything goes to benchmarks/results/gpu_check{,_dry_run}.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from _common import ROOT, machine, save, table
+from vram_calibrate import TINY, build_model
+
+sys.path.insert(0, str(ROOT))
+from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
+
+DEFAULT_MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "demo")
+
+
+def run_training(model: str, backend: str, work: Path, args, dry_run: bool) -> dict:
+    four_bit = args.four_bit and not dry_run
+    cfg = {
+        "model": {"name_or_path": model, "backend": backend, "load_in_4bit": four_bit, "max_seq_length": 64 + args.completion,
+                  "dtype": "float32" if dry_run else "bfloat16", "gradient_checkpointing": True},
+        "lora": {"r": 16, "alpha": 32},
+        "data": {"source": "demo"},
+        "rewards": [{"name": "numeric_answer"}, {"name": "think_format", "weight": 0.2}],
+        "rloo": {"num_generations": args.generations, "per_device_train_batch_size": args.generations * args.prompts,
+                 "max_completion_length": args.completion, "max_steps": args.warmup + args.steps, "save_steps": 10_000,
+                 "learning_rate": 1e-5, "beta": 0.0, "seed": 42, "logging_steps": 1},
+        "output": {"runs_dir": str(work / "runs"), "samples_per_step": 0},
+    }
+    name = f"{Path(model).name}-{backend}-{int(time.time() * 1000)}"
+    (work / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
+    started = time.time()
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(work / f"{name}.yaml"), "--run-dir",
+                             str(work / "runs" / name)], capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
+    if result.returncode != 0:
+        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:300], "seconds": time.time() - started}
+    metrics = [json.loads(line) for line in (work / "runs" / name / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    measured = metrics[args.warmup:] or metrics
+    step_times = [m["step_time"] for m in measured if isinstance(m.get("step_time"), (int, float))]
+    tokens = [m.get("completions/mean_length", 0) * args.generations * args.prompts for m in measured]
+    status = json.loads((work / "runs" / name / "status.json").read_text())
+    return {"backend_used": status.get("backend"), "median_step_s": statistics.median(step_times) if step_times else None,
+            "tokens_per_s": sum(tokens) / sum(step_times) if step_times and sum(step_times) else None,
+            "peak_reserved_gib": metrics[-1].get("memory/peak_reserved_gib"), "steps_measured": len(measured),
+            "seconds": time.time() - started}
+
+
+def run_gpu_tests() -> dict:
+    out = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q", "-p", "no:cacheprovider", "-rs"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=1500)
+    summary = (out.stdout.strip().splitlines() or [""])[-1]
+    return {"returncode": out.returncode, "summary": summary, "tail": out.stdout[-3000:]}
+
+
+def versions() -> dict:
+    code = ("import json, importlib.metadata as m, torch\n"
+            "v = {p: (m.version(p) if __import__('importlib').util.find_spec(p.replace('-', '_')) else None) "
+            "for p in ('unsloth', 'unsloth_zoo', 'trl', 'transformers', 'peft', 'bitsandbytes')}\n"
+            "v['torch'] = torch.__version__; v['cuda'] = torch.version.cuda\n"
+            "v['gpu'] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None\n"
+            "print(json.dumps(v))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shape: checks the script, measures nothing real")
+    parser.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS))
+    parser.add_argument("--generations", type=int, default=8)
+    parser.add_argument("--prompts", type=int, default=2, help="prompts per step")
+    parser.add_argument("--completion", type=int, default=256, help="max_completion_length")
+    parser.add_argument("--four-bit", action="store_true", help="4-bit base weights (default: bf16 LoRA)")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per training run")
+    parser.add_argument("--skip-tests", action="store_true")
+    args = parser.parse_args()
+    if args.dry_run:
+        args.models, args.generations, args.prompts, args.completion, args.warmup, args.steps = ["tiny"], 4, 1, 16, 1, 2
+
+    info = {"machine": machine(), "python": platform.python_version(), "dry_run": args.dry_run, "versions": versions()}
+    if not args.dry_run and not info["versions"].get("gpu"):
+        sys.exit("no CUDA GPU here: run with --dry-run to check the script on the CPU")
+    info["gpu_tests"] = None if args.skip_tests else run_gpu_tests()
+    print(f"GPU tests: {info['gpu_tests']['summary'] if info['gpu_tests'] else 'skipped'}", file=sys.stderr, flush=True)
+
+    rows, records = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for model in args.models:
+            if model == "tiny":
+                shape, path = TINY, work / "tiny"
+                build_model(TINY, path, on_gpu=False)
+            elif model == "demo":
+                shape, path = find_shape("demo"), "demo"
+            else:
+                shape, path = KNOWN_MODELS[model], work / model.replace("/", "--")
+                print(f"building {model} (random weights) ...", file=sys.stderr, flush=True)
+                build_model(shape, path, on_gpu=True)
+            est = estimate(shape, Settings(load_in_4bit=args.four_bit and not args.dry_run, lora_r=16, num_generations=args.generations,
+                                           per_device_train_batch_size=args.generations * args.prompts,
+                                           max_completion_length=args.completion, prompt_tokens=48))
+            per_backend = {}
+            for backend in ("unsloth", "transformers"):
+                print(f"  {model}: {backend} ...", file=sys.stderr, flush=True)
+                per_backend[backend] = run_training(str(path), backend, work, args, args.dry_run)
+            u, t = per_backend["unsloth"], per_backend["transformers"]
+            speedup = (t["median_step_s"] / u["median_step_s"]) if u.get("median_step_s") and t.get("median_step_s") else None
+            memory_ratio = (u["peak_reserved_gib"] / t["peak_reserved_gib"]) if u.get("peak_reserved_gib") and t.get("peak_reserved_gib") else None
+            records.append({"model": model, "params": shape.params, "estimate_gib": est.total_gib, "unsloth": u, "transformers": t,
+                            "speedup_unsloth_vs_transformers": speedup, "memory_unsloth_over_transformers": memory_ratio})
+            for backend, r in per_backend.items():
+                peak = r.get("peak_reserved_gib")
+                rows.append([model, backend, r.get("backend_used") or r.get("error", "")[:40],
+                             f"{r['median_step_s']:.2f}" if r.get("median_step_s") else "-",
+                             f"{r['tokens_per_s']:.0f}" if r.get("tokens_per_s") else "-",
+                             f"{peak:.2f}" if peak else "n/a", f"{est.total_gib - CUDA_CONTEXT_GIB:.2f}"])
+            rows.append([model, "ratio", "unsloth vs transformers", f"{speedup:.2f}x faster" if speedup else "-", "",
+                         f"{memory_ratio:.2f}x memory" if memory_ratio else "-", ""])
+    headers = ["model", "backend", "used", "median step (s)", "completion tokens/s", "peak reserved (GiB)", "estimate (GiB, no context)"]
+    text = table(headers, rows)
+    v = info["versions"]
+    title = (f"GPU check — {v.get('gpu') or 'CPU (dry run)'}; torch {v.get('torch')} (CUDA {v.get('cuda')}), unsloth {v.get('unsloth')}, "
+             f"trl {v.get('trl')}, transformers {v.get('transformers')}; {args.generations} generations × {args.prompts} prompts, "
+             f"{args.completion} tokens, {'4-bit' if args.four_bit else 'bf16'} LoRA r16, {args.steps} steps after {args.warmup} warm-up")
+    print(f"\n{title}\n\n{text}")
+    name = "gpu_check_dry_run" if args.dry_run else "gpu_check"
+    path = save(name, {**info, "settings": vars(args), "records": records})
+    tests = info["gpu_tests"]["summary"] if info["gpu_tests"] else "not run"
+    path.with_suffix(".md").write_text(f"# {title}\n\nGPU tests: {tests}\n\n{text}\n")
+    print(f"\nSaved {path.relative_to(ROOT)} and {path.with_suffix('.md').relative_to(ROOT)}")
+    failed = [r for r in records for b in ("unsloth", "transformers") if "error" in r[b]]
+    if failed or (info["gpu_tests"] and info["gpu_tests"]["returncode"] not in (0, 5)):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
