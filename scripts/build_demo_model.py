@@ -189,7 +189,8 @@ def main(argv=None) -> int:
     test_accuracy, test_format, _ = evaluate(model, tokenizer, splits["test"])
     info = {
         "seed": args.seed, "parameters": n_params, "shape": MODEL_SHAPE, "sft_steps": reached, "batch_size": args.batch_size,
-        "lr": args.lr, "target_accuracy": args.target_accuracy, "min_format": args.min_format,
+        "lr": args.lr, "target_accuracy": args.target_accuracy, "min_format": args.min_format, "slip_rate": args.slip_rate,
+        "eval_every": args.eval_every,
         "validation": history[-1], "test_greedy_accuracy": test_accuracy, "test_format_rate": test_format,
         "build_seconds": round(time.time() - started, 1), "torch": torch.__version__, "transformers": transformers.__version__,
         "sizes": {"train": len(splits["train"]), "test": len(splits["test"]), "sft": len(sft), "validation": len(validation)},
