@@ -1,0 +1,205 @@
+"""Bad inputs, one by one: each gets a specific, actionable message, and nothing else breaks.
+
+CLI cases fail in the pre-flight check (before torch is imported) unless noted; reward cases run the
+person's code in the preview's sandboxed child process; app cases go through the app's endpoints.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+import sys
+from pathlib import Path
+
+from conftest import ROOT, run_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
+
+from rloo_studio.rewards.preview import score_in_child
+
+PRESET = ROOT / "presets" / "cpu-demo.yaml"
+
+
+def train_fails(tmp_path, *overrides, config=PRESET):
+    result = run_cli("train", config, *overrides, cwd=tmp_path, timeout=300)
+    assert result.returncode == 2, (result.returncode, result.stdout[-1500:], result.stderr[-1500:])
+    assert "Traceback" not in result.stderr and "\nerror: " in "\n" + result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "a failed start left a run behind"
+    return result.stderr
+
+
+# ---- data files ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("empty.jsonl", b"", "has no rows"),
+    ("binary.jsonl", b"\x00\xff\xfe\x00binary", "is not UTF-8 text (byte 1, line 1"),
+    ("latin1.csv", "prompt,answer\ncafé,1\n".encode("latin-1"), "is not UTF-8 text (byte 17, line 2"),
+    ("broken.jsonl", b'{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": \n{"prompt": "c", "answer": "3"}\n', "line 2"),
+    ("noprompt.csv", b"question,answer\nWhat is 1+1?,2\n", "has no column `prompt`"),
+    ("emptyprompt.jsonl", b'{"prompt": "a", "answer": "1"}\n{"prompt": "  ", "answer": "2"}\n', "empty prompt (data rows 2"),
+    ("notalist.json", b'{"prompt": "a"}', "expected a JSON list of objects"),
+])
+def test_bad_data_files(tmp_path, name, content, expected):
+    (tmp_path / name).write_bytes(content)
+    err = train_fails(tmp_path, f"data.source={tmp_path / name}", "data.test_split=")
+    assert expected in err and "What to do" in err
+
+
+def test_numbers_as_answers_are_fine(tmp_path):
+    rows = [{"prompt": f"What is {i}+1?", "answer": i + 1} for i in range(20)]  # ints, not strings
+    (tmp_path / "ints.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli("estimate", PRESET, f"data.source={tmp_path / 'ints.jsonl'}", "--gpu-gb", "8", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    groups = [{"prompt": r["prompt"], "row": {"answer": r["answer"]}, "completions": [str(r["answer"]), "0"]} for r in rows[:2]]
+    scored = score_in_child({"groups": groups, "num_generations": 2, "rewards": [{"name": "numeric_answer"}]})
+    assert [r["total"] for r in scored["rows"]] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_a_missing_data_file_and_a_split_of_a_single_file(tmp_path):
+    assert "data file not found: nowhere.jsonl" in train_fails(tmp_path, "data.source=nowhere.jsonl")
+    (tmp_path / "d.jsonl").write_text('{"prompt": "a", "answer": "1"}\n')
+    err = train_fails(tmp_path, f"data.source={tmp_path / 'd.jsonl'}", "data.test_split=test")
+    assert "names a split, but" in err and "single file without splits" in err
+
+
+def test_a_hub_dataset_that_cannot_be_reached_offline(tmp_path):
+    err = train_fails(tmp_path, "data.source=nobody/no-such-dataset")
+    assert "could not load hub dataset 'nobody/no-such-dataset'" in err and "no network connection" in err
+
+
+# ---- configs ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["rloo.max_steps=ten"], "rloo.max_steps: 'ten' is not a number"),
+    (["modle.name_or_path=demo"], "modle: unknown key — did you mean `model`?"),
+    (["rloo.num_generations=1"], "rloo.num_generations: 1"),
+    (["rloo.per_device_train_batch_size=12"], "multiple"),
+    (["rloo.learning_rate=-0.1"], "rloo.learning_rate: -0.1"),
+    (["rloo.max_completion_length=0"], "rloo.max_completion_length: 0"),
+    (["model.load_in_4bit=true"], "4-bit"),
+    (["rewards.0.name=numeric_answr"], "did you mean `numeric_answer`?"),
+    (["rewards.2.params.min_tokens=50"], "think_length"),
+    (["rewards.0.params.answer_column=solution"], "has no column `solution`"),
+    (["model.name_or_path=./no/such/folder"], "model folder not found: ./no/such/folder"),
+])
+def test_bad_config_values(tmp_path, overrides, expected):
+    assert expected in train_fails(tmp_path, *overrides)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("- just\n- a list\n", "expected a mapping of sections"),
+    ("model:\n  name_or_path: demo\n rloo: [\n", "not valid YAML at line"),
+])
+def test_malformed_config_files(tmp_path, text, expected):
+    (tmp_path / "c.yaml").write_text(text)
+    assert expected in train_fails(tmp_path, config=tmp_path / "c.yaml")
+
+
+def test_a_binary_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_bytes(b"\x00\x01\xff\xfe" * 10)
+    result = run_cli("train", tmp_path / "c.yaml", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "c.yaml" in result.stderr
+
+
+# ---- reward code -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("source, expected", [
+    ("def r(completions, **kwargs):\n    return [1.0 for c in completions\n", "rewards.py:2:"),
+    ("import not_a_real_module_xyz\ndef r(completions, **kwargs):\n    return [1.0] * len(completions)\n",
+     "pip install not_a_real_module_xyz"),
+    ("import sys\nsys.exit(2)\ndef r(completions, **kwargs):\n    return []\n", "SystemExit"),
+    ("def r(completions):\n    return [1.0] * len(completions)\n", "add `**kwargs`"),
+    ("X = 1\n", "defines no public reward function"),
+])
+def test_bad_reward_files_in_training(tmp_path, source, expected):
+    (tmp_path / "rewards.py").write_text(source)
+    cfg = yaml.safe_load(PRESET.read_text())
+    cfg["rewards"].append({"file": str(tmp_path / "rewards.py"), "weight": 1.0})
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert expected in train_fails(tmp_path, config=tmp_path / "c.yaml")
+
+
+def _score(source: str, completions=("ab", "abc"), timeout_s: float = 20) -> dict:
+    return score_in_child({"groups": [{"prompt": "p", "row": {"answer": "1"}, "completions": list(completions)}],
+                           "num_generations": len(completions), "source": source, "rewards": [{"file": "rewards.py"}]},
+                          timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("return [float('inf'), 1.0]", "value 0 is inf: rewards must be finite"),
+    ("return ['1', 2]", "value 0 is '1' (str), not a number or None"),
+    ("return [1.0, 2.0, 3.0]", "returned 3 values for 2 completions"),
+    ("return None", "returned NoneType, not a list"),
+    ("raise ValueError('bad completion')", "ValueError: bad completion"),
+    ("return [1.0 / (len(c) - 3) for c in completions]", "ZeroDivisionError"),
+    ("x = bytearray(10 ** 15)\n    return [1.0] * len(completions)", "MemoryError"),
+])
+def test_misbehaving_rewards_are_reported_by_name(body, expected):
+    result = _score(f"def r(completions, **kwargs):\n    {body}\n")
+    errors = result["functions"]["r"]["errors"]
+    assert errors and expected in errors[0]["error"], errors
+
+
+def test_a_reward_that_prints_megabytes_still_scores():
+    result = _score("def r(completions, **kwargs):\n    print('x' * 5_000_000)\n    return [float(len(c)) for c in completions]\n")
+    assert [row["total"] for row in result["rows"]] == [2.0, 3.0]
+
+
+def test_a_reward_that_kills_its_process_is_reported():
+    result = _score("import os\ndef r(completions, **kwargs):\n    os._exit(7)\n")
+    assert result["problems"][0].startswith("scoring failed")
+
+
+def test_a_reward_that_sleeps_forever_is_stopped():
+    result = _score("import time\ndef r(completions, **kwargs):\n    time.sleep(3600)\n", timeout_s=6)
+    assert "reward function `r` did not return within 6 s" in result["problems"][0]
+
+
+# ---- the app ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, stored", [
+    ("../../etc/passwd.csv", "passwd.csv"), ("..\\..\\evil.jsonl", "evil.jsonl"), ("/abs/path/data.csv", "data.csv"),
+    (".hidden.jsonl", "hidden.jsonl"), ("weird name;rm -rf.csv", "weird_name_rm_-rf.csv"), ("", "upload"),
+])
+def test_uploads_cannot_escape_their_folder(tmp_path, name, stored):
+    from rloo_studio.ui.data_tab import store_upload
+
+    source = tmp_path / "incoming"
+    source.write_text("prompt\nx\n")
+    uploads = tmp_path / "uploads"
+    target = store_upload(str(source), name, uploads)
+    assert target.parent == uploads.resolve() and target.name == stored
+
+
+def test_a_huge_upload_is_refused_with_what_to_do_instead(runs_dir, tmp_path, monkeypatch):
+    from gradio_client import Client, handle_file
+
+    from apphelpers import served_app
+    from rloo_studio.ui import data_tab
+
+    monkeypatch.setattr(data_tab, "MAX_UPLOAD_MB", 1)
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"prompt": "x" * 1000}) + "\n" * 1 + (json.dumps({"prompt": "y" * 1000}) + "\n") * 1500)
+    with served_app(runs_dir) as url:
+        client = Client(url, verbose=False)
+        with pytest.raises(Exception, match="limited to 1 MB"):
+            client.predict(handle_file(str(big)), api_name="/upload_data")
+        assert client.predict(api_name="/list_runs")  # the app is still there
+    assert not (runs_dir / ".studio" / "uploads" / "big.jsonl").exists()
+
+
+def test_a_run_directory_with_missing_or_torn_files_is_still_shown(runs_dir):
+    from rloo_studio import jobs, runs
+    from rloo_studio.ui import run_view
+
+    run_dir = runs.create_run_dir(runs_dir, "damaged")
+    runs.update_status(run_dir, state="stopped", step=3, max_steps=10, started_at=1.0)
+    (run_dir / runs.METRICS_FILE).write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "rew')  # torn last line
+    view = jobs.view(run_dir)
+    assert [m["step"] for m in view.metrics] == [1] and view.samples == [] and view.log_tail == ""
+    assert "stopped" in run_view.status_markdown(view)
+    (run_dir / runs.STATUS_FILE).write_text("{not json")
+    assert [r.state for r in runs.list_runs(runs_dir)] == ["unknown"]
+    assert "unknown" in run_view.status_markdown(jobs.view(run_dir))
