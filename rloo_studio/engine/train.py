@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import runs
 from ..config import RLOO_DEFAULTS, RunConfig
-from ..errors import ConfigError, OutOfMemory, StudioError
+from ..errors import ConfigError, DataError, OutOfMemory, StudioError
 from .preflight import preflight
 
 log = logging.getLogger("rloo_studio.train")
@@ -321,6 +321,25 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: Run
     runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
 
 
+def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
+    """Refuse prompts that leave no room for the completion within model.max_seq_length (rendered as training renders them)."""
+    from .generate import render_prompt
+
+    room = cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length"))
+    lengths = [len(tokenizer(render_prompt(p, tokenizer), add_special_tokens=False).input_ids) for p in prompts]
+    too_long = [i + 1 for i, n in enumerate(lengths) if n > room]
+    if too_long:
+        longest = max(range(len(lengths)), key=lengths.__getitem__)
+        shown = ", ".join(map(str, too_long[:10])) + (" ..." if len(too_long) > 10 else "")
+        raise DataError(
+            f"{len(too_long)} prompt(s) are longer than the {room} tokens left for them (training rows {shown}; the longest, "
+            f"row {longest + 1}, has {lengths[longest]} tokens)",
+            f"model.max_seq_length ({cfg.model.max_seq_length}) must hold the prompt and rloo.max_completion_length "
+            f"({cfg.rloo_value('max_completion_length')}) together",
+            "raise model.max_seq_length (more memory), lower rloo.max_completion_length, or shorten or drop those prompts",
+        )
+
+
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
@@ -352,6 +371,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     print(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
           f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{', 4-bit' if cfg.model.load_in_4bit else ''})", flush=True)
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
+    check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
     rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names)
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)

@@ -203,3 +203,17 @@ def test_a_run_directory_with_missing_or_torn_files_is_still_shown(runs_dir):
     (run_dir / runs.STATUS_FILE).write_text("{not json")
     assert [r.state for r in runs.list_runs(runs_dir)] == ["unknown"]
     assert "unknown" in run_view.status_markdown(jobs.view(run_dir))
+
+
+@pytest.mark.slow
+def test_prompts_longer_than_the_context_are_refused_with_the_rows(workspace):
+    rows = [{"prompt": "What is 2+2?", "answer": "4"}] * 3 + [{"prompt": "Please add " + "1 + " * 200 + "1.", "answer": "201"}]
+    (workspace.path / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = workspace.write_config(data={"source": "long.jsonl"}, model={"max_seq_length": 128})
+    result = run_cli("train", config, cwd=workspace.path, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "1 prompt(s) are longer than the 112 tokens left for them (training rows 4; the longest, row 4" in result.stderr
+    assert "raise model.max_seq_length" in result.stderr
+    run_dir = next((workspace.path / "runs").iterdir())
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and "longer than" in status["error"]["what"]
