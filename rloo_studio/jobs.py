@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from .errors import StudioError
 # that has exited but was never waited for still answers `kill(pid, 0)`, so it would look alive).
 _children: dict[str, subprocess.Popen] = {}
 USER_REWARDS_FILE = runs.REWARDS_FILE
+# Checking "is anything training?" and starting a worker must not interleave between two sessions.
+_start_lock = threading.Lock()
 
 
 def _reap() -> None:
@@ -64,6 +67,11 @@ def _spawn(run_dir: Path, args: list[str]) -> subprocess.Popen:
 
 
 def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+    with _start_lock:
+        return _start_run(cfg, runs_dir, reward_source)
+
+
+def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
     """Create the run directory and start its worker; returns the directory.
 
     `reward_source` is the code of the app's reward editor: written to the run's rewards.py and
@@ -125,6 +133,11 @@ def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
 
 def resume_run(run_dir: str | Path) -> Path:
     """Continue a stopped, failed or interrupted run from its last checkpoint."""
+    with _start_lock:
+        return _resume_run(run_dir)
+
+
+def _resume_run(run_dir: str | Path) -> Path:
     run_dir = Path(run_dir).expanduser().resolve()
     if not (run_dir / runs.CONFIG_FILE).is_file():
         raise StudioError(f"{run_dir.name} is not a run directory (no {runs.CONFIG_FILE})",
