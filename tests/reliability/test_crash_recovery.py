@@ -44,3 +44,37 @@ def test_kill_9_then_resume_continues_the_metrics(workspace):
     superseded = run_dir / "metrics.superseded.jsonl"
     if killed_at > checkpoint:  # steps logged after the checkpoint were trained again: the old records are set aside, not lost
         assert [json.loads(line)["step"] for line in superseded.read_text().splitlines()] == list(range(checkpoint + 1, killed_at + 1))
+
+
+OOM_REWARD = '''
+def runs_out_of_memory(completions, trainer_state, **kwargs):
+    """Fine for two steps, then raises what PyTorch raises when the GPU is full."""
+    import torch
+    if trainer_state.global_step >= 2:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    return [0.0 for _ in completions]
+'''
+
+
+def test_out_of_memory_ends_the_run_as_failed_with_advice_and_usable_checkpoints(workspace):
+    (workspace.path / "oom.py").write_text(OOM_REWARD)
+    config = workspace.write_config(rewards=[{"name": "numeric_answer"}, {"file": "oom.py"}],
+                                    rloo={"max_steps": 6, "save_steps": 1, "num_generations": 4, "per_device_train_batch_size": 8,
+                                          "max_completion_length": 16, "learning_rate": 1e-3, "beta": 0.0})
+    run_dir = workspace.path / "runs" / "oom"
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)],
+                            cwd=workspace.path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "the GPU ran out of memory at step 2" in result.stderr and "max_completion_length" in result.stderr
+    status = runs.read_status(run_dir)
+    assert status["state"] == "failed" and status["error"]["type"] == "OutOfMemory"
+    assert "the estimate for this config is" in status["error"]["why"]  # the estimator's breakdown
+    assert runs.last_checkpoint(run_dir)[0] == 2  # the checkpoints before it are intact
+    # The run trains with its own copy of the reward code: "fix" that copy, and the resume finishes the run.
+    copy = next(p for p in run_dir.glob("*.py") if "runs_out_of_memory" in p.read_text())
+    copy.write_text(OOM_REWARD.replace(">= 2", ">= 1000"))
+    resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)], cwd=workspace.path,
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert runs.read_status(run_dir)["state"] == "finished"
+    assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
