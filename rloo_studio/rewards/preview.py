@@ -82,6 +82,8 @@ def _call(fn, kwargs: dict):
 
 
 def _check_values(name: str, values: Any, n: int) -> list[float | None]:
+    if hasattr(values, "tolist") and not isinstance(values, (str, bytes)):
+        values = values.tolist()  # numpy arrays and tensors work in training (runtime._check_values): accept them here too
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"returned {type(values).__name__}, not a list of {n} floats")
     if len(values) != n:

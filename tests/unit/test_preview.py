@@ -180,3 +180,9 @@ def test_lint_finds_syntax_errors_with_line_and_column_and_undefined_names():
               "    return [float(len(c) < LIMIT) + lenn(c) + math.pi for c in completions if re.match('a', c)]\n")
     assert undefined_names(source) == [{"name": "lenn", "function": "f"}, {"name": "math", "function": "f"}]
     assert undefined_names("def g(completions, **kwargs):\n    return [len(c) for c in completions]\n") == []
+
+
+def test_numpy_results_are_accepted_as_in_training():
+    source = "import numpy as np\ndef arr(completions, **kwargs):\n    return np.array([float(len(c)) for c in completions])\n"
+    result = score_in_child(request(source, [["ab", "abc"]]))
+    assert result["functions"]["arr"]["errors"] == [] and [r["total"] for r in result["rows"]] == [2.0, 3.0]
