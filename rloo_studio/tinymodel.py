@@ -78,3 +78,28 @@ def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_siz
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def save_random_adapter(model_dir: str | Path, folder: str | Path, seed: int = 0, r: int = 8, scale: float = 0.5) -> Path:
+    """Save a LoRA adapter with random (non-zero) weights for the model in `model_dir`.
+
+    A freshly initialised LoRA adapter is a no-op (its B matrices are zero); tests that must
+    tell "adapter on" from "adapter off" need one that changes the outputs for sure.
+    """
+    import peft
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir))
+    lora = peft.LoraConfig(r=r, lora_alpha=2 * r, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+                           init_lora_weights=False, task_type="CAUSAL_LM")
+    model = peft.get_peft_model(model, lora)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0.0, scale)
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(str(model_dir)).save_pretrained(folder)
+    return folder

@@ -1,0 +1,147 @@
+"""Data-parallel launching: the `accelerate launch` command and config for N processes.
+
+One place builds the command line and the accelerate config file, so `rloo-studio train
+--num-processes N` and the exported `script` folder launch training the same way. This module
+only builds text and argument lists; it starts nothing and imports no model library.
+
+Why these flags (checked with TRL 1.15 on CPU with gloo and on the Unsloth path, see STACK.md):
+`--multi_gpu` is what makes accelerate start N processes — `--cpu --num_processes N` silently
+starts one; `--mixed_precision no` and `--dynamo_backend no` keep accelerate from overriding
+the precision the run's config chose and from compiling.
+
+`rloo-studio train --num-processes N` (the launcher, see cli.py) runs
+`python -m rloo_studio.distributed FLAGS -m rloo_studio.cli train …`: this module's `main` is
+`accelerate launch` itself, wrapped so that a failed rank ends with one line instead of
+torch.distributed's traceback (the rank's own output already said what went wrong).
+
+Which backend: the same as one process — Unsloth when it imports, else transformers + PEFT.
+Each rank is a full copy of the model (plain DDP: gradients are all-reduced, nothing is sharded).
+On CPU the ranks talk over gloo (`use_cpu=True`, set by the engine when there is no CUDA).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+from .errors import StudioError
+
+ACCELERATE_CONFIG_FILE = "accelerate_config.yaml"
+# Set by the launcher for its ranks: the run directory every rank writes to (rank 0) or reads (the
+# STOP file), and the launcher's pid, which rank 0 records in status.json as the run's process.
+RUN_DIR_ENV = "RLOO_STUDIO_RUN_DIR"
+LAUNCHER_PID_ENV = "RLOO_STUDIO_LAUNCHER_PID"
+
+
+def world_size() -> int:
+    """How many processes train this run (1 unless started by accelerate/torchrun)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def rank() -> int:
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def is_launched_rank() -> bool:
+    """True inside a process that accelerate/torchrun started as one of several."""
+    return "RANK" in os.environ and world_size() > 1
+
+
+def check_can_launch(num_processes: int, gpu_count: int | None = None, cpu_count: int | None = None) -> None:
+    """Refuse what cannot work before anything starts: no accelerate, or more processes than devices.
+
+    `gpu_count` None skips the device checks (the caller has not looked yet); 0 means CPU only."""
+    if num_processes < 1:
+        raise StudioError(f"--num-processes {num_processes} is not a number of processes",
+                          "data-parallel training runs one process per GPU", "use 1 (the default) or the number of GPUs")
+    if num_processes == 1:
+        return
+    if importlib.util.find_spec("accelerate") is None:
+        raise StudioError(f"--num-processes {num_processes} needs the `accelerate` package, which is not installed",
+                          "several processes are started by `accelerate launch`",
+                          "install it (`pip install accelerate`), or train in one process (leave out --num-processes)")
+    if gpu_count is None:
+        return
+    if gpu_count > 0 and num_processes > gpu_count:
+        raise StudioError(f"--num-processes {num_processes} asks for more processes than this machine has GPUs ({gpu_count})",
+                          "data-parallel training runs one process per GPU; two on one GPU would each hold a copy of the model",
+                          f"use --num-processes {gpu_count} or fewer (CUDA_VISIBLE_DEVICES chooses which GPUs)")
+    cpus = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    if gpu_count == 0 and num_processes > cpus:
+        raise StudioError(f"--num-processes {num_processes} asks for more processes than this machine has CPU cores ({cpus}) "
+                          "and there is no CUDA GPU",
+                          "without a GPU each process trains on the CPU; more processes than cores only compete for them",
+                          f"use --num-processes {cpus} or fewer (on a CPU, one process is usually as fast)")
+
+
+def accelerate_flags(num_processes: int) -> list[str]:
+    """`accelerate launch` options for `num_processes` processes on this machine."""
+    if num_processes < 1:
+        raise ValueError("num_processes must be at least 1")
+    return ["--multi_gpu", "--num_processes", str(num_processes), "--num_machines", "1",
+            "--mixed_precision", "no", "--dynamo_backend", "no"]
+
+
+def launch_command(num_processes: int, script_and_args: list[str], module: bool = False) -> list[str]:
+    """The full argument list: `accelerate launch FLAGS [-m] SCRIPT ARGS…`."""
+    return ["accelerate", "launch", *accelerate_flags(num_processes), *(["-m"] if module else []), *script_and_args]
+
+
+def accelerate_config_yaml(num_processes: int) -> str:
+    """An accelerate config file equivalent to `accelerate_flags` (for `accelerate launch --config_file`)."""
+    if num_processes < 1:
+        raise ValueError("num_processes must be at least 1")
+    return (
+        "# accelerate config for data-parallel RLOO on one machine.\n"
+        "# Use: accelerate launch --config_file accelerate_config.yaml train.py config.yaml\n"
+        "# num_processes: one per GPU. Each process generates and trains its share of the batch;\n"
+        "# TRL counts the generation batch over all processes (per_device_train_batch_size x processes\n"
+        "# must stay divisible by rloo.num_generations).\n"
+        "compute_environment: LOCAL_MACHINE\n"
+        "distributed_type: MULTI_GPU\n"
+        "num_machines: 1\n"
+        "machine_rank: 0\n"
+        f"num_processes: {num_processes}\n"
+        "gpu_ids: all\n"
+        "mixed_precision: 'no'   # the run's config sets bf16/fp16 itself\n"
+        "dynamo_config: {}\n"
+        "rdzv_backend: static\n"
+        "same_network: true\n"
+        "use_cpu: false\n"
+    )
+
+
+def launcher_argv(num_processes: int, train_args: list[str], python: str | None = None) -> list[str]:
+    """The command the CLI's launcher starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`."""
+    return [python or sys.executable, "-m", "rloo_studio.distributed", *accelerate_flags(num_processes),
+            "-m", "rloo_studio.cli", "train", *train_args]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`accelerate launch ARGV`, with a failed rank or a stop reported in one line (the ranks said why above)."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+
+    args = launch_command_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        launch_command(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - torch.distributed's ChildFailedError / SignalException
+        if os.environ.get("RLOO_STUDIO_DEBUG"):
+            raise
+        what = "was stopped by a signal" if type(exc).__name__ == "SignalException" else "ended with an error"
+        print(f"[rloo-studio] a training process {what} ({type(exc).__name__}); the output above and train.log say why",
+              file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Chat generation for the comparison: one loaded base model, a run's adapter switched on or off.
+
+`ChatModel` holds at most one base model in memory and attaches a run's LoRA adapters to it by
+name (the final adapter and any checkpoint), so the *base* side is the same weights with the
+adapter disabled — never a second copy, never the tuned model by accident. Every reply carries
+an `AdapterState` read from the LoRA layers at generation time (inside the same context that
+generates), which is what the app's badge shows; a mismatch with the side asked for is an error,
+not a silently wrong answer. Prompts are rendered with the run's own data settings (chat
+template or plain text, system prompt) exactly as training rendered them, and both sides use
+the same sampling settings and seed.
+
+It knows nothing about processes or pipes (inference_worker does) nor about the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import runs
+from ..config import RunConfig
+from ..errors import StudioError
+
+FINAL = "final"
+SIDES = ("base", "tuned")
+
+
+@dataclass
+class AdapterState:
+    """What the LoRA layers said while a reply was generated."""
+
+    side: str              # the side that was asked for
+    adapter: str | None    # the adapter name that was active (None on the base side)
+    lora_layers: int       # LoRA layers in the model
+    active_layers: int     # of them, layers whose adapter took part (disable_adapters False)
+
+    @property
+    def verified(self) -> bool:
+        if self.lora_layers == 0:
+            return False
+        if self.side == "base":
+            return self.active_layers == 0
+        return self.active_layers == self.lora_layers and self.adapter is not None
+
+    def badge(self) -> str:
+        if not self.verified:
+            return f"NOT VERIFIED: {self.active_layers}/{self.lora_layers} LoRA layers active for the {self.side} side"
+        if self.side == "base":
+            return f"base model · adapter OFF (checked: 0 of {self.lora_layers} LoRA layers active)"
+        return f"tuned · adapter `{self.adapter}` ON (checked: {self.active_layers} of {self.lora_layers} LoRA layers active)"
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "verified": self.verified, "badge": self.badge()}
+
+
+@dataclass
+class Sampling:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 256
+    seed: int = 0
+
+    def check(self) -> None:
+        problems = []
+        if not 0 <= self.temperature <= 5:
+            problems.append(f"temperature {self.temperature} is outside 0–5 (0 means greedy)")
+        if not 0 < self.top_p <= 1:
+            problems.append(f"top-p {self.top_p} must be above 0 and at most 1")
+        if not 1 <= self.max_new_tokens <= 32768:
+            problems.append(f"max tokens {self.max_new_tokens} must be between 1 and 32768")
+        if problems:
+            raise StudioError("; ".join(problems), "these sampling settings cannot be used", "correct them and send again")
+
+
+def adapter_folder(run_dir: Path, checkpoint: str) -> Path:
+    """The adapter files of `checkpoint` (`final` or `checkpoint-N`) of a run, checked to exist."""
+    if checkpoint == FINAL:
+        folder = run_dir / runs.ADAPTER_DIR
+    else:
+        folder = run_dir / runs.CHECKPOINTS_DIR / checkpoint
+        if Path(checkpoint).name != checkpoint or not checkpoint.startswith("checkpoint-"):
+            raise StudioError(f"{checkpoint!r} is not a checkpoint name", "names look like `final` or `checkpoint-50`",
+                              "pick one from the list")
+    if not (folder / "adapter_config.json").is_file():
+        available = [FINAL] if (run_dir / runs.ADAPTER_DIR / "adapter_config.json").is_file() else []
+        available += [p.name for _, p in runs.checkpoints(run_dir) if (p / "adapter_config.json").is_file()]
+        if (run_dir / runs.MODEL_DIR).is_dir() and not available:
+            raise StudioError(f"run {run_dir.name} trained the whole model, not a LoRA adapter",
+                              "the side-by-side chat switches one adapter on and off over one base model",
+                              "compare it with `rloo-studio eval`, which loads both models")
+        raise StudioError(f"run {run_dir.name} has no adapter for {checkpoint!r}",
+                          "the final adapter is written when training finishes or is stopped; checkpoints every save_steps",
+                          f"pick one of: {', '.join(available)}" if available else "wait for the run to save a checkpoint or finish")
+    return folder
+
+
+def split_thinking(text: str) -> tuple[str | None, str]:
+    """(thinking, answer) of a reply; thinking is None when there is no <think> block."""
+    start = text.find("<think>")
+    end = text.find("</think>")
+    if end == -1:
+        if start != -1:  # still thinking (or cut off by max tokens)
+            return text[start + len("<think>"):].strip(), ""
+        return None, text.strip()
+    thinking = text[start + len("<think>") if start != -1 and start < end else 0:end]
+    return thinking.strip(), text[end + len("</think>"):].strip()
+
+
+class _DeltaStreamer:
+    """A transformers streamer that reports the newly decoded text after every token."""
+
+    def __init__(self, tokenizer, prompt_len: int, on_text):
+        self.tokenizer, self.on_text = tokenizer, on_text
+        self.prompt_len = prompt_len
+        self.ids: list[int] = []
+        self.text = ""
+        self._skipped_prompt = False
+
+    def put(self, value):
+        if not self._skipped_prompt:  # generate() hands the prompt over first
+            self._skipped_prompt = True
+            return
+        self.ids.extend(int(t) for t in value.reshape(-1).tolist())
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):  # half of a multi-byte character: wait for the rest
+            return
+        if len(text) > len(self.text):
+            self.on_text(text[len(self.text):])
+        self.text = text
+
+    def end(self):
+        pass
+
+
+class ChatModel:
+    """The loaded base model with a run's adapters; `reply` generates one side of a turn."""
+
+    def __init__(self):
+        self.model = None          # a PeftModel over the base model
+        self.tokenizer = None
+        self.base_key = None       # what identifies the loaded base (source, quantisation, dtype)
+        self.loaded: dict[str, str] = {}   # adapter name -> folder
+        self.run_dir: Path | None = None
+        self.cfg: RunConfig | None = None
+        self.adapter_name: str | None = None
+        self.base_loads = 0        # how many times a base model was loaded (tests: switching checkpoints loads none)
+
+    def load(self, run_dir: str | Path, checkpoint: str = FINAL, progress=lambda msg: None) -> dict:
+        from .model import load_model, resolve_model_source
+        from .stack import import_training_stack
+
+        run_dir = Path(run_dir).resolve()
+        if not (run_dir / runs.CONFIG_FILE).is_file():
+            raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "pick a run from the list")
+        cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
+        folder = adapter_folder(run_dir, checkpoint)
+        stack = import_training_stack("transformers")  # generation only: plain transformers + PEFT, as eval does
+        source = resolve_model_source(cfg.model.name_or_path, run_dir)
+        base_key = (source, cfg.model.load_in_4bit and stack.cuda, cfg.model.dtype)
+        name = f"{run_dir.name}/{checkpoint}".replace(".", "_")  # PEFT adapter names may not contain dots
+        if self.model is None or base_key != self.base_key:
+            self.unload()
+            progress(f"loading the base model {source}")
+            model_cfg = cfg.model
+            if model_cfg.load_in_4bit and not stack.cuda:
+                model_cfg = type(model_cfg)(**{**model_cfg.__dict__, "load_in_4bit": False})  # 4-bit needs CUDA to be fast
+            base = load_model(model_cfg, None, stack, run_dir, for_training=False)
+            progress(f"attaching the adapter {checkpoint}")
+            self.model = stack.peft.PeftModel.from_pretrained(base.model, str(folder), adapter_name=name).eval()
+            self.tokenizer = base.tokenizer
+            self.base_key = base_key
+            self.base_loads += 1
+            self.loaded = {name: str(folder)}
+        elif name not in self.loaded or self.loaded[name] != str(folder):
+            progress(f"attaching the adapter {checkpoint}")
+            if name in self.loaded:
+                self.model.delete_adapter(name)
+            self.model.load_adapter(str(folder), adapter_name=name)
+            self.loaded[name] = str(folder)
+        self.model.set_adapter(name)
+        self.model.eval()
+        self.adapter_name, self.run_dir, self.cfg = name, run_dir, cfg
+        return {"run": run_dir.name, "checkpoint": checkpoint, "adapter": name, "base_model": source,
+                "system_prompt": cfg.data.system_prompt or "", "chat_format": self._chat_format()}
+
+    def unload(self) -> None:
+        self.model = self.tokenizer = self.base_key = self.adapter_name = None
+        self.loaded = {}
+        import gc
+
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
+
+    def _chat_format(self) -> bool:
+        from ..data import use_chat_format
+
+        return use_chat_format(self.cfg.data, self.tokenizer)
+
+    def render(self, messages: list[dict], system_prompt: str | None) -> str:
+        """The prompt text, rendered as training rendered its prompts (chat template or plain text)."""
+        from ..data import build_prompt
+        from .generate import render_prompt
+
+        data_cfg = type(self.cfg.data)(**{**self.cfg.data.__dict__, "system_prompt": system_prompt or None})
+        if self._chat_format():
+            return render_prompt(build_prompt(list(messages), data_cfg, chat=True), self.tokenizer)
+        # Plain-text runs were trained on one prompt string without a conversation: send the
+        # latest message alone, in the same form (system prompt, blank line, text).
+        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        return render_prompt(build_prompt(last_user, data_cfg, chat=False), self.tokenizer)
+
+    def adapter_state(self, side: str) -> AdapterState:
+        from peft.tuners.lora import LoraLayer
+
+        layers = [m for m in self.model.modules() if isinstance(m, LoraLayer)]
+        active = [m for m in layers if not m.disable_adapters and self.adapter_name in m.active_adapters]
+        return AdapterState(side=side, adapter=None if side == "base" else self.adapter_name,
+                            lora_layers=len(layers), active_layers=len(active))
+
+    def reply(self, messages: list[dict], side: str, sampling: Sampling, system_prompt: str | None = None,
+              on_text=lambda delta: None) -> dict:
+        """Generate one reply for `side` (`base`: adapter off; `tuned`: on) and check the adapter state while doing it."""
+        import contextlib
+
+        import torch
+
+        if self.model is None:
+            raise StudioError("no model is loaded", "the chat loads a run's model before the first message", "pick a run and send again")
+        if side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}")
+        sampling.check()
+        prompt = self.render(messages, system_prompt)
+        device = next(self.model.parameters()).device
+        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(device)
+        do_sample = sampling.temperature > 0
+        kwargs = dict(max_new_tokens=sampling.max_new_tokens, do_sample=do_sample, pad_token_id=self.tokenizer.pad_token_id,
+                      eos_token_id=self.tokenizer.eos_token_id)
+        kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p) if do_sample else kwargs.update(temperature=None, top_p=None, top_k=None)
+        streamer = _DeltaStreamer(self.tokenizer, enc["input_ids"].shape[1], on_text)
+        switch = self.model.disable_adapter() if side == "base" else contextlib.nullcontext()
+        with switch:
+            state = self.adapter_state(side)  # read inside the context that generates
+            if not state.verified:
+                raise StudioError(f"the {side} side would not have been generated as asked: {state.badge()}",
+                                  "the adapter switch did not reach every LoRA layer", "report this; the reply was not shown")
+            torch.manual_seed(sampling.seed)  # same seed on both sides: differences come from the adapter alone
+            with torch.inference_mode():
+                out = self.model.generate(**enc, streamer=streamer, **kwargs)
+        ids = out[0, enc["input_ids"].shape[1]:].tolist()
+        eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id} - {None}
+        cut = next((i + 1 for i, t in enumerate(ids) if t in eos), len(ids))
+        text = self.tokenizer.decode(ids[:cut], skip_special_tokens=True)
+        thinking, answer = split_thinking(text)
+        return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids[:cut],
+                "tokens": cut, "finished": cut < len(ids) or (ids and ids[-1] in eos), "adapter_state": state.as_dict()}

@@ -1,0 +1,193 @@
+"""The app's handle on the inference worker: start it, send requests, stream events, restart it.
+
+At most one inference worker runs (`python -m rloo_studio.engine.inference_worker`); it keeps a
+loaded model between chat messages. Requests are serialised by a lock — two browser sessions
+chatting take turns instead of racing on one model. A request that outlives its time limit
+kills the worker; a worker that died (out of memory, a crash, killed) is started afresh on the
+next request and the model it had loaded is loaded again, so the app stays usable. Starting
+training shuts the worker down first (`shutdown`), so only one process holds the GPU.
+
+This module never imports torch: it only manages a process and reads JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .errors import StudioError
+
+WORKER_MODULE = "rloo_studio.engine.inference_worker"
+START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
+LOAD_TIMEOUT_S = 900     # loading a large model from a slow disk
+REQUEST_TIMEOUT_S = 900  # one chat turn, both sides; a hung generation is killed after this
+
+
+class WorkerExited(StudioError):
+    """The worker process ended while a request waited for it."""
+
+
+class InferenceWorker:
+    def __init__(self, log_path: str | Path | None = None, command: list[str] | None = None):
+        self.log_path = Path(log_path) if log_path else None
+        self.command = command or [sys.executable, "-m", WORKER_MODULE]
+        self._proc: subprocess.Popen | None = None
+        self._events: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self.loaded: tuple[str, str] | None = None   # (run_dir, checkpoint) the worker holds
+        self._pending = False                         # a request was sent and its done/error not yet read
+        self.restarts = 0
+
+    # ---- process -----------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.alive else None
+
+    def status(self) -> dict:
+        """What the worker holds (starts it if needed): loaded adapter, adapters, base model loads."""
+        with self._lock:
+            events = list(self._send({"op": "ping"}, START_TIMEOUT_S))
+        return events[-1].get("result", {})
+
+    def _start(self) -> None:
+        if self._proc is not None:
+            self.restarts += 1
+        log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                      text=True, encoding="utf-8", env=env, start_new_session=True)
+        if log is not subprocess.DEVNULL:
+            log.close()  # the child holds its own descriptor
+        self._events = queue.Queue()
+        self.loaded = None
+        threading.Thread(target=self._read, args=(self._proc, self._events), name="inference-reader", daemon=True).start()
+        event = self._next(START_TIMEOUT_S, "start")
+        if event.get("event") != "ready":
+            raise self._as_error(event, "the chat worker did not start")
+
+    @staticmethod
+    def _read(proc: subprocess.Popen, events: queue.Queue) -> None:
+        for line in proc.stdout:
+            try:
+                events.put(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        events.put({"event": "exited"})
+
+    def _next(self, timeout_s: float, what: str) -> dict:
+        try:
+            event = self._events.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            raise StudioError(f"the chat worker did not answer within {timeout_s:.0f} s ({what})",
+                              "a generation or a model load hung", "it was stopped; send again to start a fresh one") from None
+        if event.get("event") == "exited":
+            code = self._proc.wait() if self._proc else None
+            where = f" (its log: {self.log_path})" if self.log_path else ""
+            self.loaded = None
+            raise WorkerExited(f"the chat worker stopped unexpectedly (exit code {code}){where}",
+                              "it crashed or was killed, e.g. out of memory", "send again: a fresh worker starts and reloads the model")
+        return event
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self.loaded = None
+
+    def shutdown(self, timeout_s: float = 10) -> None:
+        """Stop the worker (and free its memory), e.g. before training starts."""
+        with self._lock:
+            if self.alive:
+                try:
+                    self._proc.stdin.write(json.dumps({"op": "shutdown"}) + "\n")
+                    self._proc.stdin.flush()
+                    self._proc.wait(timeout_s)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            self.kill()
+
+    # ---- requests ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _as_error(event: dict, fallback: str) -> StudioError:
+        err = event.get("error") or {}
+        return StudioError(err.get("what") or fallback, err.get("why", ""), err.get("fix", ""))
+
+    def _send(self, request: dict, timeout_s: float) -> Iterator[dict]:
+        if not self.alive:
+            self._start()
+        try:
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+        except OSError:  # it died between the liveness check and the write
+            self.loaded = None
+            raise WorkerExited("the chat worker stopped unexpectedly", "it crashed or was killed",
+                               "send again: a fresh worker starts and reloads the model") from None
+        self._pending = True
+        while True:
+            event = self._next(timeout_s, request.get("op", "request"))
+            if event.get("event") in ("error", "done"):
+                self._pending = False
+            if event.get("event") == "error":
+                if event.get("fatal"):
+                    self.kill()  # it exits by itself; make sure, and reload on the next request
+                raise self._as_error(event, "the chat worker failed")
+            yield event
+            if event.get("event") == "done":
+                return
+
+    def ensure_loaded(self, run_dir: str | Path, checkpoint: str) -> Iterator[dict]:
+        """Load (run, checkpoint) unless it is what the worker holds; yields progress events."""
+        key = (str(Path(run_dir).resolve()), checkpoint)
+        if self.alive and self.loaded == key:
+            return
+        self.loaded = None
+        for event in self._send({"op": "load", "run_dir": key[0], "checkpoint": checkpoint}, LOAD_TIMEOUT_S):
+            yield event
+        self.loaded = key
+
+    def chat(self, run_dir: str | Path, checkpoint: str, messages: list[dict], sampling: dict,
+             system_prompt: str | None = None, sides=("base", "tuned")) -> Iterator[dict]:
+        """Load if needed, then generate each side in turn; yields progress, text, reply and done events."""
+        with self._lock:
+            started = time.time()
+            for attempt in (1, 2):
+                answered = False
+                try:
+                    for event in self._chat_once(run_dir, checkpoint, messages, sampling, system_prompt, sides, started):
+                        answered = True
+                        yield event
+                    return
+                except WorkerExited:
+                    # A worker that died while idle (killed, crashed) is only noticed when a request
+                    # meets it: start a fresh one and send again, once. A death mid-answer is reported.
+                    if answered or attempt == 2:
+                        raise
+                    self.kill()
+                finally:
+                    if self._pending:  # abandoned mid-request (the page went away): its late events must not reach the next one
+                        self.kill()
+                        self._pending = False
+
+    def _chat_once(self, run_dir, checkpoint, messages, sampling, system_prompt, sides, started) -> Iterator[dict]:
+        yield from self.ensure_loaded(run_dir, checkpoint)
+        request = {"op": "chat", "messages": messages, "sampling": sampling, "system_prompt": system_prompt, "sides": list(sides)}
+        for event in self._send(request, REQUEST_TIMEOUT_S):
+            if event.get("event") == "done":
+                event["seconds"] = round(time.time() - started, 2)
+            yield event

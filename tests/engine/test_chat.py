@@ -1,0 +1,168 @@
+"""The side-by-side chat's inference worker: fair base vs tuned, streaming, checkpoints, restarts.
+
+The run here has adapters with random non-zero weights (a trained tiny adapter may not change
+greedy output), so "adapter on" and "adapter off" must differ; the base side is compared with a
+fresh load of the base model in another process, token for token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from rloo_studio.errors import StudioError
+from rloo_studio.inference import InferenceWorker
+
+pytestmark = pytest.mark.slow
+
+GREEDY = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16, "seed": 0}
+SAMPLED = {"temperature": 1.0, "top_p": 0.9, "max_new_tokens": 16, "seed": 7}
+MESSAGES = [{"role": "user", "content": "What is 12 + 7?"}]
+
+
+@pytest.fixture(scope="module")
+def chat_run(tmp_path_factory, tiny_model_dir):
+    """A run directory with a final adapter and one checkpoint, each with different random weights."""
+    run_dir = tmp_path_factory.mktemp("runs") / "20260101-000000-chat"
+    run_dir.mkdir()
+    config = {
+        "model": {"name_or_path": str(tiny_model_dir), "max_seq_length": 128},
+        "lora": {"r": 8, "alpha": 16},
+        "data": {"source": "demo", "system_prompt": "Answer briefly."},
+        "rewards": [{"name": "numeric_answer"}],
+        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 16, "max_steps": 2},
+    }
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2}))
+    code = ("import sys; from rloo_studio.tinymodel import save_random_adapter as s; "
+            f"s({str(tiny_model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
+            f"s({str(tiny_model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
+    return run_dir
+
+
+@pytest.fixture
+def worker(tmp_path):
+    w = InferenceWorker(log_path=tmp_path / "inference.log")
+    yield w
+    w.shutdown()
+
+
+def _chat(worker, run_dir, checkpoint="final", sampling=GREEDY, messages=MESSAGES, system_prompt="Answer briefly."):
+    events = list(worker.chat(run_dir, checkpoint, messages, sampling, system_prompt=system_prompt))
+    replies = {e["side"]: e for e in events if e["event"] == "reply"}
+    streamed = {side: "".join(e["delta"] for e in events if e["event"] == "text" and e["side"] == side) for side in replies}
+    return replies, streamed, events
+
+
+def _fresh_generation(model_dir, adapter_dir, sampling, system_prompt="Answer briefly.") -> list[int]:
+    """What a fresh process generates for MESSAGES: plain transformers (+ PEFT when adapter_dir)."""
+    code = f"""
+import json, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+tok = AutoTokenizer.from_pretrained({str(model_dir)!r})
+model = AutoModelForCausalLM.from_pretrained({str(model_dir)!r})
+if {str(adapter_dir) if adapter_dir else None!r}:
+    from peft import PeftModel
+    model = PeftModel.from_pretrained(model, {str(adapter_dir)!r})
+model.eval()
+messages = [{{"role": "system", "content": {system_prompt!r}}}] + {MESSAGES!r}
+text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+enc = tok(text, return_tensors="pt", add_special_tokens=False)
+s = {sampling!r}
+kw = dict(do_sample=True, temperature=s["temperature"], top_p=s["top_p"]) if s["temperature"] > 0 else dict(do_sample=False)
+torch.manual_seed(s["seed"])
+out = model.generate(**enc, max_new_tokens=s["max_new_tokens"], pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
+ids = out[0, enc["input_ids"].shape[1]:].tolist()
+cut = next((i + 1 for i, t in enumerate(ids) if t in (tok.eos_token_id, tok.pad_token_id)), len(ids))
+print(json.dumps(ids[:cut]))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_base_and_tuned_come_from_different_adapter_states_and_base_equals_a_fresh_base(chat_run, worker, tiny_model_dir):
+    replies, streamed, events = _chat(worker, chat_run)
+    base, tuned = replies["base"], replies["tuned"]
+    # The badge data is read from the LoRA layers while generating.
+    assert base["adapter_state"]["verified"] and tuned["adapter_state"]["verified"]
+    assert base["adapter_state"]["active_layers"] == 0
+    assert tuned["adapter_state"]["active_layers"] == tuned["adapter_state"]["lora_layers"] == 14  # 7 projections x 2 layers
+    assert "adapter OFF" in base["adapter_state"]["badge"] and "ON" in tuned["adapter_state"]["badge"]
+    assert base["token_ids"] != tuned["token_ids"]
+    # Fairness: base is exactly a fresh load of the base model; tuned is exactly base + the run's adapter.
+    assert base["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert tuned["token_ids"] == _fresh_generation(tiny_model_dir, chat_run / "adapter", GREEDY)
+    # Streaming: the deltas add up to the reply, in more than one piece.
+    for side in ("base", "tuned"):
+        assert streamed[side] == replies[side]["text"]
+        assert sum(1 for e in events if e["event"] == "text" and e["side"] == side) > 1
+    assert events[-1]["event"] == "done"
+
+
+def test_same_seed_and_sampling_settings_on_both_sides(chat_run, worker, tiny_model_dir):
+    first, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
+    again, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
+    assert first["base"]["token_ids"] == again["base"]["token_ids"]
+    assert first["tuned"]["token_ids"] == again["tuned"]["token_ids"]
+    assert first["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, SAMPLED)
+
+
+def test_checkpoints_share_one_base_model(chat_run, worker, tiny_model_dir):
+    final, _, _ = _chat(worker, chat_run, "final")
+    ckpt, _, _ = _chat(worker, chat_run, "checkpoint-1")
+    assert ckpt["tuned"]["adapter_state"]["adapter"].endswith("checkpoint-1")
+    assert ckpt["base"]["token_ids"] == final["base"]["token_ids"]
+    assert ckpt["tuned"]["token_ids"] == _fresh_generation(tiny_model_dir, chat_run / "checkpoints" / "checkpoint-1", GREEDY)
+    assert ckpt["tuned"]["token_ids"] != final["tuned"]["token_ids"]
+    status = worker.status()
+    assert status["base_loads"] == 1 and len(status["adapters"]) == 2  # no second copy of the base model
+
+
+def test_unknown_checkpoint_and_bad_settings_are_explained(chat_run, worker):
+    with pytest.raises(StudioError, match="has no adapter for 'checkpoint-99'") as info:
+        _chat(worker, chat_run, "checkpoint-99")
+    assert "final, checkpoint-1" in str(info.value)
+    with pytest.raises(StudioError, match="top-p 0 must be above 0"):
+        _chat(worker, chat_run, sampling={**GREEDY, "top_p": 0})
+    replies, _, _ = _chat(worker, chat_run)  # the worker is still usable
+    assert set(replies) == {"base", "tuned"}
+
+
+def test_a_killed_worker_restarts_and_reloads(chat_run, worker):
+    before, _, _ = _chat(worker, chat_run)
+    os.kill(worker.pid, signal.SIGKILL)
+    after, _, _ = _chat(worker, chat_run)
+    assert after["tuned"]["token_ids"] == before["tuned"]["token_ids"]
+    assert worker.restarts == 1
+
+
+def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(chat_run, tmp_path):
+    # A worker whose first generation raises CUDA's out-of-memory error (as torch raises it).
+    code = ("import torch, rloo_studio.engine.inference as inf\n"
+            "real = inf.ChatModel.reply\n"
+            "def reply(self, *a, **k):\n"
+            "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+            "inf.ChatModel.reply = reply\n"
+            "from rloo_studio.engine.inference_worker import main\n"
+            "raise SystemExit(main())\n")
+    flaky = InferenceWorker(log_path=tmp_path / "inference.log", command=[sys.executable, "-c", code])
+    try:
+        with pytest.raises(StudioError) as info:
+            _chat(flaky, chat_run)
+        message = str(info.value)
+        assert "out of memory while generating" in message and "lower the max tokens" in message
+        assert not flaky.alive  # it exited to give its memory back
+        flaky.command = InferenceWorker().command  # the next start is a healthy worker
+        replies, _, _ = _chat(flaky, chat_run)
+        assert replies["tuned"]["adapter_state"]["verified"] and flaky.restarts == 1
+    finally:
+        flaky.shutdown()
