@@ -64,9 +64,9 @@ class InferenceWorker:
     def _start(self) -> None:
         if self._proc is not None:
             self.restarts += 1
-        log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                       text=True, encoding="utf-8", env=env, start_new_session=True)

@@ -100,3 +100,29 @@ def only_run_dir(runs_root: Path) -> Path:
 def runs_dir(tmp_path) -> Path:
     """Where the app under test keeps its runs."""
     return tmp_path / "runs"
+
+
+def make_adapter_run(run_dir: Path, model_dir: Path, system_prompt: str | None = "Answer briefly.") -> Path:
+    """A finished run directory whose final adapter and checkpoint-1 have random non-zero LoRA weights.
+
+    A few steps of real training may leave greedy outputs unchanged; these adapters change them
+    for sure, so "adapter on" and "adapter off" can be told apart.
+    """
+    import yaml
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model": {"name_or_path": str(model_dir), "max_seq_length": 128},
+        "lora": {"r": 8, "alpha": 16},
+        "data": {"source": "demo", "system_prompt": system_prompt},
+        "rewards": [{"name": "numeric_answer"}],
+        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 16, "max_steps": 2},
+    }
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2, "model": str(model_dir)}))
+    code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
+            f"s({str(model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
+            f"s({str(model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300, cwd=ROOT)
+    (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
+    return run_dir

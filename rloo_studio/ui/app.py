@@ -38,6 +38,8 @@ from ..jobs import absolute_paths  # noqa: E402
 from ..rewards.preview import score_in_child, tokenizer_source  # noqa: E402
 from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
+from .chat_tab import ChatTab  # noqa: E402
+from ..inference import InferenceWorker  # noqa: E402
 from .train_tab import TrainTab  # noqa: E402
 
 POLL_SECONDS = 2.0
@@ -94,6 +96,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
     workspace = Workspace(runs_dir)
     presets = list_presets()
     hw = HardwareCache(detect_hardware, known_hardware)
+    # At most one process holds a model for chatting; training shuts it down first (one GPU owner).
+    worker = InferenceWorker(log_path=workspace.dir / "inference.log")
     default_preset = DEFAULT_CPU_PRESET if any(p.name == DEFAULT_CPU_PRESET for p in presets) else (presets[0].name if presets else None)
 
     def initial_config() -> tuple[RunConfig, str]:
@@ -127,6 +131,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                 rewards_tab = RewardsTab(workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE)
             with gr.Tab("4 · Train", id="train", elem_id="tab-train"):
                 train_tab = TrainTab()
+            with gr.Tab("5 · Chat", id="chat", elem_id="tab-chat"):
+                chat_tab = ChatTab(runs_dir, worker)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
                 runs_tab = RunsTab(runs_dir)
         timer = gr.Timer(POLL_SECONDS)
@@ -363,6 +369,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             workspace.write(DRAFT_CONFIG, cfg.to_yaml())
             workspace.write(DRAFT_REWARDS, code or "")
             try:
+                worker.shutdown()  # the training worker gets the GPU to itself
                 run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
             except StudioError as exc:
                 return [f"**Could not start:** {exc.message()}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
@@ -383,6 +390,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             if not run_dir:
                 return "No run to resume: open one in the Runs tab first.", run_dir
             try:
+                worker.shutdown()
                 jobs.resume_run(run_dir)
             except StudioError as exc:
                 return f"**Could not resume:** {exc.message()}".replace("\n", "  \n"), run_dir
@@ -426,6 +434,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
         runs_tab.delete.click(delete, inputs=[runs_tab.picker, runs_tab.confirm, watched],
                               outputs=[runs_tab.message, runs_tab.table, runs_tab.picker, runs_tab.confirm, watched], api_name="delete_run")
+
+        chat_tab.wire(demo)
 
         train_tab.show_config.click(show_config, inputs=[base] + form_inputs, outputs=[train_tab.problems, train_tab.command, train_tab.config_yaml],
                           api_name="show_config")

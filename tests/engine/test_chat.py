@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-import yaml
+from conftest import make_adapter_run
 
 from rloo_studio.errors import StudioError
 from rloo_studio.inference import InferenceWorker
@@ -29,23 +29,7 @@ MESSAGES = [{"role": "user", "content": "What is 12 + 7?"}]
 @pytest.fixture(scope="module")
 def chat_run(tmp_path_factory, tiny_model_dir):
     """A run directory with a final adapter and one checkpoint, each with different random weights."""
-    run_dir = tmp_path_factory.mktemp("runs") / "20260101-000000-chat"
-    run_dir.mkdir()
-    config = {
-        "model": {"name_or_path": str(tiny_model_dir), "max_seq_length": 128},
-        "lora": {"r": 8, "alpha": 16},
-        "data": {"source": "demo", "system_prompt": "Answer briefly."},
-        "rewards": [{"name": "numeric_answer"}],
-        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 16, "max_steps": 2},
-    }
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
-    (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2}))
-    code = ("import sys; from rloo_studio.tinymodel import save_random_adapter as s; "
-            f"s({str(tiny_model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
-            f"s({str(tiny_model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
-    (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
-    return run_dir
+    return make_adapter_run(tmp_path_factory.mktemp("runs") / "20260101-000000-chat", tiny_model_dir)
 
 
 @pytest.fixture

@@ -1,0 +1,294 @@
+"""The Chat tab: the base and the tuned model side by side, one prompt box, a verified badge per pane.
+
+Both panes come from one model in the inference worker: the base pane with the run's adapter
+switched off, the tuned pane with it on, the same chat template as training, the same sampling
+settings and seed. Each badge shows the adapter state the worker read from the LoRA layers while
+generating that reply. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
+mode hides which pane is which until the person says which reply is better; the verdict is
+appended to the run's preferences.jsonl. This module only talks to the worker through
+`rloo_studio.inference`; it loads no model itself.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from .. import jobs, runs
+from ..errors import StudioError
+from ..inference import InferenceWorker
+
+FINAL = "final"
+PREFERENCES_FILE = "preferences.jsonl"
+BASE_LABEL, TUNED_LABEL = "Base model (adapter off)", "Tuned model (adapter on)"
+
+
+# ---- what can be chatted with ---------------------------------------------------------------------
+
+def checkpoint_choices(run_dir: Path) -> list[str]:
+    """`final` (when the run saved its adapter) and every checkpoint with adapter files, newest first."""
+    choices = [FINAL] if (run_dir / runs.ADAPTER_DIR / "adapter_config.json").is_file() else []
+    choices += [p.name for _, p in reversed(runs.checkpoints(run_dir)) if (p / "adapter_config.json").is_file()]
+    return choices
+
+
+def tuned_runs(runs_dir: Path) -> list[str]:
+    """Runs that have something to compare: a final adapter or a checkpoint."""
+    return [r.run_id for r in runs.list_runs(runs_dir) if checkpoint_choices(r.path)]
+
+
+def busy_message(runs_dir: Path, what: str) -> str | None:
+    busy = jobs.active_run(runs_dir)
+    if busy is None:
+        return None
+    return (f"**Run `{busy.name}` is training.** {what} would load a second model beside it, competing for the same "
+            "memory and slowing it down. Wait for it to finish, or stop it in the Train tab.")
+
+
+# ---- panes ----------------------------------------------------------------------------------------
+
+def split_thinking(text: str) -> tuple[str | None, str]:
+    end = text.find("</think>")
+    start = text.find("<think>")
+    if end == -1:
+        return (text[start + 7:].strip(), "") if start != -1 else (None, text.strip())
+    return text[start + 7 if -1 < start < end else 0:end].strip(), text[end + 8:].strip()
+
+
+def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
+    """Chatbot messages for one side: thinking as a collapsed block, then the answer."""
+    shown = []
+    turns = conversation + ([{"role": "assistant", "content": pending, "pending": True}] if pending is not None else [])
+    for message in turns:
+        if message["role"] == "user":
+            shown.append({"role": "user", "content": message["content"]})
+            continue
+        thinking, answer = split_thinking(message["content"])
+        if thinking is not None:
+            still = message.get("pending") and not answer
+            shown.append({"role": "assistant", "content": thinking or "(empty)",
+                          "metadata": {"title": "Thinking", "status": "pending" if still else "done"}})
+        if answer or thinking is None:
+            shown.append({"role": "assistant", "content": answer or "…"})
+    return shown
+
+
+def new_session(blind: bool) -> dict:
+    """Per-conversation state: each side's history, and in blind mode which side pane A shows."""
+    return {"base": [], "tuned": [], "a_is": random.choice(["base", "tuned"]) if blind else "base", "blind": blind,
+            "badges": {}, "voted": True, "last": None}
+
+
+def layout(session: dict) -> tuple[str, str]:
+    """(left side, right side): base | tuned, or the hidden blind order."""
+    a = session["a_is"]
+    return a, ("tuned" if a == "base" else "base")
+
+
+def badge_markdown(session: dict, side: str, position: str) -> str:
+    state = session["badges"].get(side)
+    if session["blind"]:
+        name = "Model A" if position == "left" else "Model B"
+        check = " · adapter state checked ✓ (hidden until you vote)" if state and state.get("verified") else ""
+        return f"**{name}**{check}"
+    title = BASE_LABEL if side == "base" else TUNED_LABEL
+    if not state:
+        return f"**{title}**"
+    mark = "✓" if state.get("verified") else "✗"
+    return f"**{title}** — {mark} {state.get('badge')}"
+
+
+class ChatTab:
+    def __init__(self, runs_dir: Path, worker: InferenceWorker):
+        self.runs_dir, self.worker = runs_dir, worker
+        gr.Markdown("Ask both models the same thing. The **base** pane is the model before training (its LoRA adapter switched "
+                    "off), the **tuned** pane the same model with the run's adapter on: same weights in memory, same chat "
+                    "template, same sampling settings and seed. Each badge is checked while the reply is generated.")
+        with gr.Row():
+            self.run = gr.Dropdown([], label="Run", elem_id="chat-run", scale=3)
+            self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the adapter saved at the end", elem_id="chat-checkpoint", scale=2)
+            self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
+        with gr.Accordion("Settings", open=False):
+            self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
+                                            elem_id="chat-system")
+            with gr.Row():
+                self.temperature = gr.Slider(0.0, 2.0, value=0.7, step=0.05, label="Temperature", info="0 = greedy (always the most likely token)",
+                                             elem_id="chat-temperature")
+                self.top_p = gr.Slider(0.05, 1.0, value=0.95, step=0.05, label="Top-p", elem_id="chat-top-p")
+                self.max_tokens = gr.Slider(1, 4096, value=256, step=1, label="Max new tokens", elem_id="chat-max-tokens")
+                self.seed = gr.Number(0, precision=0, label="Seed", info="Both sides use it; Retry moves to the next one", elem_id="chat-seed")
+            self.blind = gr.Checkbox(False, label="Blind mode: hide which side is which until I vote", elem_id="chat-blind")
+        with gr.Row():
+            with gr.Column():
+                self.left_badge = gr.Markdown(f"**{BASE_LABEL}**", elem_id="chat-left-badge")
+                self.left = gr.Chatbot(label="left", show_label=False, height=380, elem_id="chat-left")
+            with gr.Column():
+                self.right_badge = gr.Markdown(f"**{TUNED_LABEL}**", elem_id="chat-right-badge")
+                self.right = gr.Chatbot(label="right", show_label=False, height=380, elem_id="chat-right")
+        with gr.Row():
+            self.prompt = gr.Textbox(label="Message", placeholder="Ask both models…", scale=5, elem_id="chat-prompt", lines=2)
+            with gr.Column(scale=1, min_width=120):
+                self.send = gr.Button("Send", variant="primary", elem_id="chat-send")
+                self.retry = gr.Button("Retry", elem_id="chat-retry")
+                self.clear = gr.Button("Clear", elem_id="chat-clear")
+        with gr.Row(visible=True):
+            self.vote_a = gr.Button("A is better", elem_id="vote-a", interactive=False)
+            self.vote_tie = gr.Button("Tie", elem_id="vote-tie", interactive=False)
+            self.vote_b = gr.Button("B is better", elem_id="vote-b", interactive=False)
+        self.status = gr.Markdown(elem_id="chat-status")
+        self.session = gr.State(new_session(False))
+
+    # ---- wiring ----------------------------------------------------------------------------------
+
+    def wire(self, demo: gr.Blocks) -> None:
+        settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed]
+        panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
+                 self.vote_a, self.vote_tie, self.vote_b]
+        self.refresh.click(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_name="chat_runs")
+        demo.load(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
+                        api_name="chat_pick_run")
+        self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
+        self.blind.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
+        self.clear.click(self.reset, inputs=self.blind, outputs=panes, api_name="chat_clear")
+        chat_inputs = [self.run, self.checkpoint, self.prompt, self.session] + settings
+        self.send.click(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_name="chat")
+        self.prompt.submit(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_visibility="private")
+        self.retry.click(self.retry_last, inputs=[self.run, self.checkpoint, self.session] + settings,
+                         outputs=panes + [self.prompt, self.seed], api_name="chat_retry")
+        for button, choice in ((self.vote_a, "a"), (self.vote_tie, "tie"), (self.vote_b, "b")):
+            button.click(self._voter(choice), inputs=[self.run, self.checkpoint, self.session], outputs=panes,
+                         api_name=f"chat_vote_{choice}")
+
+    def _voter(self, choice: str):
+        def handler(run_id, checkpoint, session):
+            return self.vote(run_id, checkpoint, session, choice)
+        return handler
+
+    # ---- handlers --------------------------------------------------------------------------------
+
+    def list_runs(self, current: str | None):
+        choices = tuned_runs(self.runs_dir)
+        value = current if current in choices else (choices[0] if choices else None)
+        ckpts = checkpoint_choices(self.runs_dir / value) if value else []
+        return gr.update(choices=choices, value=value), gr.update(choices=ckpts, value=ckpts[0] if ckpts else None)
+
+    def pick_run(self, run_id: str | None, blind: bool):
+        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
+        system = ""
+        if run_id:
+            try:
+                from ..config import RunConfig
+
+                system = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE).data.system_prompt or ""
+            except (StudioError, OSError):
+                system = ""
+        return [gr.update(choices=ckpts, value=ckpts[0] if ckpts else None), system] + self.reset(blind)
+
+    def render(self, session: dict, status: str = "", pending: dict | None = None, voting: bool = False) -> list:
+        left_side, right_side = layout(session)
+        pending = pending or {}
+        show_votes = session["blind"] and voting
+        return [pane(session[left_side], pending.get(left_side)), pane(session[right_side], pending.get(right_side)),
+                badge_markdown(session, left_side, "left"), badge_markdown(session, right_side, "right"), status, session,
+                gr.update(interactive=show_votes), gr.update(interactive=show_votes), gr.update(interactive=show_votes)]
+
+    def reset(self, blind: bool) -> list:
+        return self.render(new_session(bool(blind)), "Blind mode: the panes are called A and B, shuffled for every message (each is a fresh one-turn chat); vote after each." if blind else "")
+
+    def chat(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
+        message = (message or "").strip()
+        if not message:
+            yield self.render(session, "Type a message first.") + [gr.update()]
+            return
+        yield from self._turn(run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed)
+
+    def retry_last(self, run_id, checkpoint, session, system_prompt, temperature, top_p, max_tokens, seed):
+        last = session.get("last")
+        if not last:
+            yield self.render(session, "Nothing to retry yet: send a message first.") + [gr.update(), gr.update()]
+            return
+        for side in ("base", "tuned"):  # drop the last exchange on both sides, then ask again with the next seed
+            while session[side] and session[side][-1]["role"] == "assistant":
+                session[side].pop()
+            if session[side] and session[side][-1]["role"] == "user":
+                session[side].pop()
+        new_seed = int(seed or 0) + 1
+        for out in self._turn(run_id, checkpoint, last, session, system_prompt, temperature, top_p, max_tokens, new_seed):
+            yield out + [new_seed]
+
+    def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
+        problem = None
+        if not run_id or not checkpoint:
+            problem = "Pick a run and a checkpoint first (a run appears here once it has saved an adapter)."
+        elif not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
+            problem = f"Run `{run_id}` is no longer in {self.runs_dir}: press Refresh runs."
+        else:
+            problem = busy_message(self.runs_dir, "The chat")
+        if problem:
+            yield self.render(session, problem) + [gr.update()]
+            return
+        if session["blind"] and not session.get("voted", True):
+            yield self.render(session, "Vote for the last turn first (A, Tie or B): it keeps the tally honest.", voting=True) + [gr.update()]
+            return
+        if session["blind"]:
+            # Each blind turn is a fresh one-turn conversation, shuffled anew: a revealed order
+            # or a side's earlier answers must not give the next vote away.
+            session = new_session(True)
+        for side in ("base", "tuned"):
+            session[side].append({"role": "user", "content": message})
+        session["last"] = message
+        session["badges"] = {}
+        sampling = {"temperature": float(temperature), "top_p": float(top_p), "max_new_tokens": int(max_tokens), "seed": int(seed or 0)}
+        # The conversation so far is the same user turns on both sides but each side's own answers.
+        pending = {}
+        yield self.render(session, "Loading the model…" if self.worker.loaded is None else "Generating…", pending) + [""]
+        try:
+            conversations = {side: list(session[side]) for side in ("base", "tuned")}
+            for side in ("base", "tuned"):
+                events = self.worker.chat(self.runs_dir / run_id, checkpoint, conversations[side], sampling,
+                                          system_prompt=system_prompt or None, sides=(side,))
+                pending[side] = ""
+                for event in events:
+                    kind = event.get("event")
+                    if kind == "progress":
+                        yield self.render(session, f"{event['message']}…", pending) + [gr.update()]
+                    elif kind == "text":
+                        pending[side] += event["delta"]
+                        yield self.render(session, f"Generating the {side if not session['blind'] else 'replies'}…", pending) + [gr.update()]
+                    elif kind == "reply":
+                        session["badges"][side] = event["adapter_state"]
+                        pending.pop(side, None)
+                        session[side].append({"role": "assistant", "content": event["text"]})
+                        yield self.render(session, "", pending) + [gr.update()]
+        except (StudioError, OSError) as exc:
+            for side in ("base", "tuned"):  # the turn did not complete: take it back so Retry/Send start clean
+                if len(session[side]) and session[side][-1]["role"] == "user":
+                    session[side].pop()
+            text = exc.message() if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
+            yield self.render(session, f"**Could not generate:** {text}".replace("\n", "  \n")) + [message]
+            return
+        session["voted"] = not session["blind"]
+        note = f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}."
+        yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
+
+    def vote(self, run_id, checkpoint, session, choice: str) -> list:
+        if not session.get("blind") or session.get("voted", True) or not session.get("last"):
+            return self.render(session, "Votes are for blind mode, once per turn.")
+        a_is = session["a_is"]
+        b_is = "tuned" if a_is == "base" else "base"
+        preferred = {"a": a_is, "b": b_is, "tie": "tie"}[choice]
+        record = {"time": time.time(), "run": run_id, "checkpoint": checkpoint, "prompt": session["last"], "a_is": a_is,
+                  "choice": choice, "preferred": preferred,
+                  "replies": {side: session[side][-1]["content"] for side in ("base", "tuned") if session[side]}}
+        runs.append_jsonl(self.runs_dir / run_id / PREFERENCES_FILE, record)
+        session["voted"] = True
+        tally = {"tuned": 0, "base": 0, "tie": 0}
+        for r in runs.read_jsonl(self.runs_dir / run_id / PREFERENCES_FILE):
+            if r.get("preferred") in tally:
+                tally[r["preferred"]] += 1
+        return self.render(session, f"Recorded. **A was the {a_is} model, B the {b_is} model.** This run's blind votes so far: "
+                                    f"tuned {tally['tuned']}, base {tally['base']}, tie {tally['tie']} (saved in {PREFERENCES_FILE}).")
