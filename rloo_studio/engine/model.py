@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..config import LoraConfig, ModelConfig
 from ..errors import ModelError
+from ..rewards.preview import missing_tokenizer_error
 from .stack import TrainingStack
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,9 @@ def resolve_model_source(name_or_path: str, base_dir: str | Path = ".") -> str:
                 raise ModelError(f"{candidate} is not a model folder (no config.json)",
                                  "a Hugging Face model folder holds config.json, weights and tokenizer files",
                                  "point model.name_or_path at the folder that contains config.json")
+            missing = missing_tokenizer_error(candidate)
+            if missing is not None:  # found here, before torch is imported, rather than as a loader error
+                raise missing
             return str(candidate.resolve())
     if name_or_path.startswith((".", "/", "~")) or not HUB_ID.match(name_or_path):
         raise ModelError(f"model folder not found: {name_or_path}", "it is neither an existing folder nor a hub id like Qwen/Qwen3-0.6B",
@@ -86,9 +90,11 @@ def _explain_load_error(exc: Exception, source: str) -> ModelError:
             else "check the id on the hub; for gated models run `huggingface-cli login` first",
         )
     if "tokenizer" in text.lower() or "vocab" in text.lower():
-        return ModelError(f"the model folder {source} has no usable tokenizer: {text}",
-                          "training needs the tokenizer files (tokenizer.json / tokenizer_config.json) beside the weights",
-                          "copy the tokenizer files of the base model into the folder")
+        # Tokenizer files are there (resolve_model_source checks that) but transformers cannot use them.
+        return ModelError(f"the model folder {source} has no usable tokenizer (transformers said: {text})",
+                          "training needs a complete tokenizer (tokenizer.json, or tokenizer_config.json with its vocabulary "
+                          "files) beside the weights",
+                          "copy all tokenizer files of the base model into the folder, replacing the ones there")
     return ModelError(f"could not load model from {source}: {text}", "", "check that the folder holds a complete Hugging Face causal-LM")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from .. import runs
 from ..config import RLOO_DEFAULTS, RunConfig
 from ..errors import ConfigError, DataError, OutOfMemory, StudioError
+from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from .preflight import preflight
 
 log = logging.getLogger("rloo_studio.train")
@@ -178,7 +179,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
         def on_step_end(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
                 runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state))
-            if stop_flag.get("signal") or runs.stop_requested(run_dir):
+            if _all_ranks_agree(bool(stop_flag.get("signal") or runs.stop_requested(run_dir)), stack):
                 stop_flag["requested"] = True
                 control.should_training_stop = True
                 control.should_save = True  # a checkpoint at this step, so --resume continues from here
@@ -191,6 +192,33 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
                 runs.update_status(run_dir, last_checkpoint=state.global_step)
 
     return StudioCallback()
+
+
+def _accept_indexed_cpu_location(torch) -> None:
+    """Let torch.load map a checkpoint to "cpu:0". With several CPU processes accelerate names each
+    rank's device torch.device("cpu", 0), transformers loads the optimizer state of a resumed run with
+    map_location=that device, and torch only knows the location "cpu": resuming failed with "don't know
+    how to restore data location ... (tagged with cpu:0)". Only CPU ranks register this."""
+    def cpu_with_index(storage, location: str):
+        return storage if location.startswith("cpu:") else None
+
+    torch.serialization.register_package(99, lambda storage: None, cpu_with_index)
+
+
+def _all_ranks_agree(wants_stop: bool, stack) -> bool:
+    """True when any rank wants to stop. Every rank must stop at the same step: one that trained on
+    alone would wait forever for the others in the next gradient all-reduce."""
+    if world_size() <= 1:
+        return wants_stop
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return wants_stop
+    torch = stack.torch
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    flag = torch.tensor([1 if wants_stop else 0], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
 
 
 def _install_signal_handlers(stop_flag: dict) -> dict:
@@ -237,6 +265,60 @@ def out_of_memory_error(step, cfg: RunConfig | None = None, device_gib: float | 
     return OutOfMemory(f"the GPU ran out of memory at step {step}", why, fix)
 
 
+class DiskFull(StudioError):
+    """The disk holding the run directory filled up while the run was writing to it."""
+
+
+def _size_text(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MiB"
+
+
+def disk_full_error(run_dir: Path, doing: str, checkpoint: str | None = None) -> DiskFull:
+    """What to say when the disk filled up `doing` something (e.g. "saving checkpoint-4") in `run_dir`."""
+    run_dir = Path(run_dir)
+    why = []
+    try:
+        why.append(f"{_size_text(shutil.disk_usage(run_dir).free)} is free on the disk holding {run_dir}")
+    except OSError:
+        pass
+    last = runs.last_checkpoint(run_dir)
+    if last:
+        size = sum(f.stat().st_size for f in last[1].rglob("*") if f.is_file())
+        why.append(f"each checkpoint of this run takes about {_size_text(size)}; checkpoint-{last[0]} is complete and "
+                   "is the one a resume continues from")
+    half_written = run_dir / runs.CHECKPOINTS_DIR / checkpoint if checkpoint else None
+    cleanup = (f" (the half-written {half_written} can be deleted: resume skips it)"
+               if half_written is not None and half_written.exists() and not runs.checkpoint_complete(half_written) else "")
+    return DiskFull(
+        f"the disk is full while {doing}",
+        "; ".join(why) or "the disk holding the run directory has no space left",
+        f"free space on that disk{cleanup}, or keep fewer checkpoints with rloo.save_total_limit; "
+        f"then resume with `rloo-studio train --resume {run_dir}`",
+    )
+
+
+def _name_checkpoint_on_disk_full(trainer, run_dir: Path) -> None:
+    """Make a full disk during a checkpoint save name that checkpoint.
+
+    transformers' Trainer (5.17) saves every checkpoint in `_save_checkpoint`; wrapping it on this one
+    trainer object is the only place that knows a save, and which one, was under way.
+    """
+    save = getattr(trainer, "_save_checkpoint", None)
+    if save is None:  # another transformers version: the generic disk-full message still applies
+        return
+
+    def save_checkpoint(*args, **kwargs):
+        try:
+            return save(*args, **kwargs)
+        except Exception as exc:
+            if runs.is_disk_full(exc):
+                name = f"checkpoint-{trainer.state.global_step}"
+                raise disk_full_error(run_dir, f"saving {name}", name) from exc
+            raise
+
+    trainer._save_checkpoint = save_checkpoint
+
+
 def _gpu_total_gib(stack) -> float | None:
     try:
         cuda = stack.torch.cuda
@@ -249,11 +331,18 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     """Train one run; returns its directory. Raises StudioError for problems the person can fix."""
     from .stack import import_training_stack, rloo_config_fields
 
-    rows = preflight(cfg)  # cheap checks first: a typo should not wait for torch to import
+    # Several processes (accelerate launch): TRL's generation batch counts every process.
+    processes = world_size()
+    rows = preflight(cfg, num_processes=processes)  # cheap checks first: a typo should not wait for torch to import
     stack = import_training_stack(cfg.model.backend)
-    problems = cfg.validate(rloo_config_fields())  # now also: are the `rloo` keys real RLOOConfig options?
+    problems = cfg.validate(rloo_config_fields(), processes)  # now also: are the `rloo` keys real RLOOConfig options?
     if problems:
         raise ConfigError(problems, "the run config")
+    if processes > 1 and stack.cuda:
+        # One GPU per rank, chosen before loading: 4-bit loading places weights on the current device.
+        stack.torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    elif processes > 1:
+        _accept_indexed_cpu_location(stack.torch)
 
     main = is_main_process()
     if resume:
@@ -262,8 +351,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
             _save_resumed_config(cfg, run_dir)
     elif main:
         run_dir = prepare_run_dir(cfg, run_dir)
-    else:  # other ranks learn the directory from rank 0 through the environment (set by the launcher)
-        run_dir = Path(os.environ["RLOO_STUDIO_RUN_DIR"])
+    else:  # other ranks write nothing; the launcher created the directory and names it (--run-dir, or the environment)
+        run_dir = Path(run_dir or os.environ[RUN_DIR_ENV])
     assert run_dir is not None
 
     # When the app started this worker its stdout and stderr already go to train.log: no second copy.
@@ -285,6 +374,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     except BaseException as exc:
         if main:
             _record_failure(run_dir, exc, stack, log_file, cfg)
+        if not isinstance(exc, StudioError) and runs.is_disk_full(exc):
+            raise disk_full_error(run_dir, "writing to the run directory") from exc
         if isinstance(exc, StudioError) or not _is_oom(exc, stack):
             raise
         raise out_of_memory_error(runs.read_status(run_dir).get("step"), cfg, _gpu_total_gib(stack)) from exc
@@ -312,13 +403,22 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: Run
         err = out_of_memory_error(runs.read_status(run_dir).get("step"), cfg, _gpu_total_gib(stack))
     elif isinstance(exc, StudioError):
         err = exc
+    elif runs.is_disk_full(exc):
+        err = disk_full_error(run_dir, "writing to the run directory")
     else:
         err = StudioError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                           "an unexpected error inside the training stack (the full traceback is in train.log)",
                           "read train.log; if the cause is not clear, report it with that file")
     # The traceback goes to train.log only: the person sees one clear message, a bug report has the details.
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=log_file or sys.stderr)
-    runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
+    # On a full disk these writes can fail too: the person still gets the message, from the command line.
+    try:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=log_file or sys.stderr)
+    except OSError:
+        pass
+    try:
+        runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
+    except OSError as write_error:
+        print(f"[rloo-studio] could not record the failure in {runs.STATUS_FILE}: {write_error}", file=sys.__stderr__, flush=True)
 
 
 def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
@@ -358,17 +458,20 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
             # Steps after the checkpoint are trained again: set their old records aside so nothing is duplicated.
             for name in (runs.METRICS_FILE, runs.SAMPLES_FILE):
                 runs.set_aside_after(run_dir / name, resume_step)
-        runs.update_status(run_dir, state="running", pid=os.getpid(), started_at=runs.read_status(run_dir).get("started_at") or time.time(),
+        # Several processes: the run's process is the launcher (`train --num-processes N`), which stops them all.
+        pid = int(os.environ.get(LAUNCHER_PID_ENV) or os.getpid())
+        runs.update_status(run_dir, state="running", pid=pid, started_at=runs.read_status(run_dir).get("started_at") or time.time(),
                            model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
                            finished_at=None, final_dir=None, summary=None, note=None, eta_s=None,
-                           step=resume_step, max_steps=cfg.rloo_value("max_steps"))
-    print(f"[rloo-studio] run directory: {run_dir}", flush=True)
-    print(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)
+                           step=resume_step, max_steps=cfg.rloo_value("max_steps"), num_processes=world_size())
+    say = print if main else (lambda *a, **k: None)  # other ranks train silently: one copy of each line
+    say(f"[rloo-studio] run directory: {run_dir}", flush=True)
+    say(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)
     if resume:
-        print(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0", flush=True)
+        say(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0", flush=True)
 
     loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir)
-    print(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
+    say(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
           f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{', 4-bit' if cfg.model.load_in_4bit else ''})", flush=True)
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
@@ -389,15 +492,31 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
         processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step)],
     )
+    _name_checkpoint_on_disk_full(trainer, run_dir)
+    if world_size() > 1:
+        import torch.distributed as dist
+
+        backend = dist.get_backend() if dist.is_initialized() else "not initialised"
+        print(f"[rloo-studio] rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
+              f"completions per step of a generation batch of {rloo_config.generation_batch_size}", flush=True)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     stopped = bool(stop_flag.get("requested"))
     if main:
         final_dir = run_dir / (runs.ADAPTER_DIR if loaded.lora else runs.MODEL_DIR)
-        trainer.model.save_pretrained(str(final_dir))
-        loaded.tokenizer.save_pretrained(str(final_dir))
+        try:
+            trainer.model.save_pretrained(str(final_dir))
+            loaded.tokenizer.save_pretrained(str(final_dir))
+        except Exception as exc:
+            if runs.is_disk_full(exc):
+                raise disk_full_error(run_dir, f"saving the final {final_dir.name}") from exc
+            raise
         runs.clear_stop(run_dir)
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
                            eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name)
-    print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
+    if main:
+        print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
+    else:
+        print(f"[rloo-studio] rank {rank()} of {world_size()}: {'stopped' if stopped else 'finished'} at step "
+              f"{trainer.state.global_step}", flush=True)
     return run_dir

@@ -7,9 +7,10 @@ mean, std, min, max, how many `None` and the errors; the share of prompt groups 
 all scored the same (no learning signal); and which functions score degenerate completions
 (empty, only the tags, the prompt echoed, ...) as well as real ones.
 
-The person's reward code runs in a child process (`score_in_child`) with a time limit, so a hang,
-`sys.exit` or a crash in it never takes the app down: the parent reports which function was
-running. Functions are called exactly as TRL 1.15 calls them: keyword arguments `prompts`,
+The person's reward code runs in a child process (`score_in_child`) with a time limit and, on
+Linux, a memory limit (PREVIEW_MEMORY_LIMIT_GIB), so a hang, `sys.exit`, a crash or a runaway
+allocation in it never takes the app down: the parent reports which function was running. Return
+values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them: keyword arguments `prompts`,
 `completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
 `completion_ids`, `trainer_state`, and every dataset column by name.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -32,8 +32,20 @@ from ..config import RewardSpec
 from .scoring import all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60
+# Memory the scoring child may take for data (Linux RLIMIT_DATA). Generous: the child's own imports
+# (transformers and torch for the tokenizer) take about 1 GiB, and a reward model of ~3B parameters in
+# fp32 fits besides. It is there so a reward that allocates without bound fails inside the child with a
+# MemoryError naming the function, instead of swapping the machine or waking the kernel's OOM killer.
+# RLIMIT_DATA rather than RLIMIT_AS: it counts memory the process can write to (heap, anonymous mmaps),
+# not address space merely reserved — torch and the CUDA driver reserve tens of GiB they never use, which
+# RLIMIT_AS would refuse. Capped at MEMORY_LIMIT_RAM_SHARE of the machine's RAM on smaller machines.
+# Set RLOO_STUDIO_PREVIEW_MEMORY_GIB to change it (0: no limit).
+PREVIEW_MEMORY_LIMIT_GIB = 16
+MEMORY_LIMIT_RAM_SHARE = 0.75
+MEMORY_LIMIT_ENV = "RLOO_STUDIO_PREVIEW_MEMORY_GIB"
 PROBE_KINDS = ("empty", "whitespace", "only the tags", "answer repeated", "rambling", "prompt echoed")
 LEARNABILITY_WARN = 0.5  # above this share of no-signal groups, most of each step teaches nothing
+_MEMORY_LIMIT_GIB: float | None = None  # set in the scoring child by _main(); for the MemoryError message
 
 
 @dataclass
@@ -62,6 +74,34 @@ def probe_completions(prompt_text: str, answer: str | None) -> dict[str, str]:
     }
 
 
+# Any of these beside config.json makes a loadable tokenizer (fast, sentencepiece, BPE or WordPiece files).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
+
+
+def missing_tokenizer_error(folder: str | Path):
+    """A ModelError when a local model folder has weights but no tokenizer files, else None.
+
+    Checked before anything is loaded (training's pre-flight, the preview's scoring child), because
+    transformers' own error for this ("Couldn't instantiate the backend tokenizer from one of: .")
+    does not say which files are missing. The engine uses it too; it lives here because the preview
+    may not import the engine.
+    """
+    from ..errors import ModelError
+
+    folder = Path(folder)
+    if not folder.is_dir() or any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return None
+    present = sorted(p.name for p in folder.iterdir())
+    shown = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "")
+    return ModelError(
+        f"the model folder {folder} has no tokenizer (it holds {shown or 'nothing'})",
+        "training and the reward preview turn text into tokens with the tokenizer saved beside the weights: "
+        f"one of {', '.join(TOKENIZER_FILES)}",
+        "copy the tokenizer files of the model these weights came from into the folder (e.g. "
+        "`AutoTokenizer.from_pretrained(BASE).save_pretrained(FOLDER)`), or point model.name_or_path at the original model",
+    )
+
+
 def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
     """Where the scoring child loads the tokenizer from (completion_ids, the </think> token): without importing the engine."""
     from ..data import PROJECT_ROOT
@@ -82,23 +122,10 @@ def _call(fn, kwargs: dict):
 
 
 def _check_values(name: str, values: Any, n: int) -> list[float | None]:
-    if hasattr(values, "tolist") and not isinstance(values, (str, bytes)):
-        values = values.tolist()  # numpy arrays and tensors work in training (runtime._check_values): accept them here too
-    if not isinstance(values, (list, tuple)):
-        raise TypeError(f"returned {type(values).__name__}, not a list of {n} floats")
-    if len(values) != n:
-        raise ValueError(f"returned {len(values)} values for {n} completions")
-    out: list[float | None] = []
-    for i, v in enumerate(values):
-        if v is None:
-            out.append(None)
-        elif isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"value {i} is {v!r} ({type(v).__name__}), not a number or None")
-        elif not math.isfinite(float(v)):
-            raise ValueError(f"value {i} is {v!r}: rewards must be finite numbers (or None)")
-        else:
-            out.append(float(v))
-    return out
+    """Training's own check (runtime.check_reward_values): the preview gives the same verdict and message."""
+    from .runtime import check_reward_values
+
+    return check_reward_values(values, name, n)
 
 
 def _summary(values: list[float | None], errors: list[str]) -> dict:
@@ -114,7 +141,20 @@ def _summary(values: list[float | None], errors: list[str]) -> dict:
 def _error_detail(exc: BaseException, name: str, filename: str | None, completion: str) -> dict:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if filename and f.filename == filename]
     lines = [f"{Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
-    return {"function": name, "error": f"{type(exc).__name__}: {exc}", "lines": lines, "completion": completion[:300]}
+    from ..errors import RewardError
+
+    # A wrong return value reads exactly as training reports it (what, why, what to do), on one line for the table.
+    if isinstance(exc, RewardError):
+        error = exc.message().replace("\n", " ")
+    elif isinstance(exc, MemoryError):
+        limit = f" (the preview lets reward code use up to {_MEMORY_LIMIT_GIB:.0f} GiB)" if _MEMORY_LIMIT_GIB else ""
+        error = (f"MemoryError: reward function `{name}` ran out of memory{limit}{': ' + str(exc) if str(exc) else ''}. "
+                 "Why: it tried to allocate more memory than this machine lets it have; in training it would take that "
+                 "memory from the model, or be killed. What to do: score each completion with small, bounded data "
+                 "structures (no huge buffers, no unbounded caches)")
+    else:
+        error = f"{type(exc).__name__}: {exc}"
+    return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
 
 
 def score(request: dict) -> dict:
@@ -136,6 +176,9 @@ def score(request: dict) -> dict:
     columns = sorted({c for g in groups for c in (g.get("row") or {})})
     tokenizer = None
     if request.get("tokenizer"):
+        missing = missing_tokenizer_error(request["tokenizer"])
+        if missing is not None:
+            raise missing
         from transformers import AutoTokenizer  # only for completion_ids and the </think> token
 
         tokenizer = AutoTokenizer.from_pretrained(request["tokenizer"])
@@ -275,9 +318,49 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S) -> dict:
     return result
 
 
+def preview_memory_limit_gib() -> float | None:
+    """The scoring child's memory limit in GiB (None: no limit, or not on Linux). See PREVIEW_MEMORY_LIMIT_GIB."""
+    import os
+
+    if not sys.platform.startswith("linux"):
+        return None  # RLIMIT_DATA counts mmap'd memory only on Linux (4.7+); elsewhere it would not hold
+    try:
+        limit = float(os.environ.get(MEMORY_LIMIT_ENV, PREVIEW_MEMORY_LIMIT_GIB))
+    except ValueError:
+        limit = float(PREVIEW_MEMORY_LIMIT_GIB)
+    if limit <= 0:
+        return None
+    try:
+        ram_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        limit = min(limit, MEMORY_LIMIT_RAM_SHARE * ram_gib)
+    except (ValueError, OSError):
+        pass
+    return limit
+
+
+def _limit_memory() -> float | None:
+    """Apply the limit to this (child) process; returns it in GiB, or None when none applies."""
+    limit = preview_memory_limit_gib()
+    if limit is None:
+        return None
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    wanted = int(limit * 2**30)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+    except (ValueError, OSError):
+        return None
+    return wanted / 2**30
+
+
 def _main() -> None:
     from ..errors import StudioError
 
+    global _MEMORY_LIMIT_GIB
+    _MEMORY_LIMIT_GIB = _limit_memory()  # before the request is read and any reward code is imported
     request = json.loads(sys.stdin.read())
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # prints in reward code must not corrupt the answer

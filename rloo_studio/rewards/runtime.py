@@ -2,8 +2,9 @@
 
 `guard` wraps a reward function so a misbehaving one fails with a message naming the function
 and what was wrong (an exception with its line in the user's file, the wrong number of values,
-a value that is not a number) instead of a stack trace from deep inside TRL. The wrapper keeps
-the function's `__name__`, which TRL uses for metric names.
+a value that is not a number or is infinite) instead of a stack trace from deep inside TRL. The
+wrapper keeps the function's `__name__`, which TRL uses for metric names. `check_reward_values` is
+that check on its own; the reward preview uses it too, so both give the same verdict and message.
 
 `SampleRecorder` sees every function's values for a generation batch and appends a few
 prompt groups to samples.jsonl with per-function rewards, the weighted total and the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import numbers
 import threading
 from typing import Callable, Sequence
@@ -24,14 +26,31 @@ from .scoring import leave_one_out_advantages, weighted_totals
 from .user import describe_call_error
 
 
-def _check_values(values, name: str, expected: int) -> list[float | None]:
+def check_reward_values(values, name: str, expected: int) -> list[float | None]:
+    """The one verdict on what a reward function returned, used by training (`guard`) and the preview alike.
+
+    Returns one float or None per completion; raises RewardError naming the function otherwise.
+    What counts, and why (TRL 1.15, trl/trainer/rloo_trainer.py, `_generate_and_score_completions`):
+
+    * None means "does not apply to this completion"; TRL turns it into NaN
+      (`reward if reward is not None else torch.nan`) and combines functions with `nansum`,
+      baselines with `nansum`/`nanmean`. A NaN the function returns is therefore exactly a None
+      to the trainer, so it is accepted and returned as None (stored as null in samples.jsonl).
+    * inf is refused: `nansum` keeps it, the leave-one-out baseline becomes inf or NaN, and
+      `nan_to_num` turns the advantages into ±3.4e38 or 0 — one value wrecks the whole group.
+    * bools and numpy/torch scalars are numbers (TRL's `torch.tensor(...)` takes them);
+      strings and other objects are refused, as is a count that differs from the completions.
+
+    >>> check_reward_values([1, None, float("nan"), True], "r", 4)
+    [1.0, None, None, 1.0]
+    """
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not hasattr(values, "tolist"):
         raise RewardError(
             f"reward function `{name}` returned {type(values).__name__}, not a list",
             "TRL needs one float (or None) per completion",
             f"return a list with {expected} numbers, e.g. `return [1.0 for _ in completions]`",
         )
-    if hasattr(values, "tolist"):
+    if hasattr(values, "tolist"):  # numpy arrays and tensors
         values = values.tolist()
     values = list(values)
     if len(values) != expected:
@@ -42,16 +61,31 @@ def _check_values(values, name: str, expected: int) -> list[float | None]:
         )
     out: list[float | None] = []
     for i, v in enumerate(values):
+        if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # a numpy or torch scalar
+            try:
+                v = v.item()
+            except (TypeError, ValueError):
+                pass
         if v is None:
             out.append(None)
-        elif isinstance(v, numbers.Real):
-            out.append(float(v))
-        else:
+        elif not isinstance(v, numbers.Real):
             raise RewardError(
                 f"reward function `{name}` returned {v!r} ({type(v).__name__}) for completion #{i}",
                 "each value must be a number, or None when the reward does not apply",
                 "convert it with float(...) or return None",
             )
+        elif math.isnan(v):
+            out.append(None)  # TRL treats NaN exactly as None: not applicable
+        elif math.isinf(v):
+            raise RewardError(
+                f"reward function `{name}` returned {float(v)!r} for completion #{i}",
+                "rewards must be finite: one infinite reward makes the leave-one-out baselines and advantages of its "
+                "whole prompt group infinite or NaN",
+                "clip the value to a finite range (e.g. `max(-10.0, min(10.0, x))`), or return None when the reward "
+                "does not apply",
+            )
+        else:
+            out.append(float(v))
     return out
 
 
@@ -60,7 +94,7 @@ def guard(func: Callable, name: str, source_file: str | None = None,
     """Wrap `func` with output checks and error messages; `on_values(name, kwargs, values)` sees results."""
 
     def finish(kwargs, values):
-        checked = _check_values(values, name, len(kwargs["completions"]))
+        checked = check_reward_values(values, name, len(kwargs["completions"]))
         if on_values is not None:
             on_values(name, kwargs, checked)
         return checked
@@ -72,7 +106,7 @@ def guard(func: Callable, name: str, source_file: str | None = None,
         completions = kwargs.get("completions") or []
         first = completion_text(completions[0])[:200] if completions else ""
         raise RewardError(
-            f"reward function `{name}` raised {type(exc).__name__}: {exc}",
+            f"reward function `{name}` raised {type(exc).__name__}" + (f": {exc}" if str(exc) else ""),
             f"at {describe_call_error(exc, name, source_file)}; first completion of the batch: {first!r}",
             "fix the function so it handles every completion (return None for ones it cannot score)",
         ) from exc

@@ -69,6 +69,28 @@ def test_a_hub_dataset_that_cannot_be_reached_offline(tmp_path):
     assert "could not load hub dataset 'nobody/no-such-dataset'" in err and "no network connection" in err
 
 
+# ---- models ----------------------------------------------------------------------------------------
+
+def _model_without_tokenizer(tmp_path):
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):  # the weights and their config, nothing else
+        (folder / name).write_bytes((ROOT / "assets" / "demo-model" / name).read_bytes())
+    return folder
+
+
+def test_a_model_folder_without_a_tokenizer(tmp_path):
+    folder = _model_without_tokenizer(tmp_path)
+    err = train_fails(tmp_path, f"model.name_or_path={folder}")
+    assert f"model.name_or_path: the model folder {folder} has no tokenizer (it holds config.json, model.safetensors)" in err
+    assert "copy the tokenizer files of the model these weights came from into the folder" in err
+    # The preview's scoring child, given that folder for completion_ids, says the same instead of a loader error.
+    result = score_in_child({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
+                             "rewards": [{"name": "think_format"}], "tokenizer": str(folder)})
+    assert result["problems"][0].startswith(f"the model folder {folder} has no tokenizer (it holds config.json, model.safetensors)")
+    assert "Why: training and the reward preview turn text into tokens with the tokenizer" in result["problems"][0]
+
+
 # ---- configs ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("overrides, expected", [
@@ -128,18 +150,66 @@ def _score(source: str, completions=("ab", "abc"), timeout_s: float = 20) -> dic
 
 
 @pytest.mark.parametrize("body, expected", [
-    ("return [float('inf'), 1.0]", "value 0 is inf: rewards must be finite"),
-    ("return ['1', 2]", "value 0 is '1' (str), not a number or None"),
-    ("return [1.0, 2.0, 3.0]", "returned 3 values for 2 completions"),
-    ("return None", "returned NoneType, not a list"),
+    ("return [float('inf'), 1.0]", "reward function `r` returned inf for completion #0. Why: rewards must be finite"),
+    ("return ['1', 2]", "reward function `r` returned '1' (str) for completion #0. Why: each value must be a number"),
+    ("return [1.0, 2.0, 3.0]", "reward function `r` returned 3 values for 2 completions. Why: TRL needs exactly one value"),
+    ("return None", "reward function `r` returned NoneType, not a list. Why: TRL needs one float (or None) per completion"),
     ("raise ValueError('bad completion')", "ValueError: bad completion"),
     ("return [1.0 / (len(c) - 3) for c in completions]", "ZeroDivisionError"),
-    ("x = bytearray(10 ** 15)\n    return [1.0] * len(completions)", "MemoryError"),
+    ("x = bytearray(10 ** 15)\n    return [1.0] * len(completions)", "MemoryError: reward function `r` ran out of memory"),
 ])
 def test_misbehaving_rewards_are_reported_by_name(body, expected):
     result = _score(f"def r(completions, **kwargs):\n    {body}\n")
     errors = result["functions"]["r"]["errors"]
     assert errors and expected in errors[0]["error"], errors
+
+
+@pytest.mark.parametrize("values", [
+    "[float('inf'), 1.0]", "[1.0, float('-inf')]", "['1', 2]", "[1.0, 2.0, 3.0]", "None", "1.0", "[1.0, {'score': 1}]",
+])
+def test_preview_and_training_give_a_wrong_return_value_the_same_verdict_and_message(values):
+    from rloo_studio.errors import RewardError
+    from rloo_studio.rewards.runtime import guard
+
+    source = f"def r(completions, **kwargs):\n    return {values}\n"
+    namespace: dict = {}
+    exec(source, namespace)
+    with pytest.raises(RewardError) as in_training:  # the wrapper training calls TRL's reward functions through
+        guard(namespace["r"], "r")(completions=["ab", "abc"], prompts=["p", "p"])
+    in_preview = _score(source)["functions"]["r"]["errors"][0]["error"]
+    assert in_preview == in_training.value.message().replace("\n", " ")
+
+
+def test_nan_means_not_applicable_in_the_preview_as_in_training():
+    # TRL 1.15 turns None into NaN and sums rewards with nansum: a NaN is a None to the trainer, in both places.
+    from rloo_studio.rewards.runtime import guard
+
+    source = "import math\ndef r(completions, **kwargs):\n    return [math.nan, 1.0]\n"
+    namespace: dict = {}
+    exec(source, namespace)
+    assert guard(namespace["r"], "r")(completions=["ab", "abc"]) == [None, 1.0]
+    result = _score(source)
+    assert result["functions"]["r"]["errors"] == [] and result["functions"]["r"]["none"] == 1
+    assert [row["rewards"]["r"] for row in result["rows"]] == [None, 1.0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the scoring child's memory limit is Linux-only")
+def test_a_reward_allocating_20_gb_hits_the_preview_memory_limit_and_the_others_still_score():
+    from rloo_studio.rewards.preview import tokenizer_source
+
+    source = ("def greedy(completions, **kwargs):\n    buffer = bytearray(20 * 2**30)\n    return [1.0] * len(completions)\n\n"
+              "def modest(completions, **kwargs):\n    return [float(len(c)) for c in completions]\n")
+    result = score_in_child({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
+                             "source": source, "rewards": [{"file": "rewards.py", "function": "greedy"},
+                                                           {"file": "rewards.py", "function": "modest"}],
+                             "tokenizer": tokenizer_source("demo")},  # transformers and torch load under the limit too
+                            timeout_s=120)
+    error = result["functions"]["greedy"]["errors"][0]
+    assert error["error"].startswith("MemoryError: reward function `greedy` ran out of memory (the preview lets reward "
+                                     "code use up to "), error
+    assert "What to do: score each completion with small, bounded data structures" in error["error"]
+    assert error["lines"] == ["rewards.py:2 in greedy: buffer = bytearray(20 * 2**30)"]
+    assert result["functions"]["modest"]["errors"] == [] and [r["rewards"]["modest"] for r in result["rows"]] == [2.0, 3.0]
 
 
 def test_a_reward_that_prints_megabytes_still_scores():

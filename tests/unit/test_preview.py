@@ -60,15 +60,23 @@ def test_a_reward_that_raises_names_the_function_the_completion_and_the_line():
     assert all(r["rewards"]["careful"] is None for r in result["rows"])
 
 
-@pytest.mark.parametrize("body, message", [
-    ("return [1.0]", "returned 1 values for 2 completions"),
-    ("return 1.0", "returned float, not a list of 2 floats"),
-    ("return ['good', 'bad']", "value 0 is 'good' (str), not a number or None"),
-    ("return [float('nan'), 1.0]", "value 0 is nan: rewards must be finite numbers"),
+@pytest.mark.parametrize("body, message", [  # the wording training uses (rewards.runtime.check_reward_values)
+    ("return [1.0]", "reward function `bad` returned 1 values for 2 completions. Why: TRL needs exactly one value"),
+    ("return 1.0", "reward function `bad` returned float, not a list. Why: TRL needs one float (or None) per completion"),
+    ("return ['good', 'bad']", "reward function `bad` returned 'good' (str) for completion #0. Why: each value must be a number"),
+    ("return [1.0, float('-inf')]", "reward function `bad` returned -inf for completion #1. Why: rewards must be finite"),
 ])
 def test_wrong_return_values_are_explained(body, message):
     result = score_in_child(request(f"def bad(completions, **kwargs):\n    {body}\n", [["a", "b"]]))
     assert message in result["functions"]["bad"]["errors"][0]["error"]
+
+
+def test_nan_counts_as_none_as_in_training():
+    # TRL turns None into NaN and combines rewards with nansum/nanmean: a NaN is "does not apply", like None.
+    result = score_in_child(request("def some(completions, **kwargs):\n    return [float('nan'), 1.0]\n", [["a", "b"]]))
+    summary = result["functions"]["some"]
+    assert summary["errors"] == [] and summary["none"] == 1 and summary["mean"] == 1.0
+    assert [r["rewards"]["some"] for r in result["rows"]] == [None, 1.0]
 
 
 def test_a_reward_that_never_returns_is_stopped_in_time():
