@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, eval, preview, estimate, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, export, preview, estimate, rewards, ui.
 
 Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
 turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from . import runs
+from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, is_launched_rank, rank
 from .errors import StudioError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -48,6 +49,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         status = runs.read_status(run_dir)
         # The app marks a run `queued` before it starts this very process: that is not a second worker.
         launched_for_us = status.get("state") == "queued" and status.get("pid") in (None, os.getpid())
+        # Nor is the launcher of `--num-processes N`, whose pid its ranks carry (status holds it while they train).
+        launched_for_us |= status.get("pid") is not None and str(status.get("pid")) == os.environ.get(LAUNCHER_PID_ENV)
         if runs.effective_state(status) in runs.ACTIVE_STATES and not launched_for_us:
             return _fail(StudioError(f"run {run_dir.name} is still {status.get('state')} (process {status.get('pid')})",
                                      "two workers must not write one run directory",
@@ -59,6 +62,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         config_path = str(DEMO_PRESET)
         print(f"No config given: training the bundled demo ({DEMO_PRESET.relative_to(PROJECT_ROOT)}): a tiny model that "
               "learns arithmetic word problems on the CPU in about five minutes. Pass a config to train your own.", flush=True)
+    if args.num_processes != 1 and not is_launched_rank():
+        return _train_data_parallel(args, config_path, overrides)
     try:
         cfg = RunConfig.load(config_path, overrides)
         from .engine.train import run_training
@@ -80,13 +85,131 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise
         return EXIT_FAILED
     status = runs.read_status(run_dir)
-    if status.get("state") == "stopped":
+    if status.get("state") == "stopped" and not is_launched_rank():  # with several processes the launcher says it
         print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir}")
     return EXIT_OK
 
 
+def _cuda_device_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no torch / a broken driver: the ranks will say so themselves
+        return 0
+
+
+def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: list[str]) -> int:
+    """`train --num-processes N`: this process (the launcher) checks the config, creates the run
+    directory so every rank writes to the same one, then runs N ranks through `accelerate launch`
+    as one child process group, copies their output to the terminal and train.log, and turns
+    Ctrl-C/SIGTERM into the run's clean stop. status.json's pid is this launcher's."""
+    import signal
+    import subprocess
+
+    from .config import RunConfig
+    from .distributed import check_can_launch, launcher_argv
+    from .errors import ConfigError
+
+    n = args.num_processes
+    try:
+        check_can_launch(n)  # the cheap refusals first (no accelerate, n < 1)
+        cfg = RunConfig.load(config_path, overrides)
+        problems = cfg.validate(num_processes=n)  # TRL's generation batch counts every process
+        if problems:
+            raise ConfigError(problems, "the run config")
+        check_can_launch(n, _cuda_device_count())
+        if args.resume:
+            run_dir = Path(args.resume).resolve()
+            rank_args = [config_path, "--resume", str(run_dir), *overrides]
+        else:
+            from .engine.train import prepare_run_dir
+
+            run_dir = prepare_run_dir(cfg, args.run_dir).resolve()
+            rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]  # the resolved config holds the overrides
+    except StudioError as exc:
+        _mark_queued_run_failed(args.run_dir, exc)
+        return _fail(exc)
+    fresh = {} if args.resume else {"started_at": time.time(), "step": 0, "max_steps": cfg.rloo_value("max_steps"),
+                                    "model": cfg.model.name_or_path}
+    runs.update_status(run_dir, state="queued", pid=os.getpid(), num_processes=n, error=None, **fresh)
+    # When the app started this launcher its output already goes to train.log; otherwise this process writes it.
+    log_file = None if os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir) else open(run_dir / runs.LOG_FILE, "ab")
+    env = {**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+           runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"}
+    argv = launcher_argv(n, rank_args)
+    line = f"[rloo-studio] training in {n} processes (data-parallel): {' '.join(argv)}\n"
+    print(line, end="", flush=True)
+    if log_file:
+        log_file.write(line.encode())
+    # Its own session: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    signals: list[int] = []
+
+    def on_signal(signum, frame):
+        signals.append(signum)
+        state = runs.read_status(run_dir).get("state")
+        if len(signals) == 1 and state in ("running", "stopping"):
+            runs.request_stop(run_dir)  # every rank sees it and they stop together, with a checkpoint
+            runs.update_status(run_dir, state="stopping")
+            print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
+                  "Send it again to stop at once.", file=sys.stderr, flush=True)
+        else:  # before training began, or asked twice: end the processes now
+            try:
+                os.killpg(proc.pid, signal.SIGTERM if len(signals) <= 2 else signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    out = getattr(sys.stdout, "buffer", None)
+    try:
+        assert proc.stdout is not None
+        while True:
+            chunk = os.read(proc.stdout.fileno(), 65536)  # chunks, not lines: progress bars redraw with \r
+            if not chunk:
+                break
+            if out is not None:
+                out.write(chunk)
+                out.flush()
+            else:
+                sys.stdout.write(chunk.decode("utf-8", "replace"))
+            if log_file:
+                log_file.write(chunk)
+                log_file.flush()
+        rc = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if log_file:
+            log_file.close()
+    status = runs.read_status(run_dir)
+    if status.get("state") in runs.ACTIVE_STATES:  # no rank recorded the end: killed, or a rank other than 0 failed
+        if signals:
+            runs.update_status(run_dir, state="stopped", pid=None, note="stopped before a clean stop; resume continues from the last checkpoint")
+        else:
+            runs.update_status(run_dir, state="failed", pid=None, error=StudioError(
+                f"training in {n} processes failed (exit code {rc})", "one of the processes ended with an error",
+                f"read {run_dir / runs.LOG_FILE}: each process's output is there").as_dict())
+        status = runs.read_status(run_dir)
+    if rc == 0 and status.get("state") in ("finished", "stopped"):
+        if status.get("state") == "stopped":
+            print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir} --num-processes {n}")
+        return EXIT_OK
+    if signals:
+        print(f"\nerror: stopped before a clean stop; continue with: rloo-studio train --resume {run_dir} --num-processes {n}",
+              file=sys.stderr)
+        return 130
+    error = status.get("error") or {}
+    print(f"\nerror: {error.get('what') or f'training in {n} processes failed (exit code {rc})'}\n"
+          f"The output of every process is in {run_dir / runs.LOG_FILE}.", file=sys.stderr)
+    return EXIT_FAILED
+
+
 def _mark_queued_run_failed(run_dir: str | None, exc: StudioError) -> None:
     """A run the app queued but that failed before training began (e.g. a missing data column): say why in its status."""
+    if is_launched_rank() and rank() != 0:
+        return  # with several processes only rank 0 (and the launcher) write the run's status
     if run_dir and runs.read_status(run_dir).get("state") == "queued":
         runs.update_status(run_dir, state="failed", pid=None, error=exc.as_dict())
 
@@ -128,8 +251,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         from .engine.evaluate import evaluate_run
 
-        quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
-        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=quiet)
+        # Progress goes to stderr even with --json (stdout then holds only the JSON document): the app parses it.
+        def progress(msg: str) -> None:
+            print(msg, file=sys.stderr, flush=True)
+
+        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint)
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -137,7 +263,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder
         print(f"\nerror: evaluation failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
-              f"Why: the run's model files could not be loaded or used (is {args.run_dir}/adapter complete?).\n"
+              f"Why: the run's model files could not be loaded or used (is {args.run_dir}/adapter, or the checkpoint, complete?).\n"
               "What to do: resume or re-run training to save the model again; set RLOO_STUDIO_DEBUG=1 for the traceback.",
               file=sys.stderr)
         if os.environ.get("RLOO_STUDIO_DEBUG"):
@@ -146,10 +272,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return EXIT_OK
-    base, tuned = report["base"], report["tuned"]
     print(f"Run {report['run']}: {report['n_prompts']} held-out prompts ({report['split']}), greedy decoding, "
           f"up to {report['decoding']['max_new_tokens']} tokens\n")
-    print(f"{'':28}{'base':>10}{'tuned':>10}")
+    if len(report["checkpoints"]) > 1:
+        _print_checkpoint_table(report)
+    else:
+        _print_base_vs_tuned(report)
+    for s in report.get("skipped", []):
+        print(f"skipped {s['name']}: {s['why']}")
+    print(f"Saved {Path(args.run_dir) / 'eval.json'}")
+    return EXIT_OK
+
+
+def _print_base_vs_tuned(report: dict) -> None:
+    base, tuned = report["base"], report["tuned"]
+    print(f"{'':28}{'base':>10}{'tuned':>10}   (tuned = {report['checkpoint']})")
     print(f"{'answer accuracy':28}{_pct(base['answer_accuracy']):>10}{_pct(tuned['answer_accuracy']):>10}")
     print(f"{'format rate (<think>..)':28}{_pct(base['format_rate']):>10}{_pct(tuned['format_rate']):>10}")
     print(f"{'mean total reward':28}{_num(base['mean_reward']):>10}{_num(tuned['mean_reward']):>10}")
@@ -157,7 +294,52 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{'  ' + name:28}{_num(base['rewards'][name]):>10}{_num(tuned['rewards'][name]):>10}")
     wtl = report["tuned_vs_base"]
     print(f"\ntuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses")
-    print(f"Saved {Path(args.run_dir) / 'eval.json'}")
+
+
+def _print_checkpoint_table(report: dict) -> None:
+    """One row per checkpoint (base first); `*` marks the best mean reward."""
+    width = max(len(c["name"]) for c in report["checkpoints"]) + 2
+    print(f"{'':{width}}{'step':>6}{'mean reward':>13}{'answer acc':>12}{'format rate':>13}{'wins/ties/losses':>18}")
+    base = report["base"]
+    print(f"{'base':{width}}{0:>6}{_num(base['mean_reward']):>13}{_pct(base['answer_accuracy']):>12}"
+          f"{_pct(base['format_rate']):>13}{'-':>18}")
+    for c in report["checkpoints"]:
+        s, v = c["summary"], c["tuned_vs_base"]
+        mark = "  *" if c["name"] == report.get("best") else ""
+        wtl = f"{v['wins']}/{v['ties']}/{v['losses']}"
+        print(f"{c['name']:{width}}{c['step']:>6}{_num(s['mean_reward']):>13}{_pct(s['answer_accuracy']):>12}"
+              f"{_pct(s['format_rate']):>13}{wtl:>18}{mark}")
+    if report.get("best"):
+        print(f"\n* best mean reward: {report['best']} (wins/ties/losses: per prompt against base)")
+
+
+# ---- export -------------------------------------------------------------------------------------
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .engine.export import export_run, list_files
+
+    started = time.time()
+    try:
+        folder = export_run(args.run_dir, args.format, out=args.out, checkpoint=args.checkpoint,
+                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except StudioError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print("\nerror: interrupted; nothing was written (the unfinished export folder was removed).", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder or a model PEFT cannot merge
+        print(f"\nerror: export failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
+              f"Why: the run's model files could not be loaded, merged or written (is {args.run_dir}/adapter complete? is the disk full?).\n"
+              "What to do: try --format adapter, or re-save the model by resuming the run; set RLOO_STUDIO_DEBUG=1 for the traceback.",
+              file=sys.stderr)
+        if os.environ.get("RLOO_STUDIO_DEBUG"):
+            raise
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps({"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or "final",
+                          "out": str(folder.resolve()), "files": list_files(folder), "seconds": round(time.time() - started, 1)}))
+        return EXIT_OK
+    print(f"Exported {args.format} to {folder}\nSee {folder / 'README.md'} for how to use it.")
     return EXIT_OK
 
 
@@ -346,6 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.max_steps=20")
     p.add_argument("--run-dir", help="write the run into this new folder instead of runs/<timestamp>-<name>")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or interrupted run from its last checkpoint")
+    p.add_argument("--num-processes", type=int, default=1, metavar="N", help=(
+        "train data-parallel in N processes through `accelerate launch`, one per GPU (default 1); "
+        "per_device_train_batch_size x N must be a multiple of rloo.num_generations"))
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("runs", help="list runs with their state, step and last reward")
@@ -357,8 +542,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory under runs/")
     p.add_argument("--split", help="held-out data: a split name or a file (default: the run's test split / fraction)")
     p.add_argument("--limit", type=int, help="evaluate at most this many prompts")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N|all",
+                   help="which weights to compare with base: the final adapter (default), one trainer checkpoint, "
+                        "or all of them (base generated once) to pick the best")
+    p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("export", help="export a run: LoRA adapter, merged model, GGUF file or a standalone training script")
+    p.add_argument("run_dir", help="a run directory under runs/")
+    p.add_argument("--format", required=True, metavar="adapter|merged|gguf|script",
+                   help="adapter: the LoRA files; merged: a full Hugging Face model; gguf: an f16 GGUF file (needs llama.cpp); "
+                        "script: a folder that reproduces the run with Unsloth + TRL only")
+    p.add_argument("--out", help="the folder to write (must not exist or be empty; default: RUN_DIR/exports/FORMAT[-checkpoint-N])")
+    p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N", help="which weights to export (default: final)")
+    p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("preview", help="score sampled (or given) completions with the rewards: advantages, learnability, hack probes")
     p.add_argument("config", help="the run config (YAML)")

@@ -212,22 +212,149 @@ def clear_stop(run_dir: str | Path) -> None:
 
 # ---- checkpoints -------------------------------------------------------------------------------
 
+_complete_cache: dict[tuple, bool] = {}
+
+
+def checkpoint_complete(path: str | Path) -> bool:
+    """Whether a checkpoint folder was saved to the end.
+
+    transformers' Trainer (`_save_checkpoint`) writes the weights, optimizer, scheduler and RNG state
+    first and trainer_state.json last: a folder without it, or with one that does not parse (the disk
+    filled up, or the process died, while writing it), is a save that was cut off and must not be resumed.
+    """
+    state = Path(path) / "trainer_state.json"
+    try:
+        st = state.stat()
+    except OSError:
+        return False
+    key = (str(state), st.st_mtime_ns, st.st_size)  # parse each version once: the app polls this
+    if key not in _complete_cache:
+        try:
+            data = json.loads(state.read_text(encoding="utf-8"))
+            _complete_cache[key] = isinstance(data, dict)
+        except (OSError, ValueError):
+            _complete_cache[key] = False
+    return _complete_cache[key]
+
+
 def checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """(step, path) of every complete checkpoint, oldest first."""
+    """(step, path) of every complete checkpoint, oldest first; half-written ones are skipped."""
     root = Path(run_dir) / CHECKPOINTS_DIR
     found = []
     if root.is_dir():
         for path in root.iterdir():
             m = re.fullmatch(r"checkpoint-(\d+)", path.name)
-            # trainer_state.json is written last: a folder without it is a save that was cut off.
-            if m and path.is_dir() and (path / "trainer_state.json").is_file():
+            if m and path.is_dir() and checkpoint_complete(path):
                 found.append((int(m.group(1)), path))
     return sorted(found)
+
+
+# Signs of a full disk (or exhausted quota) in the errors writers raise: Python's OSError, safetensors'
+# "IoError(Os { code: 28, kind: StorageFull, ... })", and torch.save's "PytorchStreamWriter failed writing
+# file ...: file write failed" (torch's writer does not pass the errno on).
+_DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded", "storagefull", "file write failed")
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an exception it was raised from, says the disk (or the quota) is full."""
+    import errno
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(text in str(exc).lower() for text in _DISK_FULL_TEXT):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def last_checkpoint(run_dir: str | Path) -> tuple[int, Path] | None:
     found = checkpoints(run_dir)
     return found[-1] if found else None
+
+
+# ---- evaluable weights (what `rloo-studio eval --checkpoint` can load) ----------------------------
+
+FINAL_CHECKPOINT = "final"  # the name eval gives the run's final adapter/ (or model/)
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+MODEL_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass(frozen=True)
+class EvalCheckpoint:
+    """Trained weights of a run that eval can load: a trainer checkpoint or the final adapter/model."""
+
+    name: str  # "checkpoint-N" or "final"
+    step: int
+    path: Path
+    kind: str  # "adapter" (LoRA files, loaded onto the base model) or "model" (full fine-tuning weights)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "step": self.step, "path": str(self.path), "kind": self.kind}
+
+
+def _weights_kind(folder: Path) -> str | None:
+    if (folder / "adapter_config.json").is_file() and any((folder / f).is_file() for f in ADAPTER_WEIGHT_FILES):
+        return "adapter"
+    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in MODEL_WEIGHT_FILES):
+        return "model"
+    return None
+
+
+def _scan_eval_checkpoints(run_dir: Path) -> tuple[list[EvalCheckpoint], list[dict]]:
+    found: list[EvalCheckpoint] = []
+    skipped: list[dict] = []
+    root = run_dir / CHECKPOINTS_DIR
+    steps: list[int] = []
+    if root.is_dir():
+        for path in root.iterdir():
+            m = re.fullmatch(r"checkpoint-(\d+)", path.name)
+            if not (m and path.is_dir()):
+                continue
+            kind = _weights_kind(path)
+            if kind:
+                found.append(EvalCheckpoint(path.name, int(m.group(1)), path, kind))
+                steps.append(int(m.group(1)))
+            else:
+                skipped.append({"name": path.name, "step": int(m.group(1)),
+                                "why": f"no weights ({ADAPTER_WEIGHT_FILES[0]} or {MODEL_WEIGHT_FILES[0]}): its save was cut off"})
+    for folder in (run_dir / ADAPTER_DIR, run_dir / MODEL_DIR):
+        if not folder.is_dir():
+            continue
+        status = read_status(run_dir)
+        # status.json's step is the final weights' step once the run has ended (finished or stopped).
+        # While a resumed run trains again, adapter/ is the one from its earlier stop: the newest checkpoint is
+        # the best estimate then (a stop always saves a checkpoint at its step).
+        if status.get("state") in ("finished", "stopped") and isinstance(status.get("step"), int):
+            step = status["step"]
+        else:
+            step = max(steps, default=int(status.get("step") or 0))
+        kind = _weights_kind(folder)
+        if kind:
+            found.append(EvalCheckpoint(FINAL_CHECKPOINT, step, folder, kind))
+        else:
+            skipped.append({"name": FINAL_CHECKPOINT, "step": step,
+                            "why": f"{folder.name}/ has no weights ({ADAPTER_WEIGHT_FILES[0]} or {MODEL_WEIGHT_FILES[0]}): it was not completely written"})
+        break
+    found.sort(key=lambda c: (c.step, c.name == FINAL_CHECKPOINT))
+    skipped.sort(key=lambda s: (s["step"], s["name"] == FINAL_CHECKPOINT))
+    return found, skipped
+
+
+def evaluable_checkpoints(run_dir: str | Path) -> list[EvalCheckpoint]:
+    """Every set of trained weights of a run that eval can load, ordered by step (final after a same-step checkpoint).
+
+    Trainer checkpoints (checkpoints/checkpoint-N/) count when they hold adapter weights (or, for full
+    fine-tuning, model weights); the final adapter/ (or model/) is named "final". Plain file checks: no torch.
+    """
+    return _scan_eval_checkpoints(Path(run_dir))[0]
+
+
+def incomplete_checkpoints(run_dir: str | Path) -> list[dict]:
+    """Checkpoint folders eval must skip, each as {"name", "step", "why"} (e.g. a save cut off before its weights)."""
+    return _scan_eval_checkpoints(Path(run_dir))[1]
 
 
 def set_aside_after(path: str | Path, step: int) -> int:
@@ -305,3 +432,35 @@ def list_runs(runs_root: str | Path) -> list[RunSummary]:
     summaries = [summarize_run(p) for p in dirs]
     # Start time first (names of runs started in the same second sort by name), then the id.
     return sorted(summaries, key=lambda r: (r.started_at or r.path.stat().st_mtime, r.run_id), reverse=True)
+
+
+# ---- exports -------------------------------------------------------------------------------------
+
+EXPORTS_DIR = "exports"
+EXPORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def resolve_export_dir(run_dir: str | Path, name: str) -> Path:
+    """The folder for an export called `name` (e.g. typed in the app), strictly inside RUN_DIR/exports/.
+
+    `name` must be one plain folder name (letters, digits, `.`, `_`, `-`; no `..`); absolute paths,
+    separators and anything that resolves outside RUN_DIR/exports/ through a symlink are refused.
+    """
+    from .errors import StudioError
+
+    run_dir = Path(run_dir)
+
+    def refuse(why: str) -> StudioError:
+        return StudioError(f"export name {name!r} is not allowed", why,
+                           "use a plain folder name such as `merged` or `adapter-step-50` (letters, digits, `.`, `_`, `-`)")
+
+    if not isinstance(name, str) or not EXPORT_NAME.match(name) or ".." in name:
+        raise refuse("an export name is one folder inside the run's exports/ folder: no paths, `..`, `/` or `~`")
+    run_real = run_dir.resolve()
+    root = (run_dir / EXPORTS_DIR).resolve()
+    if root.parent != run_real:
+        raise refuse(f"{run_dir / EXPORTS_DIR} is a link that leads outside the run directory ({root})")
+    target = (root / name).resolve()
+    if target.parent != root:
+        raise refuse(f"{root / name} is a link that leads outside {root} (to {target})")
+    return target

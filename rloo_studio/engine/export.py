@@ -1,0 +1,550 @@
+"""Exporting a trained run into a folder someone can use without RLOO Studio.
+
+One job: turn `RUN_DIR` (its adapter, saved model or a checkpoint, and its config) into one of four
+export folders, each with a model card (README.md: base model, RLOO settings, rewards, evaluation):
+
+* `adapter` — the PEFT LoRA adapter + tokenizer; `adapter_config.json` points at the base model the
+  run's config names (an absolute folder for local models, the hub id otherwise), not at whatever the
+  training backend loaded (Unsloth may record its pre-quantized `-bnb-4bit` twin there).
+* `merged`  — base + adapter merged into one Hugging Face model folder, loadable with plain
+  `AutoModelForCausalLM.from_pretrained(folder)`. Merged with plain transformers + PEFT
+  (`merge_and_unload`) in the base model's *stored* dtype: real hub models are stored in bf16/fp16,
+  so that is the "merged 16-bit" model people expect; the tiny test models and the bundled demo model
+  are stored in float32 and stay float32. Converting up would double the size for nothing, converting
+  down would drop precision the base had. A run that trained the whole model needs no merge: its saved
+  model is copied.
+* `gguf`    — the merged model converted to an f16 GGUF file by llama.cpp's `convert_hf_to_gguf.py`,
+  run as a subprocess with a time limit. We do not call Unsloth's `save_pretrained_gguf`: it downloads
+  and builds llama.cpp on demand (network, a C++ toolchain, minutes of compiling), which hangs or fails
+  offline and cannot be given a time limit from here. Instead we use a llama.cpp checkout the person
+  already has (LLAMA_CPP_DIR, PATH, or a usual place) and otherwise say exactly how to get one.
+* `script`  — a self-contained folder (train.py using only Unsloth/TRL, config.yaml, reward code, data,
+  accelerate config, README) that reproduces the run without RLOO Studio.
+
+Exports go to `RUN_DIR/exports/<format>[-checkpoint-N]` unless told otherwise. An export never writes
+into an existing non-empty folder and never deletes anything the run or the person wrote: it is built
+in a fresh temporary folder beside the target and renamed into place when complete (only that
+temporary folder of its own is removed if the export fails). This module does not parse command lines
+and does not evaluate; it reads eval.json if `rloo-studio eval` wrote one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .. import runs
+from ..config import RunConfig
+from ..errors import StudioError
+
+FORMATS = ("adapter", "merged", "gguf", "script")
+EXPORTS_DIR = runs.EXPORTS_DIR
+resolve_export_dir = runs.resolve_export_dir  # the app checks names typed by a person with it; it lives with the run-directory contract
+EVAL_FILE = "eval.json"
+ENGINE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = ENGINE_DIR.parents[1]
+SCRIPT_TEMPLATE = ENGINE_DIR / "script_template.py"
+BUILTIN_REWARDS_SOURCE = ENGINE_DIR.parent / "rewards" / "builtin.py"
+
+# Converting to GGUF streams every weight once through Python: a few minutes for 8B parameters on a
+# normal disk. An hour is far beyond that and still ends a stuck converter; RLOO_STUDIO_GGUF_TIMEOUT_S overrides.
+GGUF_TIMEOUT_S = 3600
+CONVERTER = "convert_hf_to_gguf.py"
+LLAMA_CPP_URL = "https://github.com/ggml-org/llama.cpp"
+
+# Files of a model/adapter folder worth exporting; trainer state (optimizer.pt, rng_state.pth, ...) is not.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
+                   "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "vocab.txt")
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin") + TOKENIZER_FILES
+TRAINER_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "README.md")
+
+
+# ---- where an export goes ---------------------------------------------------------------------------
+
+def default_export_dir(run_dir: str | Path, fmt: str, checkpoint: str | None = None) -> Path:
+    label = _checkpoint_label(checkpoint)
+    return Path(run_dir) / EXPORTS_DIR / (fmt if label == "final" else f"{fmt}-{label}")
+
+
+def _checkpoint_label(checkpoint: str | int | None) -> str:
+    if checkpoint in (None, "", "final"):
+        return "final"
+    text = str(checkpoint).strip()
+    if text.isdigit():
+        return f"checkpoint-{int(text)}"
+    if re.fullmatch(r"checkpoint-\d+", text):
+        return f"checkpoint-{int(text.split('-')[1])}"
+    raise StudioError(f"--checkpoint {checkpoint!r} is not understood", "it names the final model or one saved checkpoint",
+                      "use `final` or `checkpoint-N` (e.g. checkpoint-50); see the run's checkpoints/ folder")
+
+
+# ---- the run's trained weights ------------------------------------------------------------------------
+
+class _Source:
+    """What to export from: the folder with the weights, whether it is a LoRA adapter, and its label."""
+
+    def __init__(self, folder: Path, lora: bool, label: str, step: int | None):
+        self.folder, self.lora, self.label, self.step = folder, lora, label, step
+
+
+def _load_run(run_dir: Path) -> RunConfig:
+    if not (run_dir / runs.CONFIG_FILE).is_file():
+        raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "list runs with `rloo-studio runs`")
+    return RunConfig.load(run_dir / runs.CONFIG_FILE)
+
+
+def _weights_source(run_dir: Path, cfg: RunConfig, checkpoint: str | None) -> _Source:
+    label = _checkpoint_label(checkpoint)
+    status = runs.read_status(run_dir)
+    if label == "final":
+        adapter_dir, model_dir = run_dir / runs.ADAPTER_DIR, run_dir / runs.MODEL_DIR
+        if (adapter_dir / "adapter_config.json").is_file():
+            return _Source(adapter_dir, True, label, status.get("step"))
+        if (model_dir / "config.json").is_file():
+            return _Source(model_dir, False, label, status.get("step"))
+        state = runs.effective_state(status) if status else "unknown"
+        saved = [f"checkpoint-{n}" for n, _ in runs.checkpoints(run_dir)]
+        raise StudioError(
+            f"run {run_dir.name} has no trained model yet (no adapter/ or model/; state: {state})",
+            "the final model is written when training finishes or is stopped",
+            "wait for the run to finish, or stop it (it then saves), and export again"
+            + (f"; or export a saved checkpoint now with --checkpoint {saved[-1]}" if saved else ""))
+    step = int(label.split("-")[1])
+    found = dict(runs.checkpoints(run_dir))
+    if step not in found:
+        listing = ", ".join(f"checkpoint-{n}" for n in found) or "none yet"
+        raise StudioError(f"run {run_dir.name} has no checkpoint {label}", f"its complete checkpoints are: {listing}",
+                          "pick one of those, or `final` for the model saved at the end")
+    folder = found[step]
+    if (folder / "adapter_config.json").is_file():
+        return _Source(folder, True, label, step)
+    if (folder / "config.json").is_file():
+        return _Source(folder, False, label, step)
+    raise StudioError(f"{folder} holds neither a LoRA adapter nor a model", "the checkpoint is incomplete",
+                      "export another checkpoint or the final model")
+
+
+def _base_source(cfg: RunConfig) -> str:
+    """What the base model is, loadable from anywhere: an absolute folder, or the hub id."""
+    from .model import resolve_model_source
+
+    return resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+
+
+def _base_is_prequantized(source: str) -> bool:
+    config = runs.read_json(Path(source) / "config.json") if Path(source).is_dir() else None
+    if config is None and not Path(source).exists():
+        try:  # a hub model in the local cache (never downloads: local_files_only)
+            from huggingface_hub import hf_hub_download
+
+            config = runs.read_json(hf_hub_download(source, "config.json", local_files_only=True))
+        except Exception:  # noqa: BLE001 - not cached: the merge itself will say what is missing
+            config = None
+    return bool(config and config.get("quantization_config"))
+
+
+# ---- formats ----------------------------------------------------------------------------------------
+
+def _copy_files(src: Path, dst: Path, names=None, skip=()) -> list[str]:
+    copied = []
+    for path in sorted(src.iterdir()):
+        if path.is_file() and (names is None or path.name in names) and path.name not in skip and not path.name.startswith("rng_state"):
+            shutil.copy2(path, dst / path.name)
+            copied.append(path.name)
+    return copied
+
+
+def _export_adapter(src: _Source, cfg: RunConfig, tmp: Path, progress) -> None:
+    if not src.lora:
+        raise StudioError("this run trained the whole model, so it has no LoRA adapter to export",
+                          "its config has no `lora:` section (full fine-tuning)",
+                          "export it with --format merged (a copy of the trained model) or --format gguf")
+    progress(f"[export] copying the adapter from {src.folder}")
+    _copy_files(src.folder, tmp, ADAPTER_FILES)
+    config_path = tmp / "adapter_config.json"
+    adapter_config = json.loads(config_path.read_text(encoding="utf-8"))
+    adapter_config["base_model_name_or_path"] = _base_source(cfg)
+    config_path.write_text(json.dumps(adapter_config, indent=2) + "\n", encoding="utf-8")
+
+
+def _write_merged(src: _Source, cfg: RunConfig, tmp: Path, progress) -> str:
+    """Write the merged model into `tmp`; returns the dtype written."""
+    if not src.lora:
+        progress(f"[export] the run trained the whole model: copying it from {src.folder}")
+        _copy_files(src.folder, tmp, skip=TRAINER_STATE_FILES)
+        config = runs.read_json(tmp / "config.json") or {}
+        return str(config.get("dtype") or config.get("torch_dtype") or "as saved")
+    from .stack import import_training_stack
+
+    base = _base_source(cfg)
+    stack = import_training_stack("transformers")
+    prequantized = _base_is_prequantized(base)
+    if prequantized:
+        if not stack.cuda:
+            raise StudioError(
+                f"cannot merge into {base}: it is a pre-quantized (4-bit) checkpoint and there is no CUDA GPU here",
+                "merging adds the adapter to the base weights, which needs them in 16-bit; dequantizing 4-bit weights needs bitsandbytes on a GPU",
+                "export --format adapter instead and load it onto the 16-bit original of this model, or merge on a machine with a GPU "
+                "(or train on the 16-bit original with model.load_in_4bit: true, which merges anywhere)")
+    transformers, torch = stack.transformers, stack.torch
+    progress(f"[export] loading the base model {base} (its stored dtype) with transformers")
+    kwargs = {"dtype": "auto", "trust_remote_code": cfg.model.trust_remote_code}
+    if prequantized:  # bitsandbytes 4-bit weights can only be dequantized on the GPU
+        kwargs["device_map"] = {"": 0}
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(base, **kwargs)
+        if prequantized:
+            model = model.dequantize()  # 4-bit weights back to 16-bit (lossy by the quantization error)
+            model = model.to(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            str(src.folder) if (src.folder / "tokenizer_config.json").is_file() else base, trust_remote_code=cfg.model.trust_remote_code)
+    except (OSError, ValueError) as exc:
+        from .model import _explain_load_error
+
+        raise _explain_load_error(exc, base) from exc
+    from peft import PeftModel
+
+    progress(f"[export] merging the adapter from {src.folder}")
+    merged = PeftModel.from_pretrained(model, str(src.folder)).merge_and_unload()
+    dtype = str(next(merged.parameters()).dtype).replace("torch.", "")
+    progress(f"[export] writing the merged model ({dtype})")
+    merged.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    return dtype
+
+
+def find_llama_cpp() -> tuple[Path | None, list[str]]:
+    """llama.cpp's converter script, if present, and every place looked in (for the error message)."""
+    looked: list[str] = []
+    env_dir = os.environ.get("LLAMA_CPP_DIR")
+    if env_dir:
+        candidate = Path(env_dir).expanduser() / CONVERTER
+        if candidate.is_file():
+            return candidate, looked
+        raise StudioError(f"LLAMA_CPP_DIR={env_dir} has no {CONVERTER}",
+                          "LLAMA_CPP_DIR must name the top folder of a llama.cpp checkout (the converter script sits there)",
+                          f"point it at your checkout, or get one: git clone --depth 1 {LLAMA_CPP_URL} ~/llama.cpp")
+    looked.append("$LLAMA_CPP_DIR (not set)")
+    on_path = shutil.which(CONVERTER)
+    if on_path:
+        return Path(on_path), looked
+    looked.append(f"{CONVERTER} on PATH")
+    for folder in (Path.cwd() / "llama.cpp", PROJECT_ROOT / "llama.cpp", Path.home() / "llama.cpp",
+                   Path.home() / ".unsloth" / "llama.cpp", Path("/opt/llama.cpp"), Path("/usr/local/llama.cpp")):
+        looked.append(str(folder))
+        if (folder / CONVERTER).is_file():
+            return folder / CONVERTER, looked
+    return None, looked
+
+
+def _converter_python(converter: Path) -> str:
+    """The checkout's own venv if it has one (llama.cpp's requirements pin their own torch), else ours."""
+    if os.environ.get("LLAMA_CPP_PYTHON"):
+        return os.environ["LLAMA_CPP_PYTHON"]
+    own = converter.parent / ".venv" / "bin" / "python"
+    return str(own) if own.is_file() else sys.executable
+
+
+def _missing_llama_cpp(looked: list[str]) -> StudioError:
+    return StudioError(
+        "GGUF export needs llama.cpp's converter (convert_hf_to_gguf.py), which was not found",
+        f"looked in: {'; '.join(looked)}. RLOO Studio does not download or build llama.cpp itself "
+        "(that needs the network and a compiler, and can hang offline)",
+        f"get it once: `git clone --depth 1 {LLAMA_CPP_URL} ~/llama.cpp && python -m venv ~/llama.cpp/.venv && "
+        "~/llama.cpp/.venv/bin/pip install -r ~/llama.cpp/requirements.txt`, then run the export again "
+        "(~/llama.cpp is found by itself; elsewhere set LLAMA_CPP_DIR=/path/to/llama.cpp). Converting needs no build; "
+        "to quantize the file further (e.g. Q4_K_M) build llama.cpp with `cmake -B build && cmake --build build --target llama-quantize`. "
+        "Meanwhile --format merged gives the same model as a Hugging Face folder")
+
+
+def _export_gguf(src: _Source, cfg: RunConfig, tmp: Path, progress, timeout_s: float | None) -> str:
+    converter, looked = find_llama_cpp()
+    if converter is None:
+        raise _missing_llama_cpp(looked)  # before the merge: fail in a second, not after minutes
+    merged_dir = tmp / "merged"
+    merged_dir.mkdir()
+    dtype = _write_merged(src, cfg, merged_dir, progress)
+    name = runs.slugify(Path(cfg.model.name_or_path.rstrip("/")).name if cfg.model.name_or_path != "demo" else "demo-model")
+    gguf_path = tmp / f"{name}-rloo-f16.gguf"
+    timeout_s = timeout_s or float(os.environ.get("RLOO_STUDIO_GGUF_TIMEOUT_S", GGUF_TIMEOUT_S))
+    command = [_converter_python(converter), str(converter), str(merged_dir), "--outfile", str(gguf_path), "--outtype", "f16"]
+    progress(f"[export] converting to GGUF with {converter} (time limit {timeout_s:.0f} s)")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise StudioError(f"the GGUF converter did not finish within {timeout_s:.0f} s and was stopped",
+                          "converting writes every weight once; it should take minutes even for an 8B model",
+                          "check that the disk has room and is not stalled, then retry; raise the limit with "
+                          "RLOO_STUDIO_GGUF_TIMEOUT_S=SECONDS if the model is very large") from None
+    if done.returncode != 0 or not gguf_path.is_file():
+        tail = "\n".join((done.stderr or done.stdout or "no output").strip().splitlines()[-8:])
+        raise StudioError(f"llama.cpp's converter failed (exit code {done.returncode}):\n{tail}",
+                          "the converter may lack its Python requirements, or may not support this model architecture yet",
+                          f"install them (`pip install -r {converter.parent / 'requirements.txt'}`, ideally in a venv inside the "
+                          "checkout, which is then used by itself), update the checkout (`git pull`), or use --format merged")
+    return dtype
+
+
+def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
+    from .. import data as data_module
+    from ..distributed import accelerate_config_yaml, launch_command
+    from .model import DEMO_MODEL_DIR
+
+    out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
+    # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.
+    if cfg.model.name_or_path == "demo" or Path(cfg.model.name_or_path).resolve() == DEMO_MODEL_DIR.resolve():
+        progress("[export] copying the bundled demo model")
+        shutil.copytree(DEMO_MODEL_DIR, tmp / "model", ignore=shutil.ignore_patterns("build_info.json"))
+        out.model.name_or_path = "./model"
+    else:
+        out.model.name_or_path = _base_source(cfg)
+    data_dir = tmp / "data"
+
+    def copy_data(path: Path, name: str | None = None) -> str:
+        data_dir.mkdir(exist_ok=True)
+        target = data_dir / (name or path.name)
+        if not target.exists():
+            shutil.copy2(path, target)
+        return f"data/{target.name}"
+
+    d = cfg.data
+    if d.source == "demo":
+        out.data.source = copy_data(data_module.DEMO_DATA_DIR / f"{d.split}.jsonl")
+        out.data.split = "train"
+        if d.test_split and not data_module._looks_local(d.test_split):
+            out.data.test_split = copy_data(data_module.DEMO_DATA_DIR / f"{d.test_split}.jsonl")
+    else:
+        local = cfg.resolve_path(d.source)
+        if local.is_file():
+            out.data.source = copy_data(local)
+        else:
+            progress(f"[export] data.source {d.source!r} is a hub dataset: the script loads it from the hub (the first time needs the network)")
+    if d.source != "demo" and d.test_split and cfg.resolve_path(d.test_split).is_file():
+        out.data.test_split = copy_data(cfg.resolve_path(d.test_split), "test-" + cfg.resolve_path(d.test_split).name)
+    for spec in cfg.rewards:
+        if spec.model:
+            raise StudioError(f"the script export does not support reward models yet (rewards: model: {spec.model})",
+                              "train.py builds only builtin rewards and reward files",
+                              "export --format adapter or merged, or replace the reward model by a reward function")
+    for spec_in, spec_out in zip(cfg.rewards, out.rewards):
+        if spec_in.file:
+            source = cfg.resolve_path(spec_in.file)
+            shutil.copy2(source, tmp / source.name)
+            spec_out.file = source.name
+    if any(s.name for s in cfg.rewards):
+        # Our own builtin library is standard-library Python only, so it travels as is.
+        shutil.copy2(BUILTIN_REWARDS_SOURCE, tmp / "builtin_rewards.py")
+    out.output.runs_dir = "runs"
+    (tmp / runs.CONFIG_FILE).write_text(
+        f"# The config of run {run_dir.name}, with its data and reward files copied beside it.\n"
+        "# Train with: python train.py config.yaml   (or: rloo-studio train config.yaml)\n" + out.to_yaml(), encoding="utf-8")
+    shutil.copy2(SCRIPT_TEMPLATE, tmp / "train.py")
+    n = 2
+    (tmp / "accelerate_config.yaml").write_text(accelerate_config_yaml(n), encoding="utf-8")
+    return {"single": "python train.py config.yaml", "multi_file": "accelerate launch --config_file accelerate_config.yaml train.py config.yaml",
+            "multi_flags": " ".join(launch_command(n, ["train.py", "config.yaml"]))}
+
+
+# ---- the model card ---------------------------------------------------------------------------------
+
+def _fmt(value, pct=False) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-"
+    return f"{100 * value:.1f}%" if pct else f"{value:.3f}"
+
+
+def evaluation_section(run_dir: Path, checkpoint_label: str = "final") -> str:
+    """The evaluation table from eval.json, tolerant of missing or extra keys."""
+    report = runs.read_json(run_dir / EVAL_FILE)
+    base = report.get("base") if report else None
+    tuned = report.get("tuned") if report else None
+    if not isinstance(base, dict) or not isinstance(tuned, dict):
+        return f"Not evaluated yet; run `rloo-studio eval {run_dir}` to compare the tuned model with the base model on held-out prompts.\n"
+    lines = []
+    n = report.get("n_prompts")
+    lines.append(f"Greedy decoding on {n if isinstance(n, int) else 'the'} held-out prompts"
+                 + (f" ({report['split']})" if isinstance(report.get("split"), str) else "") + ", scored by the run's own rewards"
+                 + (" (of the final model, not this checkpoint)" if checkpoint_label != "final" else "") + ":\n")
+    lines += ["| metric | base | tuned |", "|---|---|---|"]
+    lines.append(f"| answer accuracy | {_fmt(base.get('answer_accuracy'), True)} | {_fmt(tuned.get('answer_accuracy'), True)} |")
+    lines.append(f"| format rate | {_fmt(base.get('format_rate'), True)} | {_fmt(tuned.get('format_rate'), True)} |")
+    lines.append(f"| mean total reward | {_fmt(base.get('mean_reward'))} | {_fmt(tuned.get('mean_reward'))} |")
+    base_rewards = base.get("rewards") if isinstance(base.get("rewards"), dict) else {}
+    tuned_rewards = tuned.get("rewards") if isinstance(tuned.get("rewards"), dict) else {}
+    for name in dict.fromkeys([*base_rewards, *tuned_rewards]):
+        lines.append(f"| reward `{name}` | {_fmt(base_rewards.get(name))} | {_fmt(tuned_rewards.get(name))} |")
+    wtl = report.get("tuned_vs_base")
+    if isinstance(wtl, dict) and all(isinstance(wtl.get(k), int) for k in ("wins", "ties", "losses")):
+        lines.append(f"\nTuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses.")
+    return "\n".join(lines) + "\n"
+
+
+def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usage: str, extra: str = "") -> str:
+    base = cfg.model.name_or_path
+    try:
+        base = _base_source(cfg)
+    except StudioError:
+        pass
+    status = runs.read_status(run_dir)
+    label = src.label if src else "final"
+    steps = src.step if src and src.step is not None else status.get("step")
+    lora = cfg.lora
+    rloo_rows = [("num_generations (completions per prompt)", cfg.rloo_value("num_generations")),
+                 ("per_device_train_batch_size", cfg.rloo_value("per_device_train_batch_size")),
+                 ("max_completion_length", cfg.rloo_value("max_completion_length")),
+                 ("learning_rate", cfg.rloo_value("learning_rate")),
+                 ("beta (KL penalty)", cfg.rloo_value("beta") if cfg.rloo_value("beta") is not None else "0.05 (TRL default)"),
+                 ("max_steps", cfg.rloo_value("max_steps")), ("steps trained", steps)]
+    rloo_rows += [(k, v) for k, v in cfg.rloo.items() if k not in {"num_generations", "per_device_train_batch_size",
+                                                                    "max_completion_length", "learning_rate", "beta", "max_steps"}]
+    rewards = []
+    for spec in cfg.rewards:
+        reward_label = spec.label()
+        if spec.file and not spec.function:  # name the functions the file contributes
+            try:
+                from ..rewards.user import public_function_names
+
+                reward_label = f"{spec.file}: {', '.join(public_function_names(cfg.resolve_path(spec.file).read_text(encoding='utf-8')))}"
+            except (OSError, StudioError):
+                pass
+        params = f"params: {json.dumps(spec.params)}" if spec.params else ""
+        rewards.append(f"| `{reward_label}` | {spec.weight:g} | {params} |")
+    library = "peft" if fmt == "adapter" else "transformers"
+    front = ["---", f"base_model: {json.dumps(base)}" if not Path(base).is_absolute() else f"# base model (local folder): {base}",
+             f"library_name: {library}", "tags: [rloo, trl, unsloth, reinforcement-learning]", "---", ""]
+    text = front + [
+        f"# {run_dir.name} — {fmt} export",
+        "",
+        f"Fine-tuned with RLOO (REINFORCE Leave-One-Out, TRL 1.15 `RLOOTrainer`) by RLOO Studio"
+        f"{', from ' + label if label != 'final' else ''}.",
+        "",
+        f"- Base model: `{base}`",
+        f"- Method: {'LoRA (r=%s, alpha=%s, target_modules=%s)' % (lora.r, lora.alpha, lora.target_modules) if lora else 'full fine-tuning'}"
+        + (", base loaded in 4-bit during training (QLoRA)" if cfg.model.load_in_4bit else ""),
+        f"- Weights: {'final (end of training)' if label == 'final' else label} — exported {time.strftime('%Y-%m-%d %H:%M')}",
+        f"- Data: `{cfg.data.source}` (prompt column `{cfg.data.prompt_column}`)",
+        "",
+        "## RLOO settings",
+        "",
+        "| setting | value |", "|---|---|",
+        *[f"| {k} | {v} |" for k, v in rloo_rows],
+        "",
+        "## Reward functions",
+        "",
+        "| reward | weight | |", "|---|---|---|",
+        *rewards,
+        "",
+        "## Evaluation",
+        "",
+        evaluation_section(run_dir, label),
+        "## How to use",
+        "",
+        usage.strip(),
+        "",
+    ]
+    if extra:
+        text += [extra.strip(), ""]
+    return "\n".join(text)
+
+
+def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None = None, commands: dict | None = None) -> str:
+    if fmt == "adapter":
+        return ("```python\nfrom peft import PeftModel\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
+                f"base = AutoModelForCausalLM.from_pretrained({base!r})\nmodel = PeftModel.from_pretrained(base, \"path/to/this/folder\")\n"
+                "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")\n```\n\n"
+                "`adapter_config.json` names the base model; if you move the base model folder, edit `base_model_name_or_path`.")
+    if fmt == "merged":
+        return ("```python\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
+                "model = AutoModelForCausalLM.from_pretrained(\"path/to/this/folder\")\n"
+                "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")\n```\n\n"
+                f"Weights are stored in {dtype}: the base model's own dtype, with the LoRA update merged in.")
+    if fmt == "gguf":
+        return (f"`{gguf_file}` (f16) runs with llama.cpp (`llama-cli -m {gguf_file}`), Ollama or LM Studio. "
+                "To make it smaller, quantize it with llama.cpp: "
+                f"`llama-quantize {gguf_file} {gguf_file.replace('-f16', '-q4_k_m') if gguf_file else 'out.gguf'} Q4_K_M`.\n\n"
+                "`merged/` holds the same model as a Hugging Face folder (the converter's input); delete it if you only need the GGUF file.")
+    c = commands or {}
+    return (
+        "This folder reproduces the run without RLOO Studio: it needs torch, transformers, peft, trl, datasets, pyyaml "
+        "and, for speed on GPUs, unsloth (`pip install unsloth` brings all of them).\n\n"
+        f"One GPU (or the CPU):\n\n```bash\n{c.get('single')}\n```\n\n"
+        f"Quick check (2 steps):\n\n```bash\npython train.py config.yaml --max-steps 2\n```\n\n"
+        f"Several GPUs (set `num_processes` in accelerate_config.yaml to your GPU count; "
+        f"per_device_train_batch_size x processes must stay divisible by num_generations):\n\n"
+        f"```bash\n{c.get('multi_file')}\n# or, with the flags spelled out:\n{c.get('multi_flags')}\n```\n\n"
+        "Checkpoints and the final adapter go to `outputs/` (change with `--output-dir`). Files: `train.py` (the script), "
+        "`config.yaml` (the run's config), `rewards*.py` (your reward code), `builtin_rewards.py` (RLOO Studio's builtin rewards), "
+        "`data/` (the training data), `model/` (the bundled demo model, when the run used it).")
+
+
+# ---- entry point ------------------------------------------------------------------------------------
+
+def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, checkpoint: str | None = None,
+               progress=print, timeout_s: float | None = None) -> Path:
+    """Export run `run_dir` as `fmt` (adapter|merged|gguf|script) into `out`; returns the folder written.
+
+    Raises StudioError (what, why, what to do) for anything the person can fix: an unknown format, a
+    run without a trained model, a missing checkpoint, a non-empty target folder, no llama.cpp.
+    """
+    run_dir = Path(run_dir)
+    if fmt not in FORMATS:
+        raise StudioError(f"unknown export format {fmt!r}", f"the formats are: {', '.join(FORMATS)}",
+                          "adapter (LoRA files), merged (a full Hugging Face model), gguf (for llama.cpp/Ollama) or script (a training folder)")
+    cfg = _load_run(run_dir)
+    if fmt == "script" and _checkpoint_label(checkpoint) != "final":
+        raise StudioError("--checkpoint does not apply to --format script", "the script reproduces the whole run from its config",
+                          "leave --checkpoint out")
+    src = None if fmt == "script" else _weights_source(run_dir, cfg, checkpoint)
+    target = Path(out) if out is not None else default_export_dir(run_dir, fmt, checkpoint)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise StudioError(f"{target} already exists and is not empty",
+                          "an export never overwrites files (they may be an earlier export someone uses)",
+                          "pass another folder with --out, or move or delete that folder yourself and export again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    started = time.time()
+    try:
+        base = cfg.model.name_or_path
+        try:
+            base = _base_source(cfg)
+        except StudioError:
+            if fmt in ("adapter", "merged", "gguf"):
+                raise
+        extra = ""
+        if fmt == "adapter":
+            _export_adapter(src, cfg, tmp, progress)
+            usage = _usage(fmt, base)
+        elif fmt == "merged":
+            dtype = _write_merged(src, cfg, tmp, progress)
+            usage = _usage(fmt, base, dtype=dtype)
+            if cfg.model.load_in_4bit and src.lora:
+                extra = ("Note: the adapter was trained against the 4-bit base (QLoRA) and is merged here into the 16-bit base, "
+                         "the usual practice; outputs can differ slightly from the 4-bit model used during training.")
+        elif fmt == "gguf":
+            dtype = _export_gguf(src, cfg, tmp, progress, timeout_s)
+            gguf_file = next(p.name for p in tmp.glob("*.gguf"))
+            usage = _usage(fmt, base, gguf_file=gguf_file, dtype=dtype)
+        else:
+            commands = _export_script(run_dir, cfg, tmp, progress)
+            usage = _usage(fmt, base, commands=commands)
+        (tmp / "README.md").write_text(model_card(run_dir, cfg, fmt, src, usage, extra), encoding="utf-8")
+        if target.exists():
+            target.rmdir()  # empty (checked above): replaced by the complete export in one rename
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # only our own unfinished folder
+        raise
+    progress(f"[export] wrote {target} in {time.time() - started:.1f} s")
+    return target
+
+
+def list_files(folder: Path) -> list[str]:
+    """Every file of an export, relative to it (for the CLI's --json and the app)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
