@@ -27,15 +27,20 @@ SIDES = ("base", "tuned")
 
 @dataclass
 class AdapterState:
-    """What the LoRA layers said while a reply was generated."""
+    """Which weights produced a reply, read from the model while it generated."""
 
     side: str              # the side that was asked for
-    adapter: str | None    # the adapter name that was active (None on the base side)
-    lora_layers: int       # LoRA layers in the model
+    adapter: str | None    # the adapter (or checkpoint) name that was active; None on the base side
+    lora_layers: int       # LoRA layers in the model (0 for a fully fine-tuned run)
     active_layers: int     # of them, layers whose adapter took part (disable_adapters False)
+    kind: str = "lora"     # "lora": one model, adapter on/off; "full": a fully fine-tuned run, two models
+    weights: str = ""      # the folder the generating model was loaded from
+    expected: str = ""     # the folder it should have been loaded from (full fine-tuning)
 
     @property
     def verified(self) -> bool:
+        if self.kind == "full":
+            return bool(self.weights) and self.weights == self.expected
         if self.lora_layers == 0:
             return False
         if self.side == "base":
@@ -44,7 +49,14 @@ class AdapterState:
 
     def badge(self) -> str:
         if not self.verified:
+            if self.kind == "full":
+                return f"NOT VERIFIED: the {self.side} side generated with weights from {self.weights}, expected {self.expected}"
             return f"NOT VERIFIED: {self.active_layers}/{self.lora_layers} LoRA layers active for the {self.side} side"
+        if self.kind == "full":
+            where = Path(self.weights)
+            shown = f"{where.parent.name}/{where.name}" if self.side == "tuned" else where.name
+            return (f"{'base model' if self.side == 'base' else 'tuned'} · weights from `{shown}` (checked; this run trained every "
+                    "weight, so base and tuned are two copies in memory)")
         if self.side == "base":
             return f"base model · adapter OFF (checked: 0 of {self.lora_layers} LoRA layers active)"
         return f"tuned · adapter `{self.adapter}` ON (checked: {self.active_layers} of {self.lora_layers} LoRA layers active)"
@@ -72,26 +84,16 @@ class Sampling:
             raise StudioError("; ".join(problems), "these sampling settings cannot be used", "correct them and send again")
 
 
-def adapter_folder(run_dir: Path, checkpoint: str) -> Path:
-    """The adapter files of `checkpoint` (`final` or `checkpoint-N`) of a run, checked to exist."""
-    if checkpoint == FINAL:
-        folder = run_dir / runs.ADAPTER_DIR
-    else:
-        folder = run_dir / runs.CHECKPOINTS_DIR / checkpoint
-        if Path(checkpoint).name != checkpoint or not checkpoint.startswith("checkpoint-"):
-            raise StudioError(f"{checkpoint!r} is not a checkpoint name", "names look like `final` or `checkpoint-50`",
-                              "pick one from the list")
-    if not (folder / "adapter_config.json").is_file():
-        available = [FINAL] if (run_dir / runs.ADAPTER_DIR / "adapter_config.json").is_file() else []
-        available += [p.name for _, p in runs.checkpoints(run_dir) if (p / "adapter_config.json").is_file()]
-        if (run_dir / runs.MODEL_DIR).is_dir() and not available:
-            raise StudioError(f"run {run_dir.name} trained the whole model, not a LoRA adapter",
-                              "the side-by-side chat switches one adapter on and off over one base model",
-                              "compare it with `rloo-studio eval`, which loads both models")
-        raise StudioError(f"run {run_dir.name} has no adapter for {checkpoint!r}",
-                          "the final adapter is written when training finishes or is stopped; checkpoints every save_steps",
-                          f"pick one of: {', '.join(available)}" if available else "wait for the run to save a checkpoint or finish")
-    return folder
+def find_weights(run_dir: Path, checkpoint: str):
+    """The run's weights called `checkpoint` (`final` or `checkpoint-N`) as a runs.EvalCheckpoint, checked to exist."""
+    available = runs.evaluable_checkpoints(run_dir)
+    for found in available:
+        if found.name == checkpoint:
+            return found
+    names = [c.name for c in sorted(available, key=lambda c: (c.name != FINAL, -c.step))]
+    raise StudioError(f"run {run_dir.name} has no adapter for {checkpoint!r}",
+                      "the final weights are written when training finishes or is stopped; checkpoints every save_steps",
+                      f"pick one of: {', '.join(names)}" if names else "wait for the run to save a checkpoint or finish")
 
 
 def split_thinking(text: str) -> tuple[str | None, str]:
@@ -133,12 +135,21 @@ class _DeltaStreamer:
 
 
 class ChatModel:
-    """The loaded base model with a run's adapters; `reply` generates one side of a turn."""
+    """The loaded base model with a run's adapters; `reply` generates one side of a turn.
+
+    A LoRA run is one model in memory (a PeftModel; the adapter is switched off for the base
+    side). A fully fine-tuned run has no adapter to switch: its base and tuned weights are two
+    models, and the check is which folder the generating model was loaded from.
+    """
 
     def __init__(self):
-        self.model = None          # a PeftModel over the base model
+        self.model = None          # LoRA runs: a PeftModel over the base model; full runs: the base model
+        self.tuned_model = None    # full runs only: the fine-tuned weights
+        self.tuned_folder: str | None = None
+        self.kind = "lora"
+        self.source: str | None = None
         self.tokenizer = None
-        self.base_key = None       # what identifies the loaded base (source, quantisation, dtype)
+        self.base_key = None       # what identifies the loaded base (kind, source, quantisation, dtype)
         self.loaded: dict[str, str] = {}   # adapter name -> folder
         self.run_dir: Path | None = None
         self.cfg: RunConfig | None = None
@@ -153,10 +164,12 @@ class ChatModel:
         if not (run_dir / runs.CONFIG_FILE).is_file():
             raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "pick a run from the list")
         cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
-        folder = adapter_folder(run_dir, checkpoint)
+        weights = find_weights(run_dir, checkpoint)
+        folder = weights.path
+        kind = "lora" if weights.kind == "adapter" else "full"
         stack = import_training_stack("transformers")  # generation only: plain transformers + PEFT, as eval does
         source = resolve_model_source(cfg.model.name_or_path, run_dir)
-        base_key = (source, cfg.model.load_in_4bit and stack.cuda, cfg.model.dtype)
+        base_key = (kind, source, cfg.model.load_in_4bit and stack.cuda, cfg.model.dtype)
         name = f"{run_dir.name}/{checkpoint}".replace(".", "_")  # PEFT adapter names may not contain dots
         if self.model is None or base_key != self.base_key:
             self.unload()
@@ -165,26 +178,36 @@ class ChatModel:
             if model_cfg.load_in_4bit and not stack.cuda:
                 model_cfg = type(model_cfg)(**{**model_cfg.__dict__, "load_in_4bit": False})  # 4-bit needs CUDA to be fast
             base = load_model(model_cfg, None, stack, run_dir, for_training=False)
-            progress(f"attaching the adapter {checkpoint}")
-            self.model = stack.peft.PeftModel.from_pretrained(base.model, str(folder), adapter_name=name).eval()
-            self.tokenizer = base.tokenizer
-            self.base_key = base_key
+            self.tokenizer, self.base_key, self.kind, self.source = base.tokenizer, base_key, kind, source
             self.base_loads += 1
+            if kind == "lora":
+                progress(f"attaching the adapter {checkpoint}")
+                self.model = stack.peft.PeftModel.from_pretrained(base.model, str(folder), adapter_name=name).eval()
+                self.loaded = {name: str(folder)}
+            else:
+                self.model = base.model.eval()
+        if kind == "lora":
+            if name not in self.loaded or self.loaded[name] != str(folder):
+                progress(f"attaching the adapter {checkpoint}")
+                if name in self.loaded:
+                    self.model.delete_adapter(name)
+                self.model.load_adapter(str(folder), adapter_name=name)
+                self.loaded[name] = str(folder)
+            self.model.set_adapter(name)
+        elif self.tuned_folder != str(folder):
+            progress(f"loading the tuned weights {checkpoint}")
+            self.tuned_model = None  # drop the previous checkpoint's copy before loading the next
+            self.tuned_model = stack.transformers.AutoModelForCausalLM.from_pretrained(
+                str(folder), dtype=self.model.dtype).to(next(self.model.parameters()).device).eval()
+            self.tuned_folder = str(folder)
             self.loaded = {name: str(folder)}
-        elif name not in self.loaded or self.loaded[name] != str(folder):
-            progress(f"attaching the adapter {checkpoint}")
-            if name in self.loaded:
-                self.model.delete_adapter(name)
-            self.model.load_adapter(str(folder), adapter_name=name)
-            self.loaded[name] = str(folder)
-        self.model.set_adapter(name)
         self.model.eval()
         self.adapter_name, self.run_dir, self.cfg = name, run_dir, cfg
-        return {"run": run_dir.name, "checkpoint": checkpoint, "adapter": name, "base_model": source,
+        return {"run": run_dir.name, "checkpoint": checkpoint, "adapter": name, "base_model": source, "kind": kind,
                 "system_prompt": cfg.data.system_prompt or "", "chat_format": self._chat_format()}
 
     def unload(self) -> None:
-        self.model = self.tokenizer = self.base_key = self.adapter_name = None
+        self.model = self.tuned_model = self.tuned_folder = self.tokenizer = self.base_key = self.adapter_name = None
         self.loaded = {}
         import gc
 
@@ -215,7 +238,14 @@ class ChatModel:
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         return render_prompt(build_prompt(last_user, data_cfg, chat=False), self.tokenizer)
 
-    def adapter_state(self, side: str) -> AdapterState:
+    def adapter_state(self, side: str, model=None) -> AdapterState:
+        """What the weights about to generate are: LoRA layers on/off, or (full runs) where `model` came from."""
+        if self.kind == "full":
+            weights = str(getattr(model, "name_or_path", "") or "")
+            expected = self.source if side == "base" else self.tuned_folder
+            return AdapterState(side=side, adapter=None if side == "base" else self.adapter_name, lora_layers=0, active_layers=0,
+                                kind="full", weights=str(Path(weights).resolve()) if weights else "",
+                                expected=str(Path(expected).resolve()) if expected else "")
         from peft.tuners.lora import LoraLayer
 
         layers = [m for m in self.model.modules() if isinstance(m, LoraLayer)]
@@ -243,15 +273,19 @@ class ChatModel:
                       eos_token_id=self.tokenizer.eos_token_id)
         kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p) if do_sample else kwargs.update(temperature=None, top_p=None, top_k=None)
         streamer = _DeltaStreamer(self.tokenizer, enc["input_ids"].shape[1], on_text)
-        switch = self.model.disable_adapter() if side == "base" else contextlib.nullcontext()
+        if self.kind == "full":
+            model, switch = (self.model if side == "base" else self.tuned_model), contextlib.nullcontext()
+        else:
+            model = self.model
+            switch = self.model.disable_adapter() if side == "base" else contextlib.nullcontext()
         with switch:
-            state = self.adapter_state(side)  # read inside the context that generates
+            state = self.adapter_state(side, model)  # read inside the context that generates
             if not state.verified:
                 raise StudioError(f"the {side} side would not have been generated as asked: {state.badge()}",
-                                  "the adapter switch did not reach every LoRA layer", "report this; the reply was not shown")
-            torch.manual_seed(sampling.seed)  # same seed on both sides: differences come from the adapter alone
+                                  "the weights about to generate are not the ones this side must use", "report this; the reply was not shown")
+            torch.manual_seed(sampling.seed)  # same seed on both sides: differences come from the weights alone
             with torch.inference_mode():
-                out = self.model.generate(**enc, streamer=streamer, **kwargs)
+                out = model.generate(**enc, streamer=streamer, **kwargs)
         ids = out[0, enc["input_ids"].shape[1]:].tolist()
         eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id} - {None}
         cut = next((i + 1 for i, t in enumerate(ids) if t in eos), len(ids))

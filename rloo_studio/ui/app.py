@@ -39,6 +39,8 @@ from ..rewards.preview import score_in_child, tokenizer_source  # noqa: E402
 from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .chat_tab import ChatTab  # noqa: E402
+from .eval_tab import EvalTab  # noqa: E402
+from .export_tab import ExportTab  # noqa: E402
 from ..inference import InferenceWorker  # noqa: E402
 from .train_tab import TrainTab  # noqa: E402
 
@@ -133,6 +135,10 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                 train_tab = TrainTab()
             with gr.Tab("5 · Chat", id="chat", elem_id="tab-chat"):
                 chat_tab = ChatTab(runs_dir, worker)
+            with gr.Tab("6 · Evaluate", id="evaluate", elem_id="tab-evaluate"):
+                eval_tab = EvalTab(runs_dir, worker)
+            with gr.Tab("7 · Export", id="export", elem_id="tab-export"):
+                export_tab = ExportTab(runs_dir, worker)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
                 runs_tab = RunsTab(runs_dir)
         timer = gr.Timer(POLL_SECONDS)
@@ -435,7 +441,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         runs_tab.delete.click(delete, inputs=[runs_tab.picker, runs_tab.confirm, watched],
                               outputs=[runs_tab.message, runs_tab.table, runs_tab.picker, runs_tab.confirm, watched], api_name="delete_run")
 
-        chat_tab.wire(demo)
+        for tab in (chat_tab, eval_tab, export_tab):
+            tab.wire(demo)
 
         train_tab.show_config.click(show_config, inputs=[base] + form_inputs, outputs=[train_tab.problems, train_tab.command, train_tab.config_yaml],
                           api_name="show_config")

@@ -23,20 +23,19 @@ from ..inference import InferenceWorker
 
 FINAL = "final"
 PREFERENCES_FILE = "preferences.jsonl"
-BASE_LABEL, TUNED_LABEL = "Base model (adapter off)", "Tuned model (adapter on)"
+BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
 
 
 # ---- what can be chatted with ---------------------------------------------------------------------
 
 def checkpoint_choices(run_dir: Path) -> list[str]:
-    """`final` (when the run saved its adapter) and every checkpoint with adapter files, newest first."""
-    choices = [FINAL] if (run_dir / runs.ADAPTER_DIR / "adapter_config.json").is_file() else []
-    choices += [p.name for _, p in reversed(runs.checkpoints(run_dir)) if (p / "adapter_config.json").is_file()]
-    return choices
+    """`final` (when the run saved its weights) and every checkpoint with weights, newest first."""
+    found = runs.evaluable_checkpoints(run_dir)
+    return [c.name for c in sorted(found, key=lambda c: (c.name != FINAL, -c.step))]
 
 
 def tuned_runs(runs_dir: Path) -> list[str]:
-    """Runs that have something to compare: a final adapter or a checkpoint."""
+    """Runs that have something to compare: final weights or a checkpoint."""
     return [r.run_id for r in runs.list_runs(runs_dir) if checkpoint_choices(r.path)]
 
 

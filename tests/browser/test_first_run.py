@@ -1,7 +1,8 @@
 """A new user's first run in a real browser (Playwright driving Debian's Chromium).
 
 Opens the page, keeps the bundled demo model and data, starts training, watches the reward plot
-and the progress bar advance, stops, and finds the run in the Runs tab. Screenshots go to
+and the progress bar advance, stops, finds the run in the Runs tab, chats with base and tuned side
+by side in the Chat tab, and runs a batch evaluation in the Evaluate tab. Screenshots go to
 test-artifacts/browser/ (or $RLOO_STUDIO_ARTIFACTS). Every request the page makes is recorded:
 none may leave 127.0.0.1.
 """
@@ -108,6 +109,37 @@ def test_first_run_in_a_browser(runs_dir):
         expect(page.locator("#runs-table")).to_contain_text(run_dir.name)
         expect(page.locator("#runs-table")).to_contain_text("stopped")
         page.screenshot(path=str(ARTIFACTS / "5-runs.png"), full_page=True)
+
+        # 5 · Chat: the stopped run's adapter against the base model, side by side.
+        page.get_by_role("tab", name="5 · Chat").click()
+        page.locator("#chat-refresh").click()
+        expect(page.locator("#chat-run input")).to_have_value(run_dir.name, timeout=30_000)
+        page.locator("#chat-prompt textarea").fill("A shop has 103 books and gets 146 more. How many now?")
+        page.locator("#chat-send").click()
+        # The demo preset trains every weight: the badges name the folder each side's weights came from.
+        expect(page.locator("#chat-left-badge")).to_contain_text("✓ base model · weights from `demo-model` (checked", timeout=180_000)
+        expect(page.locator("#chat-right-badge")).to_contain_text(f"✓ tuned · weights from `{run_dir.name}/model` (checked", timeout=180_000)
+        for pane in ("#chat-left", "#chat-right"):  # the question and a reply in each pane
+            expect(page.locator(f"{pane} .message-row")).to_have_count(2, timeout=60_000)
+            expect(page.locator(pane)).to_contain_text("How many now?")
+        page.screenshot(path=str(ARTIFACTS / "6-chat.png"), full_page=True)
+
+        # 6 · Evaluate: base and the run on held-out prompts, with the chart.
+        page.get_by_role("tab", name="6 · Evaluate").click()
+        page.locator("#eval-refresh").click()
+        expect(page.locator("#eval-run input")).to_have_value(run_dir.name, timeout=30_000)
+        limit = page.locator("#eval-limit input")
+        limit.fill("20")
+        limit.press("Tab")
+        page.locator("#eval-start").click()
+        expect(page.locator("#eval-summary")).to_contain_text("20 held-out prompts", timeout=300_000)
+        expect(page.locator("#eval-table")).to_contain_text("base (adapter off)")
+        chart = page.locator("#eval-chart")
+        expect(chart.locator(".vega-embed").first).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1500)
+        assert coloured_pixels(chart.screenshot(path=str(ARTIFACTS / "eval-chart.png"))) > 50
+        page.screenshot(path=str(ARTIFACTS / "7-evaluate.png"), full_page=True)
+        assert (run_dir / "eval.json").is_file()
         browser.close()
 
     outside = sorted({u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")

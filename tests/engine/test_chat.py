@@ -150,3 +150,25 @@ def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(cha
         assert replies["tuned"]["adapter_state"]["verified"] and flaky.restarts == 1
     finally:
         flaky.shutdown()
+
+
+def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(tmp_path, tiny_model_dir, worker):
+    # Full fine-tuning leaves no adapter to switch: the run's model/ is a second model (here: the random adapter merged in).
+    run_dir = make_adapter_run(tmp_path / "runs" / "20260101-000002-full", tiny_model_dir)
+    code = ("from transformers import AutoModelForCausalLM, AutoTokenizer; from peft import PeftModel; "
+            f"m = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained({str(tiny_model_dir)!r}), {str(run_dir / 'adapter')!r}); "
+            f"m.merge_and_unload().save_pretrained({str(run_dir / 'model')!r}); "
+            f"AutoTokenizer.from_pretrained({str(tiny_model_dir)!r}).save_pretrained({str(run_dir / 'model')!r})")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    import shutil
+
+    shutil.rmtree(run_dir / "adapter")
+    shutil.rmtree(run_dir / "checkpoints")
+    replies, _, _ = _chat(worker, run_dir)
+    base, tuned = replies["base"]["adapter_state"], replies["tuned"]["adapter_state"]
+    assert base["kind"] == tuned["kind"] == "full" and base["verified"] and tuned["verified"]
+    assert base["weights"] == str(tiny_model_dir.resolve()) and tuned["weights"] == str((run_dir / "model").resolve())
+    assert "weights from `model`" not in base["badge"] and f"weights from `{run_dir.name}/model`" in tuned["badge"]
+    assert replies["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert replies["tuned"]["token_ids"] == _fresh_generation(run_dir / "model", None, GREEDY)
+    assert replies["base"]["token_ids"] != replies["tuned"]["token_ids"]

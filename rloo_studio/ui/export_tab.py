@@ -1,0 +1,118 @@
+"""The Export tab: a run's adapter, merged model, GGUF file or standalone training script, into its exports/.
+
+It runs `rloo-studio export RUN --format … --checkpoint … --out RUN/exports/NAME --json` in a
+child process (the same command a person would type) and shows the folder, its files and how to
+use it. The folder name typed here is checked to stay inside the run's exports/ folder before
+anything runs (`runs.resolve_export_dir`). It loads no model itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import gradio as gr
+
+from .. import runs
+from ..errors import StudioError
+from ..inference import InferenceWorker
+from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+
+FORMATS = {
+    "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
+    "merged": "Merged model (base + adapter in one Hugging Face folder, in the base model's 16-bit dtype)",
+    "gguf": "GGUF file for llama.cpp / Ollama / LM Studio (needs a llama.cpp checkout on this machine)",
+    "script": "Standalone training folder: train.py (Unsloth + TRL only), config, rewards, data, accelerate config",
+}
+FORMAT_CHOICES = [(f"{name} — {what}", name) for name, what in FORMATS.items()]
+
+
+def existing_exports(run_dir: Path) -> list[list]:
+    root = run_dir / runs.EXPORTS_DIR
+    if not root.is_dir():
+        return []
+    rows = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        rows.append([folder.name, len(files), round(sum(p.stat().st_size for p in files) / 2**20, 2)])
+    return rows
+
+
+class ExportTab:
+    def __init__(self, runs_dir: Path, worker: InferenceWorker):
+        self.runs_dir, self.worker = runs_dir, worker
+        gr.Markdown("Take the tuned model with you. Every export is a new folder under the run's `exports/` with a model card "
+                    "(README.md: base model, RLOO settings, reward functions and the evaluation table).")
+        with gr.Row():
+            self.run = gr.Dropdown([], label="Run", elem_id="export-run", scale=3)
+            self.checkpoint = gr.Dropdown([], label="Checkpoint", elem_id="export-checkpoint", scale=2)
+            self.refresh = gr.Button("Refresh runs", elem_id="export-refresh", scale=1)
+        self.format = gr.Radio(FORMAT_CHOICES, value="adapter", label="Format", elem_id="export-format")
+        self.name = gr.Textbox(label="Folder name (optional)", info="Inside the run's exports/ folder; empty = the format's name "
+                               "(plus the checkpoint). An existing non-empty folder is never overwritten.", elem_id="export-name")
+        self.export = gr.Button("Export", variant="primary", elem_id="export-start")
+        self.result = gr.Markdown(elem_id="export-result")
+        self.existing = gr.Dataframe(headers=["folder", "files", "MiB"], interactive=False, label="Exports of this run",
+                                     elem_id="export-existing")
+
+    def wire(self, demo: gr.Blocks) -> None:
+        self.refresh.click(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint, self.existing], api_name="export_runs")
+        demo.load(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint, self.existing], api_visibility="private")
+        self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
+        self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name],
+                          outputs=[self.result, self.existing], api_name="export")
+
+    def list_runs(self, current):
+        choices = tuned_runs(self.runs_dir)
+        value = current if current in choices else (choices[0] if choices else None)
+        return [gr.update(choices=choices, value=value)] + self.pick_run(value)
+
+    def pick_run(self, run_id):
+        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
+        return [gr.update(choices=ckpts, value=ckpts[0] if ckpts else None), existing_exports(self.runs_dir / run_id) if run_id else []]
+
+    def run_export(self, run_id, checkpoint, fmt, name, progress=gr.Progress()):
+        if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
+            return "Pick a run first (one appears here once it has saved an adapter).", []
+        run_dir = self.runs_dir / run_id
+        checkpoint = checkpoint or "final"
+        try:
+            if fmt not in FORMATS:
+                raise StudioError(f"unknown format {fmt!r}", "", f"choose one of {', '.join(FORMATS)}")
+            label = "" if checkpoint == "final" or fmt == "script" else f"-{checkpoint}"
+            target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{fmt}{label}")
+        except StudioError as exc:
+            return f"**Cannot export:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
+        if fmt in ("merged", "gguf"):
+            busy = busy_message(self.runs_dir, "Merging")
+            if busy:
+                return busy, existing_exports(run_dir)
+            self.worker.shutdown()  # merging loads the full base model: free the chat's copy first
+        args = [sys.executable, "-m", "rloo_studio.cli", "export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
+        if fmt != "script":
+            args += ["--checkpoint", checkpoint]
+        progress(0.05, desc=f"Exporting {fmt}…")
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                stdin=subprocess.DEVNULL, cwd=str(self.runs_dir.parent))
+        tail: list[str] = []
+        try:
+            for line in proc.stderr:
+                line = line.rstrip()
+                if line:
+                    tail = (tail + [line])[-30:]
+                    progress(0.5, desc=line[:120])
+            out = proc.stdout.read()
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        if proc.returncode != 0:
+            error = "\n".join(tail).split("error:", 1)[-1].strip() or f"the export failed (exit code {proc.returncode})"
+            return f"**Export failed:** {error}".replace("\n", "  \n"), existing_exports(run_dir)
+        result = json.loads(out)
+        files = result.get("files", [])
+        shown = "\n".join(f"- `{f}`" for f in files[:25]) + (f"\n- … and {len(files) - 25} more" if len(files) > 25 else "")
+        return (f"**Exported `{fmt}`** ({result.get('checkpoint')}) in {result.get('seconds')} s to `{result.get('out')}`. "
+                f"Its README.md says how to use it.\n\n{shown}"), existing_exports(run_dir)

@@ -1,0 +1,66 @@
+"""The Evaluate and Export tabs through the app's API, on a run with random (non-zero) adapters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from apphelpers import served_app
+from conftest import make_adapter_run
+from gradio_client import Client
+
+pytestmark = pytest.mark.slow
+
+RUN_ID = "20260101-000000-compare"
+
+
+@pytest.fixture(scope="module")
+def compare_runs_dir(tmp_path_factory, tiny_model_dir):
+    runs_dir = tmp_path_factory.mktemp("app-compare") / "runs"
+    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    return runs_dir
+
+
+def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
+    with served_app(compare_runs_dir) as url:
+        client = Client(url, verbose=False)
+        run_update, ckpt_update = client.predict(None, api_name="/eval_runs")
+        assert run_update["value"] == RUN_ID
+        assert [c[0] for c in ckpt_update["choices"]] == ["final", "all checkpoints", "checkpoint-1"]
+        summary, chart, table, _examples = client.predict(RUN_ID, "all checkpoints", 4, "test", api_name="/evaluate")
+        report = json.loads((compare_runs_dir / RUN_ID / "eval.json").read_text())
+        assert report["n_prompts"] == 4 and [e["name"] for e in report["checkpoints"]] == ["checkpoint-1", "final"]
+        rows = table["data"]
+        assert [r[0] for r in rows] == ["base (adapter off)", "checkpoint-1", "final"]
+        assert rows[0][2] == round(report["base"]["mean_reward"], 3)
+        assert rows[2][5] + rows[2][6] + rows[2][7] == 4  # wins + ties + losses over the 4 prompts
+        assert "4 held-out prompts" in summary and "Best checkpoint" in summary
+        points = chart["data"]  # long format: step, metric, value — base at step 0, then each checkpoint's step
+        assert {p[1] for p in points} == {"mean reward", "answer accuracy", "format rate"} and {p[0] for p in points} == {0, 1, 2}
+        assert [p[2] for p in points if p[0] == 0 and p[1] == "mean reward"] == [rows[0][2]]
+
+        # Reopening the run shows the saved evaluation without running it again.
+        shown = client.predict(RUN_ID, api_name="/eval_show")
+        assert shown[3]["data"] == rows
+
+
+def test_export_adapter_into_exports_and_refuse_paths_that_escape(compare_runs_dir):
+    run_dir = compare_runs_dir / RUN_ID
+    with served_app(compare_runs_dir) as url:
+        client = Client(url, verbose=False)
+        client.predict(None, api_name="/export_runs")
+        result, existing = client.predict(RUN_ID, "final", "adapter", "", api_name="/export")
+        assert "Exported `adapter`" in result and "adapter_model.safetensors" in result and "README.md" in result
+        assert (run_dir / "exports" / "adapter" / "adapter_config.json").is_file()
+        assert ["adapter"] == [r[0] for r in existing["data"]]
+
+        again, _ = client.predict(RUN_ID, "final", "adapter", "", api_name="/export")
+        assert "already exists and is not empty" in again  # never overwritten
+
+        for name in ("../../escaped", "/tmp/escaped", "a/b", "..", "~root"):
+            refused, _ = client.predict(RUN_ID, "final", "adapter", name, api_name="/export")
+            assert "is not allowed" in refused, name
+        (run_dir / "exports" / "link").symlink_to(compare_runs_dir.parent)
+        refused, _ = client.predict(RUN_ID, "final", "adapter", "link", api_name="/export")
+        assert "leads outside" in refused
+        assert not (compare_runs_dir.parent / "escaped").exists() and not any(compare_runs_dir.parent.glob("adapter_config.json"))
