@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 from ..config import RunConfig
-from ..errors import StudioError
+from ..errors import OutOfMemory, StudioError
 
 
 def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
@@ -45,11 +45,35 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     repeated = [p for p in prompts for _ in range(k)]  # TRL's order: the k completions of a prompt are consecutive
     progress(f"[preview] sampling {k} completions for each of {len(prompts)} prompts (temperature {temperature}, "
              f"up to {max_new_tokens} tokens)")
-    out = generate_completions(loaded.model.eval(), tokenizer, repeated, max_new_tokens=max_new_tokens, do_sample=True,
-                               temperature=temperature, top_p=top_p, seed=seed)
+    try:
+        out = generate_completions(loaded.model.eval(), tokenizer, repeated, max_new_tokens=max_new_tokens, do_sample=True,
+                                   temperature=temperature, top_p=top_p, seed=seed)
+    except (RuntimeError, MemoryError) as exc:
+        if "out of memory" not in str(exc).lower() and type(exc).__name__ != "OutOfMemoryError":
+            raise
+        raise preview_out_of_memory(cfg, len(prompts), exc) from None
     groups = [{"prompt": prompts[i], "row": {c: v for c, v in rows[i].items() if c != cfg.data.prompt_column},
                "completions": out.texts[i * k:(i + 1) * k]} for i in range(len(prompts))]
     return groups, conversational, resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+
+
+def preview_out_of_memory(cfg: RunConfig, num_prompts: int, exc: BaseException) -> OutOfMemory:
+    """Sampling ran out of memory: say how big the generation batch was and what makes it smaller."""
+    from ..vram import estimate_config
+
+    k = int(cfg.rloo_value("num_generations"))
+    why = (f"the preview generates {num_prompts} prompts × {k} completions × up to "
+           f"{cfg.rloo_value('max_completion_length')} tokens at once, and their KV cache did not fit ({str(exc).splitlines()[0][:160]})")
+    try:
+        est = estimate_config(cfg, None)
+        if est is not None and "KV cache (generation)" in est.parts:
+            why += f"; the estimator puts the training batch's KV cache at {est.parts['KV cache (generation)']:.1f} GiB of {est.total_gib:.1f} GiB"
+    except Exception:  # noqa: BLE001 - advice is a bonus
+        pass
+    return OutOfMemory("the GPU ran out of memory while sampling completions for the preview", why,
+                       "preview fewer prompts, or lower rloo.num_generations or rloo.max_completion_length (training needs "
+                       "that memory too: `rloo-studio estimate CONFIG` shows the breakdown); the preview's process has ended "
+                       "and freed its memory, so the app is usable as before")
 
 
 def read_completions_file(path: str | Path) -> tuple[list[dict], int]:

@@ -103,12 +103,12 @@ def badge_markdown(session: dict, side: str, position: str) -> str:
 class ChatTab:
     def __init__(self, runs_dir: Path, worker: InferenceWorker):
         self.runs_dir, self.worker = runs_dir, worker
-        gr.Markdown("Ask both models the same thing. The **base** pane is the model before training (its LoRA adapter switched "
-                    "off), the **tuned** pane the same model with the run's adapter on: same weights in memory, same chat "
-                    "template, same sampling settings and seed. Each badge is checked while the reply is generated.")
+        gr.Markdown("Ask both models the same thing. The **base** pane is the model before training, the **tuned** pane the "
+                    "run's model: for a LoRA run, one model in memory with the adapter switched off and on. Both use the chat "
+                    "template of training and the same sampling settings and seed. Each badge is checked while its reply is generated.")
         with gr.Row():
             self.run = gr.Dropdown([], label="Run", elem_id="chat-run", scale=3)
-            self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the adapter saved at the end", elem_id="chat-checkpoint", scale=2)
+            self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the weights saved when the run ended", elem_id="chat-checkpoint", scale=2)
             self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
         with gr.Accordion("Settings", open=False):
             self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
@@ -133,10 +133,10 @@ class ChatTab:
                 self.send = gr.Button("Send", variant="primary", elem_id="chat-send")
                 self.retry = gr.Button("Retry", elem_id="chat-retry")
                 self.clear = gr.Button("Clear", elem_id="chat-clear")
-        with gr.Row(visible=True):
-            self.vote_a = gr.Button("A is better", elem_id="vote-a", interactive=False)
-            self.vote_tie = gr.Button("Tie", elem_id="vote-tie", interactive=False)
-            self.vote_b = gr.Button("B is better", elem_id="vote-b", interactive=False)
+        with gr.Row():
+            self.vote_a = gr.Button("A is better", elem_id="vote-a", interactive=False, visible=False)
+            self.vote_tie = gr.Button("Tie", elem_id="vote-tie", interactive=False, visible=False)
+            self.vote_b = gr.Button("B is better", elem_id="vote-b", interactive=False, visible=False)
         self.status = gr.Markdown(elem_id="chat-status")
         self.session = gr.State(new_session(False))
 
@@ -191,9 +191,10 @@ class ChatTab:
         left_side, right_side = layout(session)
         pending = pending or {}
         show_votes = session["blind"] and voting
+        vote = gr.update(interactive=show_votes, visible=session["blind"])  # the vote buttons exist only in blind mode
         return [pane(session[left_side], pending.get(left_side)), pane(session[right_side], pending.get(right_side)),
                 badge_markdown(session, left_side, "left"), badge_markdown(session, right_side, "right"), status, session,
-                gr.update(interactive=show_votes), gr.update(interactive=show_votes), gr.update(interactive=show_votes)]
+                vote, vote, vote]
 
     def reset(self, blind: bool) -> list:
         return self.render(new_session(bool(blind)), "Blind mode: the panes are called A and B, shuffled for every message (each is a fresh one-turn chat); vote after each." if blind else "")

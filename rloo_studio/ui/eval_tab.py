@@ -46,7 +46,7 @@ def table(report: dict | None) -> list[list]:
     if not report:
         return []
     base = report.get("base", {})
-    rows = [["base (adapter off)", 0] + [_round(base.get(k)) for k, _ in METRICS] + [None, None, None]]
+    rows = [["base model", 0] + [_round(base.get(k)) for k, _ in METRICS] + [None, None, None]]
     for entry in _entries(report):
         s, wtl = entry.get("summary", {}), entry.get("tuned_vs_base", {})
         rows.append([entry.get("name"), entry.get("step")] + [_round(s.get(k)) for k, _ in METRICS]

@@ -117,8 +117,8 @@ def test_first_run_in_a_browser(runs_dir):
         page.locator("#chat-prompt textarea").fill("A shop has 103 books and gets 146 more. How many now?")
         page.locator("#chat-send").click()
         # The demo preset trains every weight: the badges name the folder each side's weights came from.
-        expect(page.locator("#chat-left-badge")).to_contain_text("✓ base model · weights from `demo-model` (checked", timeout=180_000)
-        expect(page.locator("#chat-right-badge")).to_contain_text(f"✓ tuned · weights from `{run_dir.name}/model` (checked", timeout=180_000)
+        expect(page.locator("#chat-left-badge")).to_contain_text("✓ base model · weights from demo-model (checked", timeout=180_000)
+        expect(page.locator("#chat-right-badge")).to_contain_text(f"✓ tuned · weights from {run_dir.name}/model (checked", timeout=180_000)
         for pane in ("#chat-left", "#chat-right"):  # the question and a reply in each pane
             expect(page.locator(f"{pane} .message-row")).to_have_count(2, timeout=60_000)
             expect(page.locator(pane)).to_contain_text("How many now?")
@@ -133,7 +133,7 @@ def test_first_run_in_a_browser(runs_dir):
         limit.press("Tab")
         page.locator("#eval-start").click()
         expect(page.locator("#eval-summary")).to_contain_text("20 held-out prompts", timeout=300_000)
-        expect(page.locator("#eval-table")).to_contain_text("base (adapter off)")
+        expect(page.locator("#eval-table")).to_contain_text("base model")
         chart = page.locator("#eval-chart")
         expect(chart.locator(".vega-embed").first).to_be_visible(timeout=30_000)
         page.wait_for_timeout(1500)

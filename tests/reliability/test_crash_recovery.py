@@ -78,3 +78,20 @@ def test_out_of_memory_ends_the_run_as_failed_with_advice_and_usable_checkpoints
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert runs.read_status(run_dir)["state"] == "finished"
     assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
+
+
+def test_out_of_memory_while_sampling_the_preview_is_explained(workspace):
+    # The preview's sampler raises what PyTorch raises when the GPU is full; the CLI (which the app runs
+    # as a child process) must say what happened and what to do, and end so that its memory is freed.
+    config = workspace.write_config()
+    code = ("import sys, torch, rloo_studio.engine.generate as g\n"
+            "def full(*a, **k):\n"
+            "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 3.00 GiB')\n"
+            "g.generate_completions = full\n"
+            "from rloo_studio.cli import main\n"
+            f"sys.exit(main(['preview', {str(config)!r}, '--num-prompts', '2']))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=workspace.path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "the GPU ran out of memory while sampling completions for the preview" in result.stderr
+    assert "2 prompts × 4 completions × up to 16 tokens" in result.stderr
+    assert "lower rloo.num_generations or rloo.max_completion_length" in result.stderr and "freed its memory" in result.stderr

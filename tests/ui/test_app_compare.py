@@ -31,7 +31,7 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         report = json.loads((compare_runs_dir / RUN_ID / "eval.json").read_text())
         assert report["n_prompts"] == 4 and [e["name"] for e in report["checkpoints"]] == ["checkpoint-1", "final"]
         rows = table["data"]
-        assert [r[0] for r in rows] == ["base (adapter off)", "checkpoint-1", "final"]
+        assert [r[0] for r in rows] == ["base model", "checkpoint-1", "final"]
         assert rows[0][2] == round(report["base"]["mean_reward"], 3)
         assert rows[2][5] + rows[2][6] + rows[2][7] == 4  # wins + ties + losses over the 4 prompts
         assert "4 held-out prompts" in summary and "Best checkpoint" in summary
