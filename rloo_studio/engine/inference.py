@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..rewards.builtin import split_thinking
 
 FINAL = "final"
 SIDES = ("base", "tuned")
@@ -94,18 +95,6 @@ def find_weights(run_dir: Path, checkpoint: str):
     raise StudioError(f"run {run_dir.name} has no adapter for {checkpoint!r}",
                       "the final weights are written when training finishes or is stopped; checkpoints every save_steps",
                       f"pick one of: {', '.join(names)}" if names else "wait for the run to save a checkpoint or finish")
-
-
-def split_thinking(text: str) -> tuple[str | None, str]:
-    """(thinking, answer) of a reply; thinking is None when there is no <think> block."""
-    start = text.find("<think>")
-    end = text.find("</think>")
-    if end == -1:
-        if start != -1:  # still thinking (or cut off by max tokens)
-            return text[start + len("<think>"):].strip(), ""
-        return None, text.strip()
-    thinking = text[start + len("<think>") if start != -1 and start < end else 0:end]
-    return thinking.strip(), text[end + len("</think>"):].strip()
 
 
 class _DeltaStreamer:

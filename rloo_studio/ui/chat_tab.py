@@ -50,6 +50,8 @@ def busy_message(runs_dir: Path, what: str) -> str | None:
 # ---- panes ----------------------------------------------------------------------------------------
 
 def split_thinking(text: str) -> tuple[str | None, str]:
+    """(thinking, answer) for display; unlike the rewards' split, a reply still inside `<think>` while it
+    streams shows as thinking so far, not as the answer."""
     end = text.find("</think>")
     start = text.find("<think>")
     if end == -1:

@@ -32,8 +32,16 @@ def chat_run(tmp_path_factory, tiny_model_dir):
     return make_adapter_run(tmp_path_factory.mktemp("runs") / "20260101-000000-chat", tiny_model_dir)
 
 
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    """One worker for the module, as in the app: it keeps its model between requests."""
+    w = InferenceWorker(log_path=tmp_path_factory.mktemp("worker") / "inference.log")
+    yield w
+    w.shutdown()
+
+
 @pytest.fixture
-def worker(tmp_path):
+def own_worker(tmp_path):
     w = InferenceWorker(log_path=tmp_path / "inference.log")
     yield w
     w.shutdown()
@@ -108,7 +116,10 @@ def test_checkpoints_share_one_base_model(chat_run, worker, tiny_model_dir):
     assert ckpt["tuned"]["token_ids"] == _fresh_generation(tiny_model_dir, chat_run / "checkpoints" / "checkpoint-1", GREEDY)
     assert ckpt["tuned"]["token_ids"] != final["tuned"]["token_ids"]
     status = worker.status()
-    assert status["base_loads"] == 1 and len(status["adapters"]) == 2  # no second copy of the base model
+    loads_before = status["base_loads"]
+    _chat(worker, chat_run, "final")
+    status = worker.status()
+    assert status["base_loads"] == loads_before and len(status["adapters"]) == 2  # switching loads no second base model
 
 
 def test_unknown_checkpoint_and_bad_settings_are_explained(chat_run, worker):
@@ -121,12 +132,12 @@ def test_unknown_checkpoint_and_bad_settings_are_explained(chat_run, worker):
     assert set(replies) == {"base", "tuned"}
 
 
-def test_a_killed_worker_restarts_and_reloads(chat_run, worker):
-    before, _, _ = _chat(worker, chat_run)
-    os.kill(worker.pid, signal.SIGKILL)
-    after, _, _ = _chat(worker, chat_run)
+def test_a_killed_worker_restarts_and_reloads(chat_run, own_worker):
+    before, _, _ = _chat(own_worker, chat_run)
+    os.kill(own_worker.pid, signal.SIGKILL)
+    after, _, _ = _chat(own_worker, chat_run)
     assert after["tuned"]["token_ids"] == before["tuned"]["token_ids"]
-    assert worker.restarts == 1
+    assert own_worker.restarts == 1
 
 
 def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(chat_run, tmp_path):

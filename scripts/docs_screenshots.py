@@ -1,0 +1,102 @@
+"""Make the README's Chat and Evaluate screenshots from a real demo run.
+
+    python scripts/docs_screenshots.py [--runs-dir DIR] [--out docs] [--steps 200]
+
+Trains the bundled demo (`presets/cpu-demo.yaml`, about five minutes on two cores) into a
+scratch runs folder, serves the app on it, and drives Debian's Chromium: the Chat tab with a
+held-out question (greedy, so the picture is reproducible; it tries a few questions and keeps
+the first on which base and tuned answer differently) and the Evaluate tab with every
+checkpoint on 100 held-out prompts. Writes docs/compare-chat.png and docs/eval-chart.png.
+Needs the test extras (playwright) and `chromium`; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
+os.environ.update(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1")
+
+
+def train_demo(runs_dir: Path, steps: int) -> Path:
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "rloo_studio.cli", "train", str(ROOT / "presets" / "cpu-demo.yaml"),
+           f"output.runs_dir={runs_dir}", f"rloo.max_steps={steps}"]
+    print("training:", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return max((p for p in runs_dir.iterdir() if (p / "status.json").exists()), key=lambda p: p.stat().st_mtime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs-dir", type=Path, help="reuse a runs folder holding a finished demo run (skips training)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs")
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+
+    from apphelpers import served_app
+    from playwright.sync_api import expect, sync_playwright
+
+    scratch = None
+    if args.runs_dir and any(args.runs_dir.glob("*/status.json")):
+        runs_dir = args.runs_dir
+        run_dir = max((p for p in runs_dir.iterdir() if (p / "status.json").exists()), key=lambda p: p.stat().st_mtime)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="rloo-docs-"))
+        runs_dir = args.runs_dir or scratch / "runs"
+        run_dir = train_demo(runs_dir, args.steps)
+    questions = [json.loads(line) for line in (ROOT / "assets" / "demo-data" / "test.jsonl").read_text().splitlines()[:40]]
+    args.out.mkdir(parents=True, exist_ok=True)
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    with served_app(runs_dir) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.set_default_timeout(120_000)
+        page.goto(url)
+
+        page.get_by_role("tab", name="5 · Chat").click()
+        page.locator("#chat-refresh").click()
+        expect(page.locator("#chat-run input")).to_have_value(run_dir.name)
+        page.locator("#chat-temperature input[type=number]").fill("0")
+        page.locator("#chat-temperature input[type=number]").press("Enter")
+        for row in questions:
+            page.locator("#chat-clear").click()
+            page.locator("#chat-prompt textarea").fill(row["prompt"])
+            page.locator("#chat-send").click()
+            expect(page.locator("#chat-status")).to_contain_text("Both replies use seed")
+            left, right = page.locator("#chat-left").inner_text(), page.locator("#chat-right").inner_text()
+            if left != right and row["answer"] in right.split("Thinking")[-1]:
+                print(f"chat: {row['prompt']!r}: base and tuned differ, tuned is right ({row['answer']})")
+                break
+        page.locator("#tab-chat").screenshot(path=str(args.out / "compare-chat.png"))
+
+        page.get_by_role("tab", name="6 · Evaluate").click()
+        page.locator("#eval-refresh").click()
+        expect(page.locator("#eval-run input")).to_have_value(run_dir.name)
+        page.locator("#eval-checkpoint").click()
+        page.get_by_role("option", name="all checkpoints").click()
+        limit = page.locator("#eval-limit input")
+        limit.fill("100")
+        limit.press("Tab")
+        page.locator("#eval-start").click()
+        expect(page.locator("#eval-summary")).to_contain_text("100 held-out prompts", timeout=900_000)
+        page.wait_for_timeout(2000)
+        page.locator("#tab-evaluate").screenshot(path=str(args.out / "eval-chart.png"))
+        browser.close()
+    report = json.loads((run_dir / "eval.json").read_text())
+    print("evaluation:", json.dumps({e["name"]: round(e["summary"]["mean_reward"], 3) for e in report["checkpoints"]}),
+          "base:", round(report["base"]["mean_reward"], 3))
+    print(f"wrote {args.out / 'compare-chat.png'} and {args.out / 'eval-chart.png'}; the run is in {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
