@@ -65,13 +65,15 @@ def main() -> int:
         page.get_by_role("tab", name="5 · Chat").click()
         page.locator("#chat-refresh").click()
         expect(page.locator("#chat-run input")).to_have_value(run_dir.name)
+        page.locator("#chat-settings button").first.click()  # open the settings: greedy, for a reproducible picture
         page.locator("#chat-temperature input[type=number]").fill("0")
         page.locator("#chat-temperature input[type=number]").press("Enter")
+        page.locator("#chat-settings button").first.click()
         for row in questions:
             page.locator("#chat-clear").click()
             page.locator("#chat-prompt textarea").fill(row["prompt"])
             page.locator("#chat-send").click()
-            expect(page.locator("#chat-status")).to_contain_text("Both replies use seed")
+            expect(page.locator("#chat-status")).to_contain_text("Both replies use seed", timeout=300_000)
             left, right = page.locator("#chat-left").inner_text(), page.locator("#chat-right").inner_text()
             if left != right and row["answer"] in right.split("Thinking")[-1]:
                 print(f"chat: {row['prompt']!r}: base and tuned differ, tuned is right ({row['answer']})")

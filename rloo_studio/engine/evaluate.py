@@ -101,7 +101,7 @@ def select_checkpoints(run_dir: str | Path, checkpoint: str | None = "final") ->
                           "the final model is written when training finishes or is stopped",
                           f"evaluate a checkpoint instead, one of: {names} (or --checkpoint all)")
     raise StudioError(f"run {run_dir.name} has no checkpoint `{choice}`", f"it has: {names}",
-                      f"pass --checkpoint with one of those, or `all` to compare them all")
+                      "pass --checkpoint with one of those, or `all` to compare them all")
 
 
 def _score(rewards, prompts, texts, ids, rows, conversational: bool) -> dict:

@@ -26,7 +26,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..config import RewardSpec
 from .scoring import all_equal_groups, leave_one_out_advantages, weighted_totals

@@ -13,8 +13,6 @@ import copy
 import json
 import os
 import shlex
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from ..rewards.preview import score_in_child, tokenizer_source  # noqa: E402
 from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .chat_tab import ChatTab  # noqa: E402
+from .child import run_cli  # noqa: E402
 from .eval_tab import EvalTab  # noqa: E402
 from .export_tab import ExportTab  # noqa: E402
 from ..inference import InferenceWorker  # noqa: E402
@@ -289,7 +288,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             code = values[code_index] or ""
             (folder / "rewards.py").write_text(code, encoding="utf-8")
             absolute_paths(cfg, folder).save(folder / "config.yaml")
-            args = [sys.executable, "-m", "rloo_studio.cli", "preview", str(folder / "config.yaml"), "--json",
+            args = ["preview", str(folder / "config.yaml"), "--json",
                     "--timeout", str(PREVIEW_SCORE_TIMEOUT_S)]
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
             if lines:
@@ -307,19 +306,16 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             else:
                 args += ["--num-prompts", str(int(prompts_n))]
             progress(0.05, desc="Starting the model worker…")
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
-            stderr_lines = []
-            for line in proc.stderr:  # the worker reports its stages: loading, sampling, scoring
-                stderr_lines.append(line)
+            def on_stage(line: str) -> None:  # the worker reports its stages: loading, sampling, scoring
                 if line.startswith("[preview]"):
                     stage = line[len("[preview]"):].strip()
                     progress(0.3 if "loading" in stage else 0.6 if "sampling" in stage else 0.9, desc=stage)
-            stdout = proc.stdout.read()
-            proc.wait()
-            if proc.returncode != 0 or not stdout.strip():
-                message = "".join(stderr_lines).split("error:", 1)[-1].strip() or f"the preview worker failed (exit code {proc.returncode})"
+
+            finished = run_cli(args, on_stage, cwd=os.getcwd(), tail_lines=200)
+            if finished.returncode != 0 or not finished.stdout.strip():
+                message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
                 return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
-            result = json.loads(stdout.strip().splitlines()[-1])
+            result = json.loads(finished.stdout.strip().splitlines()[-1])
             table, summary, findings = preview_tables(result)
             n = len(result.get("rows", []))
             how = ("your pasted completions" if lines else

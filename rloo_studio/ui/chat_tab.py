@@ -112,7 +112,7 @@ class ChatTab:
             self.run = gr.Dropdown([], label="Run", elem_id="chat-run", scale=3)
             self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the weights saved when the run ended", elem_id="chat-checkpoint", scale=2)
             self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
-        with gr.Accordion("Settings", open=False):
+        with gr.Accordion("Settings", open=False, elem_id="chat-settings"):
             self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
                                             elem_id="chat-system")
             with gr.Row():

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import gradio as gr
@@ -21,6 +19,7 @@ import pandas as pd
 from .. import runs
 from ..inference import InferenceWorker
 from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .child import run_cli
 
 EVAL_FILE = "eval.json"
 ALL = "all checkpoints"
@@ -141,39 +140,32 @@ class EvalTab:
         if busy:
             return self.render(self._report(run_id), busy)
         self.worker.shutdown()  # the evaluation loads its own copy of the model: free the chat's
-        args = [sys.executable, "-m", "rloo_studio.cli", "eval", str(self.runs_dir / run_id), "--json",
-                "--checkpoint", "all" if checkpoint == ALL else checkpoint]
+        args = ["eval", str(self.runs_dir / run_id), "--json", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
         if limit:
             args += ["--limit", str(int(limit))]
         if split and split.strip():
             args += ["--split", split.strip()]
         progress(0.0, desc="Starting the evaluation…")
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                stdin=subprocess.DEVNULL, cwd=str(self.runs_dir.parent))
-        sides, total, done, tail = 1, 1, {}, []
-        try:
-            for line in proc.stderr:
-                line = line.rstrip()
-                tail = (tail + [line])[-40:]
-                plan = PLAN_LINE.match(line)
-                if plan:
-                    total = max(1, int(plan.group(1)))
-                    sides = 1 + len([c for c in plan.group(2).split(",") if c])
-                    continue
-                m = PROGRESS_LINE.match(line)
-                if m:
-                    done[m.group(1)] = int(m.group(2))
-                    progress(min(0.99, sum(done.values()) / (sides * total)), desc=f"{m.group(1)}: {m.group(2)}/{m.group(3)} prompts")
-            out = proc.stdout.read()
-            proc.wait()
-        finally:
-            if proc.poll() is None:  # the page went away: do not leave it running
-                proc.kill()
-        if proc.returncode != 0:
-            error = "\n".join(tail).split("error:", 1)[-1].strip() or f"the evaluation failed (exit code {proc.returncode})"
+        plan = {"sides": 1, "total": 1}
+        done: dict[str, int] = {}
+
+        def on_line(line: str) -> None:
+            planned = PLAN_LINE.match(line)
+            if planned:
+                plan["total"] = max(1, int(planned.group(1)))
+                plan["sides"] = 1 + len([c for c in planned.group(2).split(",") if c])
+                return
+            m = PROGRESS_LINE.match(line)
+            if m:
+                done[m.group(1)] = int(m.group(2))
+                progress(min(0.99, sum(done.values()) / (plan["sides"] * plan["total"])), desc=f"{m.group(1)}: {m.group(2)}/{m.group(3)} prompts")
+
+        finished = run_cli(args, on_line, cwd=str(self.runs_dir.parent))
+        if finished.returncode != 0:
+            error = finished.error_text(f"the evaluation failed (exit code {finished.returncode})")
             return self.render(self._report(run_id), f"**Evaluation failed:** {error}".replace("\n", "  \n"))
         try:
-            report = json.loads(out)
+            report = json.loads(finished.stdout)
         except json.JSONDecodeError:
             report = self._report(run_id)
         return self.render(report)

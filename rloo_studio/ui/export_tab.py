@@ -9,8 +9,6 @@ anything runs (`runs.resolve_export_dir`). It loads no model itself.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import gradio as gr
@@ -19,6 +17,7 @@ from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
 from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .child import run_cli
 
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
@@ -90,27 +89,15 @@ class ExportTab:
             if busy:
                 return busy, existing_exports(run_dir)
             self.worker.shutdown()  # merging loads the full base model: free the chat's copy first
-        args = [sys.executable, "-m", "rloo_studio.cli", "export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
+        args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
         if fmt != "script":
             args += ["--checkpoint", checkpoint]
         progress(0.05, desc=f"Exporting {fmt}…")
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                stdin=subprocess.DEVNULL, cwd=str(self.runs_dir.parent))
-        tail: list[str] = []
-        try:
-            for line in proc.stderr:
-                line = line.rstrip()
-                if line:
-                    tail = (tail + [line])[-30:]
-                    progress(0.5, desc=line[:120])
-            out = proc.stdout.read()
-            proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        if proc.returncode != 0:
-            error = "\n".join(tail).split("error:", 1)[-1].strip() or f"the export failed (exit code {proc.returncode})"
+        finished = run_cli(args, lambda line: line.strip() and progress(0.5, desc=line.strip()[:120]), cwd=str(self.runs_dir.parent))
+        if finished.returncode != 0:
+            error = finished.error_text(f"the export failed (exit code {finished.returncode})")
             return f"**Export failed:** {error}".replace("\n", "  \n"), existing_exports(run_dir)
+        out = finished.stdout
         result = json.loads(out)
         files = result.get("files", [])
         shown = "\n".join(f"- `{f}`" for f in files[:25]) + (f"\n- … and {len(files) - 25} more" if len(files) > 25 else "")

@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
 
 from rloo_studio import runs
 
