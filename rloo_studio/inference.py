@@ -12,6 +12,7 @@ This module never imports torch: it only manages a process and reads JSON lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from . import runs
 from .errors import StudioError
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
@@ -43,6 +45,7 @@ class InferenceWorker:
         self._lock = threading.Lock()
         self.loaded: tuple[str, str] | None = None   # (run_dir, checkpoint) the worker holds
         self._pending = False                         # a request was sent and its done/error not yet read
+        self.reserved_by: str | None = None           # an evaluation or export that keeps the worker stopped
         self.restarts = 0
 
     # ---- process -----------------------------------------------------------------------------
@@ -75,7 +78,14 @@ class InferenceWorker:
         self._events = queue.Queue()
         self.loaded = None
         threading.Thread(target=self._read, args=(self._proc, self._events), name="inference-reader", daemon=True).start()
-        event = self._next(START_TIMEOUT_S, "start")
+        try:
+            event = self._next(START_TIMEOUT_S, "start")
+        except WorkerExited as exc:
+            # Not a worker that died while idle (worth one retry) but one that cannot start at all:
+            # a broken install or driver fails the same way every time.
+            raise StudioError(exc.what.replace("stopped unexpectedly", "could not start"),
+                              "it ended before it was ready: importing torch/transformers or starting the GPU failed",
+                              f"read {self.log_path or 'its output'} for the error; after fixing it, send again") from None
         if event.get("event") != "ready":
             raise self._as_error(event, "the chat worker did not start")
 
@@ -109,17 +119,38 @@ class InferenceWorker:
             self._proc.wait()
         self.loaded = None
 
+    @contextlib.contextmanager
+    def reserved(self, what: str):
+        """Stop the worker and keep it stopped while `what` (e.g. "An evaluation") uses the model memory.
+
+        Chat requests meanwhile are refused with `what` in the message instead of loading a model
+        next to it. Raises StudioError when something else holds the reservation.
+        """
+        with self._lock:
+            if self.reserved_by:
+                raise StudioError(f"{self.reserved_by} is running", "it holds the model memory; one such job runs at a time",
+                                  "wait for it to finish, then try again")
+            self.reserved_by = what
+            self._stop_process()
+        try:
+            yield
+        finally:
+            self.reserved_by = None
+
     def shutdown(self, timeout_s: float = 10) -> None:
         """Stop the worker (and free its memory), e.g. before training starts."""
         with self._lock:
-            if self.alive:
-                try:
-                    self._proc.stdin.write(json.dumps({"op": "shutdown"}) + "\n")
-                    self._proc.stdin.flush()
-                    self._proc.wait(timeout_s)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-            self.kill()
+            self._stop_process(timeout_s)
+
+    def _stop_process(self, timeout_s: float = 10) -> None:
+        if self.alive:
+            try:
+                self._proc.stdin.write(json.dumps({"op": "shutdown"}) + "\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
 
     # ---- requests ----------------------------------------------------------------------------
 
@@ -152,8 +183,11 @@ class InferenceWorker:
                 return
 
     def ensure_loaded(self, run_dir: str | Path, checkpoint: str) -> Iterator[dict]:
-        """Load (run, checkpoint) unless it is what the worker holds; yields progress events."""
-        key = (str(Path(run_dir).resolve()), checkpoint)
+        """Load (run, checkpoint) unless it is what the worker holds; yields progress events.
+
+        The weights' modification time is part of what is held: a run resumed from the command line
+        rewrites adapter/ or a checkpoint, and the chat must not keep answering with the old copy."""
+        key = (str(Path(run_dir).resolve()), checkpoint, runs.weights_stamp(run_dir, checkpoint))
         if self.alive and self.loaded == key:
             return
         self.loaded = None
@@ -161,15 +195,26 @@ class InferenceWorker:
             yield event
         self.loaded = key
 
-    def chat(self, run_dir: str | Path, checkpoint: str, messages: list[dict], sampling: dict,
-             system_prompt: str | None = None, sides=("base", "tuned")) -> Iterator[dict]:
-        """Load if needed, then generate each side in turn; yields progress, text, reply and done events."""
+    def chat(self, run_dir: str | Path, checkpoint: str, messages: list[dict] | dict[str, list[dict]], sampling: dict,
+             system_prompt: str | None = None, sides=("base", "tuned"), guard=None) -> Iterator[dict]:
+        """Load if needed, then generate each side in turn; yields progress, text, reply and one final done event.
+
+        `messages` is the conversation, or a dict with each side's own conversation. The whole turn
+        holds the lock, so nothing (another session, training being started) gets between the sides.
+        `guard()`, called under the lock, may return a reason to refuse (e.g. a run is training)."""
         with self._lock:
+            if self.reserved_by:
+                raise StudioError(f"{self.reserved_by} is running", "it needs the model memory the chat would take",
+                                  "wait for it to finish, then send again")
+            refusal = guard() if guard else None
+            if refusal:
+                raise StudioError(refusal)
+            conversations = messages if isinstance(messages, dict) else {side: messages for side in sides}
             started = time.time()
             for attempt in (1, 2):
                 answered = False
                 try:
-                    for event in self._chat_once(run_dir, checkpoint, messages, sampling, system_prompt, sides, started):
+                    for event in self._chat_once(run_dir, checkpoint, conversations, sampling, system_prompt, sides, started):
                         answered = True
                         yield event
                     return
@@ -184,10 +229,11 @@ class InferenceWorker:
                         self.kill()
                         self._pending = False
 
-    def _chat_once(self, run_dir, checkpoint, messages, sampling, system_prompt, sides, started) -> Iterator[dict]:
+    def _chat_once(self, run_dir, checkpoint, conversations, sampling, system_prompt, sides, started) -> Iterator[dict]:
         yield from self.ensure_loaded(run_dir, checkpoint)
-        request = {"op": "chat", "messages": messages, "sampling": sampling, "system_prompt": system_prompt, "sides": list(sides)}
-        for event in self._send(request, REQUEST_TIMEOUT_S):
-            if event.get("event") == "done":
-                event["seconds"] = round(time.time() - started, 2)
-            yield event
+        for side in sides:
+            request = {"op": "chat", "messages": conversations[side], "sampling": sampling, "system_prompt": system_prompt, "sides": [side]}
+            for event in self._send(request, REQUEST_TIMEOUT_S):
+                if event.get("event") != "done":
+                    yield event
+        yield {"event": "done", "seconds": round(time.time() - started, 2)}

@@ -464,3 +464,17 @@ def resolve_export_dir(run_dir: str | Path, name: str) -> Path:
     if target.parent != root:
         raise refuse(f"{root / name} is a link that leads outside {root} (to {target})")
     return target
+
+
+def weights_stamp(run_dir: str | Path, checkpoint: str) -> float | None:
+    """The newest modification time among the files of a run's weights `checkpoint` (`final` or `checkpoint-N`).
+
+    A process holding those weights in memory compares it to notice that they were written again
+    (a run resumed and re-saved). None when there are no such weights."""
+    for found in evaluable_checkpoints(run_dir):
+        if found.name == checkpoint:
+            try:
+                return max(p.stat().st_mtime for p in found.path.iterdir() if p.is_file())
+            except (OSError, ValueError):
+                return None
+    return None

@@ -364,14 +364,22 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = "final") -> str:
     """The evaluation table from eval.json, tolerant of missing or extra keys."""
     report = runs.read_json(run_dir / EVAL_FILE)
     base = report.get("base") if report else None
-    tuned = report.get("tuned") if report else None
+    tuned, wtl = None, None
+    # The numbers of exactly the exported weights: eval.json may hold several checkpoints, or another one.
+    for entry in (report or {}).get("checkpoints") or []:
+        if isinstance(entry, dict) and entry.get("name") == checkpoint_label:
+            tuned, wtl = entry.get("summary"), entry.get("tuned_vs_base")
+    if tuned is None and report and report.get("checkpoint", "final") == checkpoint_label:
+        tuned, wtl = report.get("tuned"), report.get("tuned_vs_base")
     if not isinstance(base, dict) or not isinstance(tuned, dict):
-        return f"Not evaluated yet; run `rloo-studio eval {run_dir}` to compare the tuned model with the base model on held-out prompts.\n"
+        which = "" if checkpoint_label == "final" else f" --checkpoint {checkpoint_label}"
+        return (f"Not evaluated yet for these weights ({checkpoint_label}); run `rloo-studio eval {run_dir}{which}` to compare "
+                "them with the base model on held-out prompts.\n")
     lines = []
     n = report.get("n_prompts")
     lines.append(f"Greedy decoding on {n if isinstance(n, int) else 'the'} held-out prompts"
                  + (f" ({report['split']})" if isinstance(report.get("split"), str) else "") + ", scored by the run's own rewards"
-                 + (" (of the final model, not this checkpoint)" if checkpoint_label != "final" else "") + ":\n")
+                 + f" (tuned = {checkpoint_label}):\n")
     lines += ["| metric | base | tuned |", "|---|---|---|"]
     lines.append(f"| answer accuracy | {_fmt(base.get('answer_accuracy'), True)} | {_fmt(tuned.get('answer_accuracy'), True)} |")
     lines.append(f"| format rate | {_fmt(base.get('format_rate'), True)} | {_fmt(tuned.get('format_rate'), True)} |")
@@ -380,7 +388,6 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = "final") -> str:
     tuned_rewards = tuned.get("rewards") if isinstance(tuned.get("rewards"), dict) else {}
     for name in dict.fromkeys([*base_rewards, *tuned_rewards]):
         lines.append(f"| reward `{name}` | {_fmt(base_rewards.get(name))} | {_fmt(tuned_rewards.get(name))} |")
-    wtl = report.get("tuned_vs_base")
     if isinstance(wtl, dict) and all(isinstance(wtl.get(k), int) for k in ("wins", "ties", "losses")):
         lines.append(f"\nTuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses.")
     return "\n".join(lines) + "\n"

@@ -155,6 +155,7 @@ class ChatModel:
         cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
         weights = find_weights(run_dir, checkpoint)
         folder = weights.path
+        version = f"{folder}@{runs.weights_stamp(run_dir, checkpoint)}"  # rewritten weights (a resumed run) load again
         kind = "lora" if weights.kind == "adapter" else "full"
         stack = import_training_stack("transformers")  # generation only: plain transformers + PEFT, as eval does
         source = resolve_model_source(cfg.model.name_or_path, run_dir)
@@ -172,24 +173,24 @@ class ChatModel:
             if kind == "lora":
                 progress(f"attaching the adapter {checkpoint}")
                 self.model = stack.peft.PeftModel.from_pretrained(base.model, str(folder), adapter_name=name).eval()
-                self.loaded = {name: str(folder)}
+                self.loaded = {name: version}
             else:
                 self.model = base.model.eval()
         if kind == "lora":
-            if name not in self.loaded or self.loaded[name] != str(folder):
+            if self.loaded.get(name) != version:
                 progress(f"attaching the adapter {checkpoint}")
                 if name in self.loaded:
                     self.model.delete_adapter(name)
                 self.model.load_adapter(str(folder), adapter_name=name)
-                self.loaded[name] = str(folder)
+                self.loaded[name] = version
             self.model.set_adapter(name)
-        elif self.tuned_folder != str(folder):
+        elif self.loaded.get(name) != version:
             progress(f"loading the tuned weights {checkpoint}")
             self.tuned_model = None  # drop the previous checkpoint's copy before loading the next
             self.tuned_model = stack.transformers.AutoModelForCausalLM.from_pretrained(
                 str(folder), dtype=self.model.dtype).to(next(self.model.parameters()).device).eval()
             self.tuned_folder = str(folder)
-            self.loaded = {name: str(folder)}
+            self.loaded = {name: version}
         self.model.eval()
         self.adapter_name, self.run_dir, self.cfg = name, run_dir, cfg
         return {"run": run_dir.name, "checkpoint": checkpoint, "adapter": name, "base_model": source, "kind": kind,

@@ -148,18 +148,20 @@ class ChatTab:
         settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed]
         panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
                  self.vote_a, self.vote_tie, self.vote_b]
-        self.refresh.click(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_name="chat_runs")
-        demo.load(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="chat_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
                         api_name="chat_pick_run")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.blind.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.clear.click(self.reset, inputs=self.blind, outputs=panes, api_name="chat_clear")
         chat_inputs = [self.run, self.checkpoint, self.prompt, self.session] + settings
-        self.send.click(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_name="chat")
-        self.prompt.submit(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_visibility="private")
+        # Send, Enter and Retry share one queue slot: two turns must not interleave on one conversation.
+        one_turn = dict(concurrency_id="chat-turn", concurrency_limit=1)
+        self.send.click(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_name="chat", **one_turn)
+        self.prompt.submit(self.chat, inputs=chat_inputs, outputs=panes + [self.prompt], api_visibility="private", **one_turn)
         self.retry.click(self.retry_last, inputs=[self.run, self.checkpoint, self.session] + settings,
-                         outputs=panes + [self.prompt, self.seed], api_name="chat_retry")
+                         outputs=panes + [self.prompt, self.seed], api_name="chat_retry", **one_turn)
         for button, choice in ((self.vote_a, "a"), (self.vote_tie, "tie"), (self.vote_b, "b")):
             button.click(self._voter(choice), inputs=[self.run, self.checkpoint, self.session], outputs=panes,
                          api_name=f"chat_vote_{choice}")
@@ -171,11 +173,12 @@ class ChatTab:
 
     # ---- handlers --------------------------------------------------------------------------------
 
-    def list_runs(self, current: str | None):
+    def list_runs(self, current: str | None, current_checkpoint: str | None = None):
         choices = tuned_runs(self.runs_dir)
         value = current if current in choices else (choices[0] if choices else None)
         ckpts = checkpoint_choices(self.runs_dir / value) if value else []
-        return gr.update(choices=choices, value=value), gr.update(choices=ckpts, value=ckpts[0] if ckpts else None)
+        keep = current_checkpoint if value == current and current_checkpoint in ckpts else (ckpts[0] if ckpts else None)
+        return gr.update(choices=choices, value=value), gr.update(choices=ckpts, value=keep)
 
     def pick_run(self, run_id: str | None, blind: bool):
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
@@ -210,8 +213,11 @@ class ChatTab:
 
     def retry_last(self, run_id, checkpoint, session, system_prompt, temperature, top_p, max_tokens, seed):
         last = session.get("last")
-        if not last:
-            yield self.render(session, "Nothing to retry yet: send a message first.") + [gr.update(), gr.update()]
+        problem = (self._problem(run_id, checkpoint) or
+                   ("Nothing to retry yet: send a message first." if not last else None) or
+                   ("Vote for the last turn first (A, Tie or B): it keeps the tally honest." if session["blind"] and not session.get("voted", True) else None))
+        if problem:  # checked before the last exchange is taken back, so a refusal loses nothing
+            yield self.render(session, problem, voting=session["blind"] and not session.get("voted", True)) + [gr.update(), gr.update()]
             return
         for side in ("base", "tuned"):  # drop the last exchange on both sides, then ask again with the next seed
             while session[side] and session[side][-1]["role"] == "assistant":
@@ -222,14 +228,15 @@ class ChatTab:
         for out in self._turn(run_id, checkpoint, last, session, system_prompt, temperature, top_p, max_tokens, new_seed):
             yield out + [new_seed]
 
-    def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
-        problem = None
+    def _problem(self, run_id, checkpoint) -> str | None:
         if not run_id or not checkpoint:
-            problem = "Pick a run and a checkpoint first (a run appears here once it has saved an adapter)."
-        elif not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
-            problem = f"Run `{run_id}` is no longer in {self.runs_dir}: press Refresh runs."
-        else:
-            problem = busy_message(self.runs_dir, "The chat")
+            return "Pick a run and a checkpoint first (a run appears here once it has saved its weights)."
+        if not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
+            return f"Run `{run_id}` is no longer in {self.runs_dir}: press Refresh runs."
+        return busy_message(self.runs_dir, "The chat")
+
+    def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
+        problem = self._problem(run_id, checkpoint)
         if problem:
             yield self.render(session, problem) + [gr.update()]
             return
@@ -246,30 +253,41 @@ class ChatTab:
         session["badges"] = {}
         sampling = {"temperature": float(temperature), "top_p": float(top_p), "max_new_tokens": int(max_tokens), "seed": int(seed or 0)}
         # The conversation so far is the same user turns on both sides but each side's own answers.
+        before = {side: len(session[side]) - 1 for side in ("base", "tuned")}  # without this turn's question
+        blind = session["blind"]
+        # Blind mode generates in pane order and shows nothing until both are done: which pane
+        # fills first must not tell which model it is.
+        order = layout(session) if blind else ("base", "tuned")
         pending = {}
         yield self.render(session, "Loading the model…" if self.worker.loaded is None else "Generating…", pending) + [""]
         try:
-            conversations = {side: list(session[side]) for side in ("base", "tuned")}
-            for side in ("base", "tuned"):
-                events = self.worker.chat(self.runs_dir / run_id, checkpoint, conversations[side], sampling,
-                                          system_prompt=system_prompt or None, sides=(side,))
-                pending[side] = ""
-                for event in events:
-                    kind = event.get("event")
-                    if kind == "progress":
-                        yield self.render(session, f"{event['message']}…", pending) + [gr.update()]
-                    elif kind == "text":
-                        pending[side] += event["delta"]
-                        yield self.render(session, f"Generating the {side if not session['blind'] else 'replies'}…", pending) + [gr.update()]
-                    elif kind == "reply":
-                        session["badges"][side] = event["adapter_state"]
-                        pending.pop(side, None)
-                        session[side].append({"role": "assistant", "content": event["text"]})
+            events = self.worker.chat(self.runs_dir / run_id, checkpoint, {side: list(session[side]) for side in order}, sampling,
+                                      system_prompt=system_prompt or None, sides=order,
+                                      guard=lambda: busy_message(self.runs_dir, "The chat"))
+            replies = {}
+            for event in events:
+                kind = event.get("event")
+                if kind == "progress":
+                    yield self.render(session, f"{event['message']}…", pending) + [gr.update()]
+                elif kind == "text" and not blind:
+                    pending[event["side"]] = pending.get(event["side"], "") + event["delta"]
+                    yield self.render(session, f"Generating the {event['side']} reply…", pending) + [gr.update()]
+                elif kind == "reply":
+                    replies[event["side"]] = event
+                    pending.pop(event["side"], None)
+                    if not blind:
+                        session["badges"][event["side"]] = event["adapter_state"]
+                        session[event["side"]].append({"role": "assistant", "content": event["text"]})
                         yield self.render(session, "", pending) + [gr.update()]
+                    else:
+                        yield self.render(session, f"Generated {len(replies)} of 2 replies…") + [gr.update()]
+            if blind:
+                for side, event in replies.items():
+                    session["badges"][side] = event["adapter_state"]
+                    session[side].append({"role": "assistant", "content": event["text"]})
         except (StudioError, OSError) as exc:
-            for side in ("base", "tuned"):  # the turn did not complete: take it back so Retry/Send start clean
-                if len(session[side]) and session[side][-1]["role"] == "user":
-                    session[side].pop()
+            for side in ("base", "tuned"):  # the turn did not complete: take all of it back on both sides
+                del session[side][before[side]:]
             text = exc.message() if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
             yield self.render(session, f"**Could not generate:** {text}".replace("\n", "  \n")) + [message]
             return

@@ -2,8 +2,9 @@
 
 stdout is read by a second thread while stderr is read line by line: reading one pipe to its end
 before the other would stall both processes as soon as the command's answer (a JSON document,
-e.g. eval's per-prompt records) outgrows the pipe's buffer (64 KiB on Linux). If the caller goes
-away (the page closed), the command is killed rather than left running. Nothing here loads a model.
+e.g. eval's per-prompt records) outgrows the pipe's buffer (64 KiB on Linux). The command runs to
+its end even if the page that asked for it is closed (an evaluation or export is finished and
+saved, not lost); an exception in the caller's callback kills it. Nothing here loads a model.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import runs
+from ..errors import StudioError
 from ..inference import InferenceWorker
 from .chat_tab import busy_message, checkpoint_choices, tuned_runs
 from .child import run_cli
@@ -67,7 +68,12 @@ def summary_markdown(report: dict | None) -> str:
     if not report:
         return "No evaluation yet for this run: press **Evaluate**."
     entries = _entries(report)
-    best = max(entries, key=lambda e: e.get("summary", {}).get("mean_reward") or float("-inf"))
+    def mean_reward(entry: dict) -> float:
+        value = entry.get("summary", {}).get("mean_reward")
+        return value if isinstance(value, (int, float)) else float("-inf")  # 0.0 is a real score, not a missing one
+
+    best_name = report.get("best", {}).get("name") if isinstance(report.get("best"), dict) else report.get("best")
+    best = next((e for e in entries if e.get("name") == best_name), None) or max(entries, key=mean_reward)
     wtl = report.get("tuned_vs_base", {})
     base_reward, tuned_reward = report.get("base", {}).get("mean_reward"), report.get("tuned", {}).get("mean_reward")
     lines = [f"**{report.get('n_prompts')} held-out prompts** ({report.get('split')}), greedy decoding, up to "
@@ -108,21 +114,21 @@ class EvalTab:
 
     def wire(self, demo: gr.Blocks) -> None:
         outputs = [self.summary, self.chart, self.table, self.examples]
-        self.refresh.click(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_name="eval_runs")
-        demo.load(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="eval_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
         self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split], outputs=outputs, api_name="evaluate")
 
-    def list_runs(self, current):
+    def list_runs(self, current, current_checkpoint=None):
         choices = tuned_runs(self.runs_dir)
         value = current if current in choices else (choices[0] if choices else None)
-        return gr.update(choices=choices, value=value), self._checkpoints(value)
+        return gr.update(choices=choices, value=value), self._checkpoints(value, current_checkpoint if value == current else None)
 
-    def _checkpoints(self, run_id):
+    def _checkpoints(self, run_id, keep=None):
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
         if len(ckpts) > 1:
             ckpts = ckpts[:1] + [ALL] + ckpts[1:]
-        return gr.update(choices=ckpts, value=ckpts[0] if ckpts else None)
+        return gr.update(choices=ckpts, value=keep if keep in ckpts else (ckpts[0] if ckpts else None))
 
     def _report(self, run_id) -> dict | None:
         return runs.read_json(self.runs_dir / run_id / EVAL_FILE) if run_id else None
@@ -139,7 +145,6 @@ class EvalTab:
         busy = busy_message(self.runs_dir, "An evaluation")
         if busy:
             return self.render(self._report(run_id), busy)
-        self.worker.shutdown()  # the evaluation loads its own copy of the model: free the chat's
         args = ["eval", str(self.runs_dir / run_id), "--json", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
         if limit:
             args += ["--limit", str(int(limit))]
@@ -160,7 +165,11 @@ class EvalTab:
                 done[m.group(1)] = int(m.group(2))
                 progress(min(0.99, sum(done.values()) / (plan["sides"] * plan["total"])), desc=f"{m.group(1)}: {m.group(2)}/{m.group(3)} prompts")
 
-        finished = run_cli(args, on_line, cwd=str(self.runs_dir.parent))
+        try:
+            with self.worker.reserved("An evaluation"):  # it loads its own copy of the model: the chat's is freed and stays so
+                finished = run_cli(args, on_line, cwd=str(self.runs_dir.parent))
+        except StudioError as exc:
+            return self.render(self._report(run_id), f"**Not started:** {exc.message()}".replace("\n", "  \n"))
         if finished.returncode != 0:
             error = finished.error_text(f"the evaluation failed (exit code {finished.returncode})")
             return self.render(self._report(run_id), f"**Evaluation failed:** {error}".replace("\n", "  \n"))

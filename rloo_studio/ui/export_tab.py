@@ -57,20 +57,23 @@ class ExportTab:
                                      elem_id="export-existing")
 
     def wire(self, demo: gr.Blocks) -> None:
-        self.refresh.click(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint, self.existing], api_name="export_runs")
-        demo.load(self.list_runs, inputs=self.run, outputs=[self.run, self.checkpoint, self.existing], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint, self.existing],
+                           api_name="export_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint, self.existing],
+                  api_visibility="private")
         self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
         self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name],
                           outputs=[self.result, self.existing], api_name="export")
 
-    def list_runs(self, current):
+    def list_runs(self, current, current_checkpoint=None):
         choices = tuned_runs(self.runs_dir)
         value = current if current in choices else (choices[0] if choices else None)
-        return [gr.update(choices=choices, value=value)] + self.pick_run(value)
+        return [gr.update(choices=choices, value=value)] + self.pick_run(value, current_checkpoint if value == current else None)
 
-    def pick_run(self, run_id):
+    def pick_run(self, run_id, keep=None):
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
-        return [gr.update(choices=ckpts, value=ckpts[0] if ckpts else None), existing_exports(self.runs_dir / run_id) if run_id else []]
+        value = keep if keep in ckpts else (ckpts[0] if ckpts else None)
+        return [gr.update(choices=ckpts, value=value), existing_exports(self.runs_dir / run_id) if run_id else []]
 
     def run_export(self, run_id, checkpoint, fmt, name, progress=gr.Progress()):
         if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
@@ -84,21 +87,34 @@ class ExportTab:
             target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{fmt}{label}")
         except StudioError as exc:
             return f"**Cannot export:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
-        if fmt in ("merged", "gguf"):
+        heavy = fmt in ("merged", "gguf")  # merging loads the full base model
+        if heavy:
             busy = busy_message(self.runs_dir, "Merging")
             if busy:
                 return busy, existing_exports(run_dir)
-            self.worker.shutdown()  # merging loads the full base model: free the chat's copy first
         args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
         if fmt != "script":
             args += ["--checkpoint", checkpoint]
         progress(0.05, desc=f"Exporting {fmt}…")
-        finished = run_cli(args, lambda line: line.strip() and progress(0.5, desc=line.strip()[:120]), cwd=str(self.runs_dir.parent))
+        def command():
+            return run_cli(args, lambda line: line.strip() and progress(0.5, desc=line.strip()[:120]), cwd=str(self.runs_dir.parent))
+
+        try:
+            if heavy:
+                with self.worker.reserved("An export (merging the model)"):  # the chat's copy is freed and stays so
+                    finished = command()
+            else:
+                finished = command()
+        except StudioError as exc:
+            return f"**Not started:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
         if finished.returncode != 0:
             error = finished.error_text(f"the export failed (exit code {finished.returncode})")
             return f"**Export failed:** {error}".replace("\n", "  \n"), existing_exports(run_dir)
         out = finished.stdout
-        result = json.loads(out)
+        try:
+            result = json.loads(out.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):  # something else printed on stdout: the export itself succeeded
+            return f"**Exported `{fmt}`** to `{target}`. Its README.md says how to use it.", existing_exports(run_dir)
         files = result.get("files", [])
         shown = "\n".join(f"- `{f}`" for f in files[:25]) + (f"\n- … and {len(files) - 25} more" if len(files) > 25 else "")
         return (f"**Exported `{fmt}`** ({result.get('checkpoint')}) in {result.get('seconds')} s to `{result.get('out')}`. "

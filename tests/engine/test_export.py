@@ -157,7 +157,8 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
     for text in ("| num_generations (completions per prompt) | 4 |", "| beta (KL penalty) | 0.0 |", "| learning_rate | 0.02 |",
                  "| max_steps | 4 |", "| max_completion_length | 12 |", "| `numeric_answer` | 1 |",
                  "| `think_length` | 0.2 | params: {", '"min_tokens": 2', "| `rewards.py: short_answer` | 0.5 |",
-                 "LoRA (r=8, alpha=16", f"Not evaluated yet; run `rloo-studio eval {run_dir}`", "PeftModel.from_pretrained"):
+                 "LoRA (r=8, alpha=16", f"Not evaluated yet for these weights (final); run `rloo-studio eval {run_dir}`",
+                 "PeftModel.from_pretrained"):
         assert text in card, text
 
     # eval.json as `rloo-studio eval` writes it, plus keys a newer version may add (they are ignored).
@@ -171,7 +172,23 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
     for text in ("Greedy decoding on 10 held-out prompts", "| answer accuracy | 10.0% | 60.0% |", "| format rate | 20.0% | 90.0% |",
                  "| mean total reward | 0.300 | 1.250 |", "| reward `short_answer` | 0.250 | 0.250 |", "7 wins, 2 ties, 1 losses"):
         assert text in card, text
-    assert "Not evaluated yet" not in card
+    assert "Not evaluated yet" not in card and "(tuned = final)" in card
+
+    # After an evaluation of every checkpoint, a checkpoint's export shows that checkpoint's own row.
+    report = json.loads((run_dir / "eval.json").read_text())
+    report["checkpoints"] = [{"name": "checkpoint-2", "step": 2, "summary": summary(0.4, 0.8, 0.9),
+                              "tuned_vs_base": {"wins": 5, "ties": 3, "losses": 2}},
+                             {"name": "final", "step": 4, "summary": summary(0.6, 0.9, 1.25), "tuned_vs_base": report["tuned_vs_base"]}]
+    (run_dir / "eval.json").write_text(json.dumps(report))
+    card = (export_run(run_dir, "adapter", checkpoint="checkpoint-2", out=tmp_path / "ckpt", progress=lambda m: None)
+            / "README.md").read_text()
+    assert "(tuned = checkpoint-2)" in card and "| answer accuracy | 10.0% | 40.0% |" in card and "5 wins, 3 ties, 2 losses" in card
+    # A checkpoint that was not evaluated says so rather than borrowing another's numbers.
+    report["checkpoints"] = report["checkpoints"][1:]
+    (run_dir / "eval.json").write_text(json.dumps(report))
+    card = (export_run(run_dir, "adapter", checkpoint="checkpoint-2", out=tmp_path / "ckpt2", progress=lambda m: None)
+            / "README.md").read_text()
+    assert "Not evaluated yet for these weights (checkpoint-2)" in card and "--checkpoint checkpoint-2" in card
 
     # A torn or foreign eval.json does not break the export.
     (run_dir / "eval.json").write_text('{"base": {"answer_accuracy": "n/a"}, "tuned": null')

@@ -1,0 +1,115 @@
+"""The Chat tab's turn logic with a stand-in worker (no model): rollback, blind order, retry refusals."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+
+from rloo_studio.errors import StudioError
+from rloo_studio.ui.chat_tab import ChatTab, new_session
+
+SETTINGS = ("", 0.0, 1.0, 8, 0)  # system prompt, temperature, top-p, max tokens, seed
+
+
+class FakeWorker:
+    """Answers like the inference worker: text deltas, then a reply per side; can fail on one side."""
+
+    loaded = None
+
+    def __init__(self, fail_on: str | None = None):
+        self.fail_on = fail_on
+        self.calls = []
+
+    def chat(self, run_dir, checkpoint, messages, sampling, system_prompt=None, sides=("base", "tuned"), guard=None):
+        self.calls.append({"sides": tuple(sides), "messages": messages})
+        refusal = guard() if guard else None
+        if refusal:
+            raise StudioError(refusal)
+        for side in sides:
+            if side == self.fail_on:
+                raise StudioError("out of memory while generating", "", "lower the max tokens")
+            text = f"<think>t</think>{side} answer"
+            for ch in text:
+                yield {"event": "text", "side": side, "delta": ch}
+            state = {"verified": True, "badge": f"{side} checked", "side": side}
+            yield {"event": "reply", "side": side, "text": text, "adapter_state": state}
+        yield {"event": "done"}
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("model: {name_or_path: demo}\n")
+    (run / "status.json").write_text(json.dumps({"state": "finished"}))
+    return run
+
+
+def tab_with(worker, runs_dir):
+    with gr.Blocks():
+        return ChatTab(runs_dir, worker)
+
+
+def last(gen):
+    out = None
+    for out in gen:
+        pass
+    return out
+
+
+def test_a_failure_on_the_tuned_side_takes_the_whole_turn_back_on_both_sides(run_dir):
+    tab = tab_with(FakeWorker(fail_on="tuned"), run_dir.parent)
+    session = new_session(False)
+    out = last(tab._turn("r1", "final", "q1", session, *SETTINGS))
+    session = out[5]
+    assert session["base"] == [] and session["tuned"] == []  # the base reply of the failed turn is not kept
+    assert "Could not generate" in out[4] and "out of memory" in out[4] and out[-1] == "q1"  # the message goes back in the box
+
+
+def test_both_sides_are_generated_in_one_worker_call_with_their_own_histories(run_dir):
+    worker = FakeWorker()
+    tab = tab_with(worker, run_dir.parent)
+    session = last(tab._turn("r1", "final", "q1", new_session(False), *SETTINGS))[5]
+    session = last(tab._turn("r1", "final", "q2", session, *SETTINGS))[5]
+    call = worker.calls[-1]
+    assert call["sides"] == ("base", "tuned")
+    assert [m["content"] for m in call["messages"]["base"]] == ["q1", "<think>t</think>base answer", "q2"]
+    assert [m["content"] for m in call["messages"]["tuned"]] == ["q1", "<think>t</think>tuned answer", "q2"]
+
+
+def test_blind_mode_shows_nothing_until_both_replies_are_done_and_generates_in_pane_order(run_dir):
+    worker = FakeWorker()
+    tab = tab_with(worker, run_dir.parent)
+    outputs = list(tab._turn("r1", "final", "q", new_session(True), *SETTINGS))
+    session = outputs[-1][5]
+    assert worker.calls[-1]["sides"] == (session["a_is"], "tuned" if session["a_is"] == "base" else "base")
+    for out in outputs[:-1]:  # while generating, neither pane shows a reply
+        assert all(m["role"] == "user" for m in out[0] + out[1])
+    assert "Model A" in outputs[-1][2] and "Model B" in outputs[-1][3] and "base" not in outputs[-1][2] + outputs[-1][3]
+
+
+def test_retry_before_voting_in_blind_mode_keeps_the_replies(run_dir):
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    session = last(tab._turn("r1", "final", "q", new_session(True), *SETTINGS))[5]
+    out = last(tab.retry_last("r1", "final", session, *SETTINGS))
+    assert "Vote for the last turn first" in out[4]
+    kept = out[5]
+    assert len(kept["base"]) == 2 and len(kept["tuned"]) == 2  # nothing was taken back
+    voted = tab.vote("r1", "final", kept, "tie")
+    assert "Recorded" in voted[4]
+    record = json.loads((run_dir / "preferences.jsonl").read_text())
+    assert set(record["replies"]) == {"base", "tuned"} and record["preferred"] == "tie"
+
+
+def test_retry_while_a_run_trains_is_refused_before_anything_is_taken_back(run_dir):
+    import os
+
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    session = last(tab._turn("r1", "final", "q", new_session(False), *SETTINGS))[5]
+    busy = run_dir.parent / "r2"
+    busy.mkdir()
+    (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid()}))
+    out = last(tab.retry_last("r1", "final", session, *SETTINGS))
+    assert "is training" in out[4] and len(out[5]["base"]) == 2 and out[-1] is not None
