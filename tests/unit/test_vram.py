@@ -162,7 +162,10 @@ def test_shrink_to_fit_reaches_fits_with_concrete_changes():
     assert est.verdict == "fits" and changes["model.load_in_4bit"] is True
     cfg16 = RunConfig.from_dict({**cfg.to_dict(), "model": {**cfg.to_dict()["model"], "name_or_path": "Qwen/Qwen3-4B"}})
     changes, est = shrink_to_fit(cfg16, 8)
-    assert est.verdict == "fits" and "rloo.max_completion_length" in changes or "rloo.num_generations" in changes
+    assert est.verdict == "fits"
+    # 4-bit alone is not enough for 16 completions of 4B on 8 GB: the batch and the completions shrink too.
+    assert changes["model.load_in_4bit"] is True
+    assert {"rloo.max_completion_length", "rloo.num_generations"} & set(changes)
     assert shrink_to_fit(next(p for p in list_presets() if p.name == "gpu-6gb").load(), 6)[0] == {}  # already fits
 
 
