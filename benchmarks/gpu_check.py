@@ -1,8 +1,8 @@
 """The GPU check: the real Unsloth path on CUDA, its speed and memory against plain transformers + PEFT.
 
     python benchmarks/gpu_check.py                 # on a CUDA machine, offline (models from configuration alone)
-    python benchmarks/gpu_check.py --dry-run       # the same code on the CPU with a tiny shape (CI runs this)
-    bash benchmarks/gpu_check.sh                   # on the lent GPU machine: unpacks the carried wheels first
+    python benchmarks/gpu_check.py --dry-run       # the same code on the CPU with a tiny shape (the tests run this)
+    bash benchmarks/gpu_check.sh                   # on a GPU machine without internet: unpacks the fetched wheels first
 
 1. Runs the GPU-only tests (`tests/gpu/`; they skip without CUDA).
 2. For each model (random weights at real shapes — Qwen3-0.6B, Qwen3-1.7B — plus the bundled demo)
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, machine, save, table
+from _common import ROOT, machine, save, shown, table
 from vram_calibrate import TINY, build_model
 
 sys.path.insert(0, str(ROOT))
@@ -151,7 +151,7 @@ def main() -> None:
     path = save(name, {**info, "settings": vars(args), "records": records})
     tests = info["gpu_tests"]["summary"] if info["gpu_tests"] else "not run"
     path.with_suffix(".md").write_text(f"# {title}\n\nGPU tests: {tests}\n\n{text}\n")
-    print(f"\nSaved {path.relative_to(ROOT)} and {path.with_suffix('.md').relative_to(ROOT)}")
+    print(f"\nSaved {shown(path)} and {shown(path.with_suffix('.md'))}")
     failed = [r for r in records for b in ("unsloth", "transformers") if "error" in r[b]]
     if failed or (info["gpu_tests"] and info["gpu_tests"]["returncode"] not in (0, 5)):
         sys.exit(1)

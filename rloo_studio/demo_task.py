@@ -22,8 +22,8 @@ ITEMS = ("apple", "book", "coin", "shell", "stamp", "card", "marble", "pencil", 
 
 # Share of each kind of problem: mostly two-digit sums and differences (learnable by a tiny model
 # to a partial skill), some comparisons, a few multi-step and three-digit ones (headroom). A mix
-# leaning harder on sums and comparisons was tried and gave RLOO less to improve (README, "The
-# bundled demo"), so this one stays.
+# leaning harder on sums and comparisons was tried and gave RLOO less to improve (docs/demo.md),
+# so this one stays.
 KIND_WEIGHTS = {"add2": 0.35, "sub2": 0.25, "compare": 0.15, "multi": 0.15, "add3": 0.10}
 
 

@@ -4,7 +4,7 @@ One place builds the command line and the accelerate config file, so `rloo-studi
 --num-processes N` and the exported `script` folder launch training the same way. This module
 only builds text and argument lists; it starts nothing and imports no model library.
 
-Why these flags (checked with TRL 1.15 on CPU with gloo and on the Unsloth path, see STACK.md):
+Why these flags (checked with TRL 1.15 and accelerate on CPU with gloo, on both the PEFT and the Unsloth path):
 `--multi_gpu` is what makes accelerate start N processes — `--cpu --num_processes N` silently
 starts one; `--mixed_precision no` and `--dynamo_backend no` keep accelerate from overriding
 the precision the run's config chose and from compiling.

@@ -38,7 +38,7 @@ class ConfigError(StudioError):
         listing = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(
             what=f"{source} has {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}:\n{listing}",
-            fix="correct the values listed above (see the README's 'Config format' section) and run again",
+            fix="correct the values listed above (see docs/config.md) and run again",
         )
 
 

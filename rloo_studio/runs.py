@@ -1,6 +1,6 @@
 """The run-directory contract: create runs, write and read their files safely, list them.
 
-Layout (see README "The run directory"): config.yaml, rewards.py, status.json, metrics.jsonl,
+Layout (see docs/run-directory.md): config.yaml, rewards.py, status.json, metrics.jsonl,
 samples.jsonl, train.log, checkpoints/checkpoint-N/, adapter/, eval.json, exports/.
 
 Writers append whole lines and flush; readers skip an incomplete last line, so a reader

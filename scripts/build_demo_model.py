@@ -14,7 +14,7 @@ Steps (CPU only, deterministic for --seed):
    accuracy, format and sampled accuracy on a validation set, and stops at the first check where
    the format rate is at least --min-format and the greedy accuracy at least --target-accuracy.
    RLOO, rewarded for correct answers, then has a habit to unlearn and a skill to sharpen (the
-   slip model gained +23 points where a model SFT'd on clean answers gained +10; README);
+   slip model gained +23 points where a model SFT'd on clean answers gained +10; docs/demo.md);
 4. save the model (fp32 safetensors) and tokenizer, plus build_info.json with what was measured.
 """
 

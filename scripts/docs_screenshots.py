@@ -1,4 +1,4 @@
-"""Make the README's Chat and Evaluate screenshots from a real demo run.
+"""Make the documentation's Chat and Evaluate screenshots from a real demo run.
 
     python scripts/docs_screenshots.py [--runs-dir DIR] [--out docs] [--steps 200]
 

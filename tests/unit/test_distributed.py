@@ -17,7 +17,7 @@ from rloo_studio import cli, distributed, runs
 
 def test_flags_start_n_processes_without_overriding_precision():
     flags = distributed.accelerate_flags(4)
-    # `--cpu --num_processes N` starts ONE process (STACK.md); --multi_gpu is what starts N.
+    # `--cpu --num_processes N` starts ONE process (checked with accelerate); --multi_gpu is what starts N.
     assert "--multi_gpu" in flags and "--cpu" not in flags
     assert flags[flags.index("--num_processes") + 1] == "4"
     assert flags[flags.index("--num_machines") + 1] == "1"

@@ -96,7 +96,7 @@ def test_beta_needs_no_reference_copy_with_lora():
 #   GRPO on Llama 3.1 (8B), Phi-4 (14B), Mistral (7B) and Qwen2.5 (7B); their notebooks use 6 generations
 #   of up to 200 tokens after a 256-token prompt.
 # - Unsloth's update of 2025-02-20: Qwen2.5 (1.5B) GRPO in 5 GB.
-# - ../shared/STACK.md: Qwen2.5-3B in 4-bit, 8 completions of 200 tokens on a 16 GB T4.
+# - Unsloth's GRPO notebooks for Qwen2.5-3B: 4-bit, 8 completions of 200 tokens on a 16 GB T4.
 PUBLISHED_16GB = [
     ("meta-llama/Llama-3.1-8B-Instruct", dict(load_in_4bit=True, lora_r=32, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
     ("microsoft/phi-4", dict(load_in_4bit=True, lora_r=16, num_generations=6, per_device_train_batch_size=6, max_completion_length=200)),
