@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+# Where results are written; tests point it at a temporary folder so they never read stale committed
+# results nor overwrite them.
+RESULTS = Path(os.environ.get("RLOO_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
 
 
 def machine() -> str:
@@ -45,3 +47,11 @@ def save(name: str, data: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path
+
+
+def shown(path: Path) -> str:
+    """A results path as printed: relative to the repository when it lies inside it."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)

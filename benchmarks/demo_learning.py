@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, cli, machine, save, table
+from _common import ROOT, cli, machine, save, shown, table
 
 
 def main(argv: list[str]) -> int:
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     print(f"\ntraining reward: first 10 steps {mean([m['reward'] for m in first]):.3f} -> last 10 steps {mean([m['reward'] for m in last]):.3f}")
     path = save("demo_learning", {"machine": machine(), "overrides": argv, "steps": status["step"], "train_seconds": round(train_seconds, 1),
                                   "eval": report, "reward_curve": [m["reward"] for m in metrics]})
-    print(f"saved {path.relative_to(ROOT)}")
+    print(f"saved {shown(path)}")
     return 0
 
 

@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import yaml
-from _common import ROOT, cli, machine, save, table
+from _common import ROOT, cli, machine, save, shown, table
 
 WARMUP_STEPS = 2
 
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     ]))
     path = save("engine_overhead", {"machine": machine(), "steps": args.steps, "repeats": args.repeats, "ratio": ratio,
                                     "ours_step_times": ours_times, "minimal_step_times": minimal_times})
-    print(f"saved {path.relative_to(ROOT)}")
+    print(f"saved {shown(path)}")
     return 0
 
 

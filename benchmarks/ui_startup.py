@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from _common import ROOT, machine, save, table
+from _common import ROOT, machine, save, shown, table
 
 # Runs the app and, once its port answers, prints which model libraries this process has imported.
 PROBE = ("import socket, sys, threading, time\n"
@@ -87,7 +87,7 @@ def main() -> None:
     print(f"\nApp start-up on {machine()}\n")
     print(table(["start", "URL printed (s)", "page served (s)", "app config served (s)", "model libraries imported"], rows))
     path = save("ui_startup", {"machine": machine(), "runs": results, "median": med})
-    print(f"\nSaved {path.relative_to(ROOT)}")
+    print(f"\nSaved {shown(path)}")
 
 
 if __name__ == "__main__":

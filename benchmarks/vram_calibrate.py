@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, machine, save, table
+from _common import ROOT, machine, save, shown, table
 
 sys.path.insert(0, str(ROOT))
 from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, ModelShape, Settings, estimate  # noqa: E402
@@ -160,7 +160,7 @@ def main() -> None:
     name = "vram_calibrate_dry_run" if args.dry_run else "vram_calibrate"
     path = save(name, {"machine": machine(), "dry_run": args.dry_run, "records": records})
     (path.with_suffix(".md")).write_text(f"# {title}\n\nCommand: `python benchmarks/vram_calibrate.py{' --dry-run' if args.dry_run else ''}`\n\n{text}\n")
-    print(f"\nSaved {path.relative_to(ROOT)} and {path.with_suffix('.md').relative_to(ROOT)}")
+    print(f"\nSaved {shown(path)} and {shown(path.with_suffix('.md'))}")
     if any("error" in r for r in records):
         sys.exit(1)
 

@@ -2,11 +2,12 @@
 the previous checkpoint stays intact and is the one resume uses (never the half-written one), and after space
 is freed the resumed run finishes with every step logged exactly once.
 
-A full disk is simulated without mounting anything: a `sitecustomize.py` on the worker's PYTHONPATH (test-only,
-never shipped) makes the write of one named checkpoint file store half its bytes and then fail the way a full
-disk fails: Python's `OSError(ENOSPC)` for files written with `open()` (trainer_state.json), torch's
-`RuntimeError("... PytorchStreamWriter failed writing file ...: file write failed")` for `torch.save`
-(optimizer.pt). Production code has no test hook.
+The full disk is real where the test may mount file systems (as root on Linux): the run folder is a small
+`tmpfs`, and once checkpoint-2 is saved a filler file takes all but a fraction of one checkpoint's size, so
+the save of checkpoint-4 fails with the kernel's own ENOSPC. Where mounting is refused, a full disk is
+simulated instead: a `sitecustomize.py` on the worker's PYTHONPATH (test-only, never shipped) makes the write
+of one named checkpoint file store half its bytes and then fail as a full disk fails. The test prints which
+of the two ran. Production code has no test hook.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -107,55 +111,96 @@ def _digest(folder):
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _mount_tmpfs(folder, size_mib: int) -> bool:
+    """Mount a tmpfs of `size_mib` on `folder`; False where mounting is refused (not root, no privilege)."""
+    if sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(folder)], capture_output=True)
+    return result.returncode == 0
+
+
+def _free_bytes(folder) -> int:
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("failing_file", ["trainer_state.json", "optimizer.pt"])
-def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path, failing_file):
-    hook = tmp_path / "disk-full-hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(DISK_FULL_HOOK)
+def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path):
     config = workspace.write_config(rloo=RLOO)
-    run_dir = workspace.path / "runs" / "full"
-    env = {**__import__("os").environ, "PYTHONPATH": f"{hook}:{ROOT}",
-           "RLOO_TEST_DISK_FULL_AT": f"checkpoints/checkpoint-4/{failing_file}"}
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)],
-                            cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
+    runs_root = workspace.path / "runs"
+    runs_root.mkdir()
+    run_dir = runs_root / "full"
+    env = {**os.environ}
+    real = _mount_tmpfs(runs_root, 64)
+    print(f"\n[disk full] {'a real full tmpfs (ENOSPC from the kernel)' if real else 'SIMULATED: mounting was refused here'}")
+    filler = runs_root / "filler.bin"
+    try:
+        cmd = [sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)]
+        if real:
+            proc = subprocess.Popen(cmd, cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            first = run_dir / "checkpoints" / "checkpoint-2"
+            deadline = time.time() + 600
+            while time.time() < deadline and proc.poll() is None and not runs.checkpoint_complete(first):
+                time.sleep(0.05)
+            assert runs.checkpoint_complete(first), "checkpoint-2 was not saved in time"
+            one_checkpoint = sum(p.stat().st_size for p in first.rglob("*") if p.is_file())
+            # Leave a quarter of a checkpoint: room for the metrics of steps 3-4, not for checkpoint-4.
+            with open(filler, "wb") as fh:
+                fh.truncate(0)
+                remaining = _free_bytes(runs_root) - one_checkpoint // 4
+                block = b"\0" * 2**20
+                while remaining > 0:
+                    fh.write(block[: min(len(block), remaining)])
+                    remaining -= len(block)
+            stdout, stderr = proc.communicate(timeout=600)
+            result = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+        else:
+            hook = tmp_path / "disk-full-hook"
+            hook.mkdir()
+            (hook / "sitecustomize.py").write_text(DISK_FULL_HOOK)
+            env.update(PYTHONPATH=f"{hook}:{ROOT}", RLOO_TEST_DISK_FULL_AT="checkpoints/checkpoint-4/trainer_state.json")
+            result = subprocess.run(cmd, cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
 
-    # Reported: one clear message (what, why, what to do), and the same in status.json.
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert "error: the disk is full while saving checkpoint-4." in result.stderr
-    assert f"free space on that disk (the half-written {run_dir / 'checkpoints' / 'checkpoint-4'} can be deleted" in result.stderr
-    assert f"then resume with `rloo-studio train --resume {run_dir}`" in result.stderr
-    status = runs.read_status(run_dir)
-    assert status["state"] == "failed" and status["error"]["type"] == "DiskFull"
-    assert status["error"]["what"] == "the disk is full while saving checkpoint-4"
-    assert "checkpoint-2 is complete and is the one a resume continues from" in status["error"]["why"]
-    assert "is free on the disk holding" in status["error"]["why"]
+        # Reported: one clear message (what, why, what to do), and the same in status.json.
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+        assert "error: the disk is full while saving checkpoint-4." in result.stderr
+        assert f"free space on that disk (the half-written {run_dir / 'checkpoints' / 'checkpoint-4'} can be deleted" in result.stderr
+        assert f"then resume with `rloo-studio train --resume {run_dir}`" in result.stderr
+        status = runs.read_status(run_dir)
+        assert status["state"] == "failed" and status["error"]["type"] == "DiskFull"
+        assert status["error"]["what"] == "the disk is full while saving checkpoint-4"
+        assert "checkpoint-2 is complete and is the one a resume continues from" in status["error"]["why"]
+        assert "is free on the disk holding" in status["error"]["why"]
 
-    # Nothing lost: checkpoint-2 is whole; the half-written checkpoint-4 is there but never chosen.
-    half = run_dir / "checkpoints" / "checkpoint-4"
-    assert half.is_dir() and (half / failing_file).exists() and not runs.checkpoint_complete(half)
-    assert runs.last_checkpoint(run_dir) == (2, run_dir / "checkpoints" / "checkpoint-2")
-    kept = run_dir / "checkpoints" / "checkpoint-2"
-    assert json.loads((kept / "trainer_state.json").read_text())["global_step"] == 2
-    assert {"adapter_model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"} <= {p.name for p in kept.iterdir()}
-    before = _digest(kept)
-    assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == [1, 2, 3, 4]
+        # Nothing lost: checkpoint-2 is whole; the half-written checkpoint-4 is there but never chosen.
+        half = run_dir / "checkpoints" / "checkpoint-4"
+        assert half.is_dir() and not runs.checkpoint_complete(half)
+        assert runs.last_checkpoint(run_dir) == (2, run_dir / "checkpoints" / "checkpoint-2")
+        kept = run_dir / "checkpoints" / "checkpoint-2"
+        assert json.loads((kept / "trainer_state.json").read_text())["global_step"] == 2
+        assert {"adapter_model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"} <= {p.name for p in kept.iterdir()}
+        before = _digest(kept)
+        assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == [1, 2, 3, 4]
 
-    # Space freed (the hook is gone): resume continues from checkpoint-2 and finishes, each step logged once.
-    del env["RLOO_TEST_DISK_FULL_AT"]
-    resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)],
-                             cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming from {kept}" in resumed.stdout
-    status = runs.read_status(run_dir)
-    assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 6 and status["error"] is None
-    assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
-    superseded = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.superseded.jsonl")]
-    assert superseded == [3, 4]  # trained again after the resume: set aside, not lost
-    assert [s for s, _ in runs.checkpoints(run_dir)] == [2, 4, 6]  # checkpoint-4 was saved again, whole this time
-    assert json.loads((half / "trainer_state.json").read_text())["global_step"] == 4
-    assert _digest(kept) == before  # the resume read checkpoint-2 and left it as it was
-    assert (run_dir / runs.ADAPTER_DIR / "adapter_model.safetensors").is_file()
+        # Space freed: resume continues from checkpoint-2 and finishes, each step logged once.
+        filler.unlink(missing_ok=True)
+        env.pop("RLOO_TEST_DISK_FULL_AT", None)
+        resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)],
+                                 cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert f"resuming from {kept}" in resumed.stdout
+        status = runs.read_status(run_dir)
+        assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 6 and status["error"] is None
+        assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
+        superseded = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.superseded.jsonl")]
+        assert superseded == [3, 4]  # trained again after the resume: set aside, not lost
+        assert [s for s, _ in runs.checkpoints(run_dir)] == [2, 4, 6]  # checkpoint-4 was saved again, whole this time
+        assert json.loads((half / "trainer_state.json").read_text())["global_step"] == 4
+        assert _digest(kept) == before  # the resume read checkpoint-2 and left it as it was
+        assert (run_dir / runs.ADAPTER_DIR / "adapter_model.safetensors").is_file()
+    finally:
+        if real:
+            subprocess.run(["umount", "-l", str(runs_root)], capture_output=True)
 
 
 def test_resume_skips_checkpoints_whose_save_was_cut_off(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from apphelpers import served_app
@@ -44,6 +45,7 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
         assert "Base model" in left_badge and "✓" in left_badge and "adapter OFF" in left_badge
         assert "Tuned model" in right_badge and "✓" in right_badge and "ON" in right_badge
         assert "seed 0" in status
+        assert len(worker_processes()) == 1  # the replies came from one inference worker (what the refusal test looks for)
 
         # Retry moves to the next seed and regenerates the same user turn.
         retried = client.predict(RUN_ID, "final", "Answer briefly.", 0.7, 1.0, 12, 0, api_name="/chat_retry")
@@ -61,6 +63,24 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
         assert records[0]["prompt"] == "What is 3 + 4?"
 
 
+def worker_processes() -> list[int]:
+    """Pids of inference workers started by this test process (the app is served in it)."""
+    from rloo_studio.inference import WORKER_MODULE
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if WORKER_MODULE in cmdline and ppid == os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
 def test_chat_while_a_run_trains_is_refused_and_nothing_is_loaded(chat_runs_dir, tmp_path):
     busy = chat_runs_dir / "20260101-000001-busy"
     busy.mkdir()
@@ -70,8 +90,12 @@ def test_chat_while_a_run_trains_is_refused_and_nothing_is_loaded(chat_runs_dir,
             client = Client(url, verbose=False)
             client.predict(None, api_name="/chat_runs")
             client.predict(RUN_ID, False, api_name="/chat_pick_run")
+            workers_before = set(worker_processes())
             out = client.predict(RUN_ID, "final", "Hello?", "", 0.0, 1.0, 8, 0, api_name="/chat")
             assert "is training" in out[4] and "20260101-000001-busy" in out[4] and "stop it" in out[4]
             assert len(out[0]) == 0 and len(out[1]) == 0
+            # This app's inference worker was never started, so no model was loaded (a worker of an earlier
+            # test's app may still be alive: only a new pid would mean a start).
+            assert set(worker_processes()) == workers_before
     finally:
         (busy / "status.json").write_text(json.dumps({"state": "stopped", "step": 1, "max_steps": 10}))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 from apphelpers import served_app
@@ -57,10 +61,16 @@ def test_export_adapter_into_exports_and_refuse_paths_that_escape(compare_runs_d
         again, _ = client.predict(RUN_ID, "final", "adapter", "", api_name="/export")
         assert "already exists and is not empty" in again  # never overwritten
 
-        for name in ("../../escaped", "/tmp/escaped", "a/b", "..", "~root"):
+        unique = f"escaped-{os.getpid()}-{time.time_ns()}"
+        absolute = Path(tempfile.gettempdir()) / unique
+        for name in (f"../../{unique}", str(absolute), "a/b", "..", "~root"):
             refused, _ = client.predict(RUN_ID, "final", "adapter", name, api_name="/export")
             assert "is not allowed" in refused, name
         (run_dir / "exports" / "link").symlink_to(compare_runs_dir.parent)
         refused, _ = client.predict(RUN_ID, "final", "adapter", "link", api_name="/export")
         assert "leads outside" in refused
-        assert not (compare_runs_dir.parent / "escaped").exists() and not any(compare_runs_dir.parent.glob("adapter_config.json"))
+        # Where each refused name would really have written: exports/../../NAME is the runs folder, the
+        # absolute name lies in the system temp folder, ".." is the run folder, the link is the runs folder's parent.
+        assert not (compare_runs_dir / unique).exists() and not absolute.exists()
+        assert not (run_dir / "adapter_config.json").exists() and not (run_dir / "exports" / "a").exists()
+        assert not any(compare_runs_dir.parent.glob("adapter_config.json"))
