@@ -143,6 +143,6 @@ def saved_launches(runs_dir: str | Path) -> list[dict]:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(entry, dict) and "url" in entry and _alive(int(entry.get("pid", 0))):
+        if isinstance(entry, dict) and "url" in entry and isinstance(entry.get("pid"), int) and _alive(entry["pid"]):
             found.append(entry)
     return found
