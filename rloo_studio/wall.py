@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hmac
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -74,7 +74,6 @@ class Policy:
     port: int
     token: str | None
     relink_command: str = "rloo-studio ui --print-url"
-    extra: dict = field(default_factory=dict)
 
     def _token_in(self, headers: dict[str, list[str]], query: str) -> tuple[bool, bool]:
         """(token given, came from ?token=) for this request."""

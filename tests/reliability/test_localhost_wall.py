@@ -287,12 +287,19 @@ def test_the_printed_link_carries_a_fresh_token_that_only_this_user_can_read_bac
     assert gone.returncode == 2 and "no RLOO Studio is running from the runs folder" in gone.stderr
 
 
-def test_a_known_token_from_the_environment_is_used(tmp_path):
-    proc, port, link = _start_cli(tmp_path, env={"RLOO_STUDIO_TOKEN": "a-known-token-for-scripts"})
+def test_a_known_token_from_the_environment_is_used_and_inbrowser_opens_the_link_with_it(tmp_path):
+    opened = tmp_path / "opened.txt"
+    # $BROWSER is the command Python's webbrowser module runs; this one writes down the address it was given.
+    browser = f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
+    proc, port, link = _start_cli(tmp_path, "--inbrowser", env={"RLOO_STUDIO_TOKEN": "a-known-token-for-scripts", "BROWSER": browser})
     try:
         assert link == f"http://127.0.0.1:{port}/?token=a-known-token-for-scripts"
         _wait_served(port, proc)
         assert send(port, "GET", "/config", {"Authorization": "Bearer a-known-token-for-scripts"})[0] == 200
+        while not (opened.exists() and opened.read_text()):
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.3)
+        assert opened.read_text() == link
     finally:
         _stop(proc)
 

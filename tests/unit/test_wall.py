@@ -100,3 +100,46 @@ def test_gradios_own_startup_call_needs_no_token_but_the_right_host():
     assert _check(policy, method="GET", path="/gradio_api/startup-events") == (None, False)
     assert _check(policy, "evil.example", method="GET", path="/gradio_api/startup-events")[0].status == 403
     assert _check(policy, method="POST", path="/gradio_api/startup-events")[0].status == 401
+
+
+# ---- the middleware on raw ASGI messages --------------------------------------------------------------
+
+def _run_asgi(scope_type: str, headers: dict[str, str], query: str = "") -> tuple[list[dict], bool]:
+    """(messages the middleware sent, whether the app behind it was reached)."""
+    import asyncio
+
+    from rloo_studio.wall import Wall
+
+    reached = []
+
+    async def inner(scope, receive, send):
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "websocket.connect"} if scope_type == "websocket" else {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": scope_type, "path": "/", "query_string": query.encode(), "method": "GET",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(Wall(inner, _policy())(scope, receive, send))
+    return sent, bool(reached)
+
+
+def test_a_websocket_from_another_page_is_closed_before_it_opens():
+    sent, reached = _run_asgi("websocket", {"Host": "127.0.0.1:7860", "Origin": "https://evil.example",
+                                            "Authorization": f"Bearer {TOKEN}"})
+    assert not reached and sent[0]["type"] == "websocket.close" and sent[0]["code"] == 1008
+
+
+def test_the_query_token_sets_the_cookie_on_the_apps_response():
+    sent, reached = _run_asgi("http", {"Host": "127.0.0.1:7860"}, query=f"token={TOKEN}")
+    assert reached and sent[0]["status"] == 200
+    assert (b"set-cookie", f"rloo_studio_token_7860={TOKEN}; Path=/; HttpOnly; SameSite=Strict".encode()) in sent[0]["headers"]
+    sent, reached = _run_asgi("http", {"Host": "127.0.0.1:7860", "Accept": "text/html"})
+    assert not reached and sent[0]["status"] == 401 and b"rloo-studio ui --print-url" in sent[1]["body"]
