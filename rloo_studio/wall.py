@@ -48,7 +48,8 @@ def allowed_hosts(bind_host: str, extra: tuple[str, ...] | list[str] = ()) -> fr
     """The names this app answers to: loopback, the address it is bound to, and `--allowed-host` values."""
     names = set(LOOPBACK_HOSTS)
     if bind_host not in WILDCARD_BINDS:
-        names.add(split_host(bind_host if not (":" in bind_host and not bind_host.startswith("[")) else f"[{bind_host}]")[0])
+        bracketed = f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host  # IPv6
+        names.add(split_host(bracketed)[0])
     for name in extra:
         names.add(split_host(name)[0])
     return frozenset(names)
