@@ -500,16 +500,28 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 # ---- ui -----------------------------------------------------------------------------------------
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .serve import check_exposure
+    from .serve import check_exposure, launch_token, saved_launches
 
+    relink = "rloo-studio ui --print-url" + (f" --runs-dir {args.runs_dir}" if args.runs_dir != "runs" else "")
+    if args.print_url:
+        found = saved_launches(args.runs_dir)
+        if not found:
+            return _fail(StudioError(f"no RLOO Studio is running from the runs folder {args.runs_dir}",
+                                     "each running app leaves its link in RUNS/.studio/launch/ and removes it when it stops",
+                                     "start it with `rloo-studio ui` (or `python launch.py`), or pass the --runs-dir it was started with"))
+        for entry in found:
+            print(entry["url"])
+        return EXIT_OK
     try:
         credentials = check_exposure(args.host, args.auth or os.environ.get("RLOO_STUDIO_AUTH"), share=args.share)
+        token = launch_token(args.no_token)
     except StudioError as exc:
         return _fail(exc)
     from .ui.app import serve
 
     try:
-        return serve(args.host, args.port, args.runs_dir, credentials, share=args.share, inbrowser=args.inbrowser)
+        return serve(args.host, args.port, args.runs_dir, credentials, share=args.share, inbrowser=args.inbrowser,
+                     token=token, allowed_hosts=tuple(args.allowed_host), relink_command=relink)
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -589,7 +601,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auth", metavar="USER:PASS", help="require this login (needed to bind beyond localhost); or set RLOO_STUDIO_AUTH")
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories")
     p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs --auth and the internet)")
-    p.add_argument("--inbrowser", action="store_true", help="open the page in the default browser")
+    p.add_argument("--inbrowser", action="store_true", help="open the page (with its token) in the default browser")
+    p.add_argument("--no-token", action="store_true", help=(
+        "serve without the launch token (not recommended: then any web page you visit and any user of this "
+        "machine can run code through the app); RLOO_STUDIO_TOKEN sets a known token instead"))
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help=(
+        "also answer requests addressed to this host name (repeatable); by default only localhost, 127.0.0.1, "
+        "[::1] and the --host address"))
+    p.add_argument("--print-url", action="store_true", help="print the link (with its token) of the app running from --runs-dir, then exit")
     p.set_defaults(func=cmd_ui)
     return parser
 

@@ -42,7 +42,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args()
 
-    from apphelpers import served_app
+    from apphelpers import page_url, served_app
     from playwright.sync_api import expect, sync_playwright
 
     scratch = None
@@ -60,7 +60,7 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path=chromium, headless=True)
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         page.set_default_timeout(120_000)
-        page.goto(url)
+        page.goto(page_url(url))
 
         page.get_by_role("tab", name="5 · Chat").click()
         page.locator("#chat-refresh").click()

@@ -1,7 +1,8 @@
 """The app: builds the page from the tabs, wires the cross-tab actions, and serves it.
 
 `build_app(runs_dir)` returns the Gradio Blocks (a test builds it and checks that no model
-library was imported); `serve(...)` applies the exposure rule and launches it. The form's state
+library was imported); `launch(demo, ...)` serves it behind the wall (`rloo_studio/wall.py`) and
+`serve(...)` builds and launches it for the command line. The form's state
 lives in the widgets plus a `base` config (the preset's keys that no widget shows); the run's
 state lives in its directory, which a timer reads — so a browser reload or an app restart
 re-attaches to whatever is training.
@@ -13,8 +14,10 @@ import copy
 import json
 import os
 import shlex
+import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # Before gradio or huggingface_hub are imported: nothing leaves the machine unless the person asks.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -446,14 +449,59 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs", auth: tuple[str, str] | None = None,
-          share: bool = False, inbrowser: bool = False) -> int:
-    from ..serve import free_port
-
+          share: bool = False, inbrowser: bool = False, token: str | None = None, allowed_hosts: tuple[str, ...] = (),
+          relink_command: str = "rloo-studio ui --print-url") -> int:
     demo = build_app(runs_dir)
-    port = free_port(host, port)
-    shown_host = "127.0.0.1" if host in ("127.0.0.1", "localhost") else host
-    print(f"RLOO Studio is running at http://{shown_host}:{port}  (Ctrl-C stops the app; a training run keeps going)", flush=True)
     demo.queue(default_concurrency_limit=4)
-    demo.launch(server_name=host, server_port=port, auth=auth, share=share, inbrowser=inbrowser, quiet=True,
-                show_error=True, css=CSS, footer_links=[])
+    launch(demo, host=host, port=port, runs_dir=runs_dir, auth=auth, share=share, inbrowser=inbrowser, token=token,
+           allowed_hosts=allowed_hosts, relink_command=relink_command, block=True)
     return 0
+
+
+def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs",
+           auth: tuple[str, str] | None = None, share: bool = False, inbrowser: bool = False,
+           allowed_hosts: tuple[str, ...] = (), relink_command: str = "rloo-studio ui --print-url", block: bool = True) -> str:
+    """Serve `demo` behind the wall (Host allowlist, Origin check, launch token: see `wall.py`) and return its link.
+
+    The only way the app is served, tests included. `token=None` means --no-token (warned about).
+    With `block`, returns when the app stops; otherwise it keeps serving in the background
+    (`demo.close()` stops it).
+    """
+    import webbrowser
+
+    from starlette.middleware import Middleware
+
+    from ..serve import app_url, forget_launch, free_port, save_launch
+    from ..wall import Policy, Wall
+    from ..wall import allowed_hosts as hosts_for
+
+    port = free_port(host, port)
+    url = app_url(host, port, token)
+    policy = Policy(hosts=set(hosts_for(host, allowed_hosts)), port=port, token=token, relink_command=relink_command)
+    saved = save_launch(runs_dir, port, url)
+    print(f"RLOO Studio is running at {url}  (Ctrl-C stops the app; a training run keeps going)", flush=True)
+    if token is None:
+        print("warning: --no-token: any web page you visit and any user of this computer who can reach port "
+              f"{port} can run Python code here through the app (see docs/security.md)", file=sys.stderr, flush=True)
+    if allowed_hosts or host not in ("127.0.0.1", "localhost", "::1"):
+        print("The app answers to: " + ", ".join(sorted(policy.hosts)), flush=True)
+    try:
+        # Everything goes through this one server: no Node front-end (SSR) and no separate
+        # static-file workers, which would serve requests that the wall never sees.
+        _, _, share_url = demo.launch(server_name=host, server_port=port, auth=auth, share=share, inbrowser=False,
+                                      quiet=True, show_error=True, css=CSS, footer_links=[], prevent_thread_lock=True,
+                                      ssr_mode=False, num_workers=0, blocked_paths=[str(saved.parent.resolve())],
+                                      app_kwargs={"middleware": [Middleware(Wall, policy=policy)]})
+        if share_url:  # the tunnel forwards requests that name the share link's host
+            policy.hosts.add(urlsplit(share_url).hostname or "")
+            print(f"Public link: {share_url.rstrip('/')}/" + (url[url.index('?'):] if token else ""), flush=True)
+        if inbrowser:
+            webbrowser.open(url)
+        if block:
+            demo.block_thread()
+    except BaseException:
+        forget_launch(saved)
+        raise
+    if block:
+        forget_launch(saved)
+    return url

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import served_app  # noqa: E402
+from apphelpers import page_url, served_app  # noqa: E402
 
 from rloo_studio import runs  # noqa: E402
 
@@ -52,7 +52,7 @@ def test_first_run_in_a_browser(runs_dir):
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.on("request", lambda request: requests.append(request.url))
         page.set_default_timeout(60_000)
-        page.goto(url)
+        page.goto(page_url(url))
 
         # 1 · Model & hardware: the device is detected, the demo model is chosen.
         expect(page.locator("#device-info")).to_contain_text("CPU", timeout=90_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
 
-from apphelpers import served_app
+from apphelpers import page_url, served_app
 
 REWARD = "def brief(completions, **kwargs):\n    return [1.0 if len(c[0]['content']) < 24 else 0.0 for c in completions]\n"
 
@@ -18,7 +18,7 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.set_default_timeout(60_000)
-        page.goto(url)
+        page.goto(page_url(url))
         expect(page.locator("#model-name input")).to_have_value("demo")
         page.get_by_role("tab", name="3 · Rewards").click()
 

@@ -7,10 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from gradio_client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import Form, only_run, run_state, served_app, wait_for  # noqa: E402
+from apphelpers import Form, connect, only_run, run_state, served_app, wait_for  # noqa: E402
 
 from rloo_studio import runs  # noqa: E402
 
@@ -19,13 +18,13 @@ pytestmark = pytest.mark.slow
 
 def test_rapid_starts_make_one_run_and_rapid_stops_stop_it_once(runs_dir):
     with served_app(runs_dir) as url:
-        forms = [Form(Client(url, verbose=False)).fast_demo(steps=30) for _ in range(3)]
+        forms = [Form(connect(url)).fast_demo(steps=30) for _ in range(3)]
         with ThreadPoolExecutor(3) as pool:  # three Start clicks at once, from three sessions
             answers = list(pool.map(lambda f: f.call("/start_training")[0], forms))
         run_dir = only_run(runs_dir)  # exactly one run was created
         assert answers.count("") == 1 and sum("is still training" in a for a in answers) == 2, answers
 
-        watchers = [Client(url, verbose=False) for _ in range(2)]  # two more sessions watch the same run
+        watchers = [connect(url) for _ in range(2)]  # two more sessions watch the same run
         for w in watchers:
             Form(w)
         wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= 1, what="the first step")

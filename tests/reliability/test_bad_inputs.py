@@ -244,16 +244,16 @@ def test_uploads_cannot_escape_their_folder(tmp_path, name, stored):
 
 
 def test_a_huge_upload_is_refused_with_what_to_do_instead(runs_dir, tmp_path, monkeypatch):
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
-    from apphelpers import served_app
+    from apphelpers import connect, served_app
     from rloo_studio.ui import data_tab
 
     monkeypatch.setattr(data_tab, "MAX_UPLOAD_MB", 1)
     big = tmp_path / "big.jsonl"
     big.write_text(json.dumps({"prompt": "x" * 1000}) + "\n" * 1 + (json.dumps({"prompt": "y" * 1000}) + "\n") * 1500)
     with served_app(runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         with pytest.raises(Exception, match="limited to 1 MB"):
             client.predict(handle_file(str(big)), api_name="/upload_data")
         assert client.predict(api_name="/list_runs")  # the app is still there

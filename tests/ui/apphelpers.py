@@ -1,4 +1,8 @@
-"""Helpers for the app tests: a served app on a free loopback port and a form driven by field labels."""
+"""Helpers for the app tests: a served app on a free loopback port, clients that carry its launch
+token, and a form driven by field labels.
+
+The app is served by the product's own `launch` (the wall included), with a known token.
+"""
 
 from __future__ import annotations
 
@@ -16,17 +20,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# The launch token of every app these helpers serve (as RLOO_STUDIO_TOKEN would set it).
+TOKEN = "test-launch-token-0123456789abcdef"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
 @contextmanager
-def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_hardware=None):
-    from rloo_studio.ui.app import build_app
+def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_hardware=None, token: str | None = TOKEN):
+    """Serve the app in this process; yields its base URL (without the token: see `connect`, `page_url`)."""
+    from rloo_studio.ui.app import build_app, launch
 
     demo = build_app(runs_dir, detect_hardware=detect_hardware, known_hardware=known_hardware)
-    port = free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, auth=auth)
+    demo.queue()
+    launch(demo, token=token, port=free_port(), runs_dir=runs_dir, auth=auth, block=False)
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{demo.server_port}/"
     finally:
         demo.close()
+
+
+def connect(url: str, **kwargs):
+    """A gradio_client Client that sends the launch token, as an API script would."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, headers=dict(BEARER), **kwargs)
+
+
+def page_url(url: str) -> str:
+    """The link a person opens: the base URL with the launch token."""
+    return f"{url}?token={TOKEN}"
 
 
 class Form:

@@ -8,9 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from apphelpers import served_app
+from apphelpers import connect, served_app
 from conftest import make_adapter_run
-from gradio_client import Client
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,7 @@ def _texts(pane) -> list[str]:
 
 def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded(chat_runs_dir):
     with served_app(chat_runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         run_update, ckpt_update = client.predict(None, api_name="/chat_runs")
         assert run_update["value"] == RUN_ID and run_update["choices"][0][0] == RUN_ID
         assert ckpt_update["value"] == "final" and [c[0] for c in ckpt_update["choices"]] == ["final", "checkpoint-1"]
@@ -87,7 +86,7 @@ def test_chat_while_a_run_trains_is_refused_and_nothing_is_loaded(chat_runs_dir,
     (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1, "max_steps": 10}))
     try:
         with served_app(chat_runs_dir) as url:
-            client = Client(url, verbose=False)
+            client = connect(url)
             client.predict(None, api_name="/chat_runs")
             client.predict(RUN_ID, False, api_name="/chat_pick_run")
             workers_before = set(worker_processes())

@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from apphelpers import served_app
+from apphelpers import connect, served_app
 from conftest import make_adapter_run
-from gradio_client import Client
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +26,7 @@ def compare_runs_dir(tmp_path_factory, tiny_model_dir):
 
 def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
     with served_app(compare_runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         run_update, ckpt_update = client.predict(None, api_name="/eval_runs")
         assert run_update["value"] == RUN_ID
         assert [c[0] for c in ckpt_update["choices"]] == ["final", "all checkpoints", "checkpoint-1"]
@@ -51,7 +50,7 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
 def test_export_adapter_into_exports_and_refuse_paths_that_escape(compare_runs_dir):
     run_dir = compare_runs_dir / RUN_ID
     with served_app(compare_runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         client.predict(None, api_name="/export_runs")
         result, existing = client.predict(RUN_ID, "final", "adapter", "", api_name="/export")
         assert "Exported `adapter`" in result and "adapter_model.safetensors" in result and "README.md" in result

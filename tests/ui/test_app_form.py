@@ -8,16 +8,16 @@ import sys
 
 import pytest
 import yaml
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
-from apphelpers import Form, served_app
+from apphelpers import Form, connect, served_app
 from rloo_studio.ui import text
 
 
 @pytest.fixture
 def app(runs_dir):
     with served_app(runs_dir) as url:
-        yield Client(url, verbose=False)
+        yield connect(url)
 
 
 def test_building_the_app_imports_no_model_library(tmp_path):
@@ -170,7 +170,7 @@ def _gpu(gb: float):
 
 def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(runs_dir):
     with served_app(runs_dir, known_hardware=_gpu(15.6)) as url:
-        form = Form(Client(url, verbose=False))
+        form = Form(connect(url))
         assert "Test GPU" in form.device
         assert "the gpu-16gb preset — the largest preset that fits your 16 GB GPU" in form.notes
         assert form[text.MODEL] == "Qwen/Qwen2.5-7B-Instruct" and form[text.PRECISION] == text.PRECISION_CHOICES[0]
@@ -180,7 +180,7 @@ def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(runs_dir):
 
 def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits(runs_dir):
     with served_app(runs_dir, known_hardware=_gpu(8)) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         form = Form(client)
         assert "gpu-8gb" in form.notes
         form[text.MODEL] = "Qwen/Qwen3-4B"

@@ -6,9 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from gradio_client import Client
 
-from apphelpers import Form, served_app
+from apphelpers import Form, connect, served_app
 from rloo_studio.ui import app as app_module
 from rloo_studio.ui import text
 
@@ -20,7 +19,7 @@ PINNED = {"headers": ["prompt", "completion", "answer", "min total", "max total"
 @pytest.fixture
 def app(runs_dir):
     with served_app(runs_dir) as url:
-        yield Client(url, verbose=False)
+        yield connect(url)
 
 
 def test_lint_runs_on_every_edit_without_executing_the_code(app, tmp_path):

@@ -10,9 +10,8 @@ import os
 import signal
 
 import pytest
-from gradio_client import Client
 
-from apphelpers import Form, only_run, run_state, served_app, wait_for
+from apphelpers import Form, connect, only_run, run_state, served_app, wait_for
 from rloo_studio import runs
 from rloo_studio.ui import text
 
@@ -32,7 +31,7 @@ def status_text(client) -> str:
 
 def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
     with served_app(runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         form = Form(client).fast_demo(steps=3)
         form[text.CODE] = USER_CODE
         form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "brief_answer", 0.5]]}
@@ -67,19 +66,19 @@ def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
 
 def test_one_run_at_a_time_stop_resume_and_reload(runs_dir):
     with served_app(runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         form = Form(client).fast_demo(steps=40)
         assert form.call("/start_training")[0] == ""
         run_dir = only_run(runs_dir)
         wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= 2, what="two steps")
 
-        second = Form(Client(url, verbose=False)).fast_demo(steps=3)
+        second = Form(connect(url)).fast_demo(steps=3)
         refused = second.call("/start_training")[0]
         assert f"run {run_dir.name} is still training" in refused and "one run trains at a time" in refused
         assert only_run(runs_dir) == run_dir
 
         # A reload is a new session: it finds the running run by itself.
-        reloaded = Client(url, verbose=False)
+        reloaded = connect(url)
         Form(reloaded)
         assert f"`{run_dir.name}` — **training**" in status_text(reloaded)
 
@@ -100,14 +99,14 @@ def test_one_run_at_a_time_stop_resume_and_reload(runs_dir):
 
 def test_a_restarted_app_finds_the_runs_and_a_killed_worker_shows_as_failed(runs_dir):
     with served_app(runs_dir) as url:
-        form = Form(Client(url, verbose=False)).fast_demo(steps=60)
+        form = Form(connect(url)).fast_demo(steps=60)
         assert form.call("/start_training")[0] == ""
         run_dir = only_run(runs_dir)
         wait_for(lambda: runs.read_status(run_dir).get("step", 0) >= 1, what="the first step")
     # The app is gone; the worker trains on (it runs in its own session).
     assert run_state(run_dir) == "running"
     with served_app(runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         Form(client)
         assert f"`{run_dir.name}` — **training**" in status_text(client)
         table, _picker = client.predict(api_name="/list_runs")

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
-from apphelpers import free_port, served_app
+from apphelpers import BEARER, free_port, served_app
 from conftest import ROOT, run_cli
 
 
@@ -42,9 +42,14 @@ def test_a_malformed_login_is_explained(tmp_path):
 
 def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_path):
     port = free_port()
-    code = ("import sys, threading, time\n"
+    # Once the server answers (401 without the token counts), report which model libraries are loaded.
+    code = ("import sys, threading, time, urllib.request, urllib.error\n"
             "def report():\n"
-            "    time.sleep(12); print('HEAVY', [m for m in ('torch', 'transformers', 'trl', 'unsloth', 'peft') if m in sys.modules], flush=True)\n"
+            "    while True:\n"
+            "        try: urllib.request.urlopen(f'http://127.0.0.1:{sys.argv[1]}/', timeout=5); break\n"
+            "        except urllib.error.HTTPError: break\n"
+            "        except OSError: time.sleep(0.3)\n"
+            "    print('HEAVY', [m for m in ('torch', 'transformers', 'trl', 'unsloth', 'peft') if m in sys.modules], flush=True)\n"
             "threading.Thread(target=report, daemon=True).start()\n"
             "from rloo_studio.cli import main; main(['ui', '--port', sys.argv[1], '--runs-dir', sys.argv[2]])")
     started = time.time()
@@ -52,11 +57,12 @@ def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_p
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         first = proc.stdout.readline()
-        assert first.strip().startswith(f"RLOO Studio is running at http://127.0.0.1:{port}"), first
+        assert first.strip().startswith(f"RLOO Studio is running at http://127.0.0.1:{port}/?token="), first
+        link = first.split()[5]  # the printed link, with this launch's token
         body = None
         while time.time() - started < 90 and body is None:
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+                body = urllib.request.urlopen(link, timeout=5).read().decode()
             except OSError:
                 time.sleep(0.3)
         assert body is not None and "RLOO Studio" in body
@@ -71,21 +77,22 @@ def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_p
 
 
 def test_with_a_login_every_route_needs_it(runs_dir):
+    # The launch token is sent throughout, so what refuses here is the login, on top of the token.
     with served_app(runs_dir, auth=("ada", "s3cret")) as url:
         for route in ("config", "gradio_api/info", "gradio_api/queue/status", "gradio_api/file=README.md", "gradio_api/upload"):
-            status, _ = _get(url + route)
+            status, _ = _get(url + route, BEARER)
             assert status in (401, 403, 405), (route, status)
-        status, body = _get(url)
+        status, body = _get(url, BEARER)
         assert status == 200 and "REINFORCE Leave-One-Out" not in body  # the page shell, without the app's content
         # Logging in gives access.
         data = "username=ada&password=s3cret".encode()
-        req = urllib.request.Request(url + "login", data=data, headers={"Content-Type": "application/x-www-form-urlencoded"})
+        req = urllib.request.Request(url + "login", data=data, headers={"Content-Type": "application/x-www-form-urlencoded", **BEARER})
         with urllib.request.urlopen(req, timeout=10) as resp:
             cookie = "; ".join(c.split(";")[0] for c in resp.headers.get_all("set-cookie"))
-        status, body = _get(url + "config", {"Cookie": cookie})
+        status, body = _get(url + "config", {"Cookie": cookie, **BEARER})
         assert status == 200 and json.loads(body)["title"] == "RLOO Studio"
         bad = urllib.request.Request(url + "login", data=b"username=ada&password=wrong",
-                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+                                     headers={"Content-Type": "application/x-www-form-urlencoded", **BEARER})
         try:
             urllib.request.urlopen(bad, timeout=10)
             raise AssertionError("a wrong password was accepted")

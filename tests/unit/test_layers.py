@@ -34,7 +34,7 @@ def test_engine_never_imports_gradio_or_ui():
 
 
 def test_light_layers_do_not_import_the_model_stack_at_module_level():
-    light = ([PACKAGE / n for n in ("config.py", "errors.py", "runs.py", "cli.py", "serve.py", "data.py", "jobs.py", "presets.py", "hardware.py",
+    light = ([PACKAGE / n for n in ("config.py", "errors.py", "runs.py", "cli.py", "serve.py", "wall.py", "data.py", "jobs.py", "presets.py", "hardware.py",
                                           "inference.py", "distributed.py")]
              + list((PACKAGE / "rewards").glob("*.py")) + list((PACKAGE / "ui").glob("*.py")))
     for path in light:

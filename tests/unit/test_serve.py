@@ -1,5 +1,7 @@
 """Unit tests for rloo_studio.serve's exposure rule (no server is started)."""
 
+import json
+
 import pytest
 
 from rloo_studio.errors import StudioError
@@ -56,3 +58,52 @@ def test_share_without_login_is_refused_even_on_loopback():
         check_exposure("127.0.0.1", None, share=True)
     assert info.value.what == "refusing to serve RLOO Studio on a public share link without a login"
     assert check_exposure("127.0.0.1", "u:p", share=True) == ("u", "p")
+
+
+# ---- the launch token and its saved link ----------------------------------------------------------
+
+def test_each_launch_gets_a_new_random_token_unless_one_is_given():
+    from rloo_studio.serve import launch_token
+
+    first, second = launch_token(environ={}), launch_token(environ={})
+    assert first != second and len(first) >= 40
+    assert launch_token(environ={"RLOO_STUDIO_TOKEN": " known-token "}) == "known-token"
+    assert launch_token(no_token=True, environ={"RLOO_STUDIO_TOKEN": "known-token"}) is None
+
+
+@pytest.mark.parametrize("value", ["", "   ", "two words"])
+def test_an_unusable_token_from_the_environment_is_explained(value):
+    from rloo_studio.serve import launch_token
+
+    with pytest.raises(StudioError) as info:
+        launch_token(environ={"RLOO_STUDIO_TOKEN": value})
+    assert "RLOO_STUDIO_TOKEN is set but" in info.value.what and "unset RLOO_STUDIO_TOKEN" in info.value.fix
+
+
+def test_the_link_is_saved_for_this_user_only_and_read_back_while_the_app_runs(tmp_path):
+    import stat
+
+    from rloo_studio.serve import app_url, forget_launch, saved_launches, save_launch
+
+    url = app_url("127.0.0.1", 7860, "tok/en")
+    assert url == "http://127.0.0.1:7860/?token=tok%2Fen"
+    assert app_url("localhost", 7861, None) == "http://127.0.0.1:7861/"
+    assert app_url("::1", 7861, "t") == "http://[::1]:7861/?token=t"
+    path = save_launch(tmp_path / "runs", 7860, url)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [e["url"] for e in saved_launches(tmp_path / "runs")] == [url]
+    # A link left behind by an app that has ended is not offered.
+    stale = save_launch(tmp_path / "runs", 7861, "http://127.0.0.1:7861/?token=old")
+    entry = json.loads(stale.read_text())
+    stale.write_text(json.dumps({**entry, "pid": _dead_pid()}))
+    assert [e["url"] for e in saved_launches(tmp_path / "runs")] == [url]
+    forget_launch(path)
+    assert saved_launches(tmp_path / "runs") == [] and saved_launches(tmp_path / "nowhere") == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    return int(proc.stdout)

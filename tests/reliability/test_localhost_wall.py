@@ -1,0 +1,318 @@
+"""Loopback is not a wall: requests that a web page or another user could send are refused by the served app.
+
+Against a real served app over HTTP, with explicit Host, Origin, Authorization and Cookie headers:
+a DNS-rebinding Host, a cross-site Origin and a missing launch token are each refused (403/401)
+for the page, the API, uploads, files and queue joins, and reward code sent that way never runs;
+the same call from 127.0.0.1 with the token does run. Then the real clients: gradio_client with
+the token, a browser opening the printed link (its cookie carries the page's own calls), and the
+command line: the printed link, `--print-url`, `--no-token`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
+from apphelpers import BEARER, TOKEN, connect, free_port, page_url, served_app  # noqa: E402
+
+REBIND = "rebind.attacker.example"
+EMPTY_TABLE = {"headers": ["use", "function", "weight"], "data": []}
+
+
+def send(port: int, method: str, path: str, headers: dict | None = None, body: bytes | None = None):
+    """One request with exactly these headers (Host defaults to 127.0.0.1:PORT): (status, headers, text)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for key, value in {"Host": f"127.0.0.1:{port}", **(headers or {})}.items():
+            conn.putheader(key, value)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        return resp.status, resp.headers, resp.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def call_body(code: str) -> bytes:
+    return json.dumps({"data": [code, EMPTY_TABLE]}).encode()
+
+
+def upload_body() -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"rewards.py\"\r\n"
+            f"Content-Type: text/x-python\r\n\r\nprint('uploaded')\n\r\n--{boundary}--\r\n").encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def queue_join_body(code: str, fn_index: int = 0) -> bytes:
+    return json.dumps({"data": [code, EMPTY_TABLE], "fn_index": fn_index, "session_hash": uuid.uuid4().hex}).encode()
+
+
+def check_rewards_index(port: int) -> int:
+    """The queue's index for the page's "Check" button (the /check_rewards call)."""
+    config = json.loads(send(port, "GET", "/config", BEARER)[2])
+    found = [d["id"] for d in config["dependencies"] if d.get("api_name") == "check_rewards"]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def marker_code(marker: Path, label: str) -> str:
+    """Reward code that, when the app runs it, appends LABEL to the marker file."""
+    return (f"open({str(marker)!r}, 'a').write({label!r} + '\\n')\n"
+            "def brevity(completions, **kwargs):\n    return [1.0 for _ in completions]\n")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """(port, runs_dir) of one app served for this module, with the helpers' known token."""
+    runs_dir = tmp_path_factory.mktemp("wall") / "runs"
+    with served_app(runs_dir) as url:
+        yield int(url.rstrip("/").rsplit(":", 1)[1]), runs_dir
+
+
+def _uploaded_file(port: int) -> str:
+    """A file the app itself serves (uploaded with the token), to ask for under a foreign Host."""
+    body, ctype = upload_body()
+    status, _, text = send(port, "POST", "/gradio_api/upload", {"Content-Type": ctype, **BEARER}, body)
+    assert status == 200, (status, text)
+    return json.loads(text)[0]
+
+
+def test_a_foreign_host_is_refused_for_the_page_the_api_uploads_and_files(app):
+    port, _ = app
+    served_file = _uploaded_file(port)
+    assert send(port, "GET", f"/gradio_api/file={served_file}", BEARER)[0] == 200  # reachable with the right Host
+    body, ctype = upload_body()
+    requests = [("GET", "/", {}, None), ("GET", "/config", {}, None), ("GET", "/gradio_api/info", {}, None),
+                ("POST", "/gradio_api/call/check_rewards", {"Content-Type": "application/json"}, call_body("x = 1\n")),
+                ("POST", "/gradio_api/upload", {"Content-Type": ctype}, body),
+                ("GET", f"/gradio_api/file={served_file}", {}, None)]
+    for host in (f"{REBIND}:{port}", REBIND, f"127.0.0.1.{REBIND}:{port}", f"localhost.{REBIND}"):
+        for method, path, headers, data in requests:
+            # The token is sent too: the Host alone is reason to refuse.
+            status, _, text = send(port, method, path, {"Host": host, **headers, **BEARER}, data)
+            assert status == 403, (host, path, status, text[:200])
+            assert f"addressed to host '{host.split(':')[0]}'" in text and text.count("\n") == 1, text
+
+
+@pytest.mark.parametrize("host", ["localhost:{port}", "localhost.:{port}", "LOCALHOST:{port}", "127.0.0.1", "[::1]:{port}"])
+def test_every_spelling_of_loopback_is_served(app, host):
+    port, _ = app
+    status, _, text = send(port, "GET", "/config", {"Host": host.format(port=port), **BEARER})
+    assert status == 200 and json.loads(text)["title"] == "RLOO Studio"
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:{port}", "http://127.0.0.1:{other}"])
+def test_a_foreign_origin_is_refused_for_a_call_an_upload_and_a_queue_join(app, origin):
+    port, _ = app
+    origin = origin.format(port=port, other=port + 1)
+    body, ctype = upload_body()
+    for path, ctype_, data in (("/gradio_api/call/check_rewards", "application/json", call_body("x = 1\n")),
+                               ("/gradio_api/upload", ctype, body),
+                               ("/gradio_api/queue/join", "application/json", queue_join_body("x = 1\n"))):
+        status, _, text = send(port, "POST", path, {"Origin": origin, "Content-Type": ctype_, **BEARER}, data)
+        assert status == 403, (origin, path, status, text[:200])
+        assert f"came from a page at {origin}" in text
+
+
+def test_the_apps_own_origin_is_accepted(app):
+    port, _ = app
+    status, _, text = send(port, "POST", "/gradio_api/call/check_rewards",
+                           {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json", **BEARER}, call_body("x = 1\n"))
+    assert status == 200 and "event_id" in json.loads(text)
+
+
+def _call_and_wait(port: int, code: str, headers: dict) -> str:
+    """Call /check_rewards over the HTTP API and read its result stream to the end."""
+    status, _, text = send(port, "POST", "/gradio_api/call/check_rewards", {"Content-Type": "application/json", **headers},
+                           call_body(code))
+    assert status == 200, (status, text)
+    event_id = json.loads(text)["event_id"]
+    status, _, stream = send(port, "GET", f"/gradio_api/call/check_rewards/{event_id}", headers)
+    assert status == 200 and "event: complete" in stream, stream[-500:]
+    return stream
+
+
+def test_reward_code_sent_past_the_wall_never_runs_and_with_the_token_it_does(app, tmp_path):
+    port, _ = app
+    marker = tmp_path / "marker.txt"
+    fn_index = check_rewards_index(port)
+    attempts = {
+        "dns-rebinding": {"Host": f"{REBIND}:{port}", "Origin": f"http://{REBIND}:{port}"},
+        "dns-rebinding-with-token": {"Host": f"{REBIND}:{port}", "Origin": f"http://{REBIND}:{port}", **BEARER},
+        "cross-site-with-token": {"Origin": "https://evil.example", **BEARER},
+        "no-token": {},
+        "wrong-token": {"Authorization": "Bearer not-the-token"},
+        "cookie-of-another-port": {"Cookie": f"rloo_studio_token_{port + 1}={TOKEN}"},
+        "token-in-a-header-of-its-own": {"X-Token": TOKEN},
+    }
+    for label, headers in attempts.items():
+        for path, data in (("/gradio_api/call/check_rewards", call_body(marker_code(marker, label))),
+                           ("/gradio_api/queue/join", queue_join_body(marker_code(marker, label), fn_index))):
+            status, _, text = send(port, "POST", path, {"Content-Type": "application/json", **headers}, data)
+            assert status in (401, 403), (label, path, status, text[:300])
+    # The queue runs calls in order: had any attempt above been let in, it would have run by now.
+    stream = _call_and_wait(port, marker_code(marker, "allowed"), BEARER)
+    assert "1 function(s) found" in stream
+    assert marker.read_text().splitlines() == ["allowed"]
+
+
+def test_the_link_sets_a_strict_httponly_cookie_that_lets_the_next_requests_in(app):
+    port, _ = app
+    status, headers, _ = send(port, "GET", f"/?token={TOKEN}", {"Accept": "text/html"})
+    assert status == 200
+    cookie = headers["set-cookie"]
+    assert cookie.startswith(f"rloo_studio_token_{port}={TOKEN};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    jar = {"Cookie": cookie.split(";")[0]}
+    assert send(port, "GET", "/config", jar)[0] == 200
+    assert send(port, "GET", "/config", {"Cookie": f"rloo_studio_token_{port}=guess"})[0] == 401
+    # Without the token a browser gets a page that says how to get the link again; an API client one line.
+    status, headers, page = send(port, "GET", "/", {"Accept": "text/html,application/xhtml+xml"})
+    assert status == 401 and headers["content-type"].startswith("text/html") and "set-cookie" not in headers
+    assert "Open RLOO Studio with its link" in page and "rloo-studio ui --print-url" in page
+    status, headers, text = send(port, "GET", "/gradio_api/info")
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer") and text.count("\n") == 1
+
+
+def test_gradio_client_works_with_the_token_and_not_without(app, tmp_path):
+    from gradio_client import Client
+
+    port, _ = app
+    url = f"http://127.0.0.1:{port}/"
+    marker = tmp_path / "marker.txt"
+    message, _ = connect(url).predict(marker_code(marker, "client"), EMPTY_TABLE, api_name="/check_rewards")
+    assert "1 function(s) found: `brevity`" in message and marker.read_text() == "client\n"
+    with pytest.raises(Exception, match="credentials were not provided"):  # gradio_client's words for a 401
+        Client(url, verbose=False)
+
+
+# ---- a real browser ---------------------------------------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
+def test_a_browser_opening_the_link_works_through_the_cookie_and_without_it_gets_the_relink_page(runs_dir, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    marker = tmp_path / "browser-marker.txt"
+    with served_app(runs_dir) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        stranger = browser.new_page()
+        stranger.goto(url)
+        expect(stranger.locator("h1")).to_have_text("Open RLOO Studio with its link")
+        expect(stranger.locator("body")).to_contain_text("rloo-studio ui --print-url")
+
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(page_url(url))
+        cookie, = [c for c in context.cookies() if c["name"].startswith("rloo_studio_token_")]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] == TOKEN
+        # A reload without the token in the address keeps working on the cookie alone.
+        page.goto(url)
+        expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+        # An action: the page's own queue join and result stream carry the cookie, and the code runs.
+        page.get_by_role("tab", name="3 · Rewards").click()
+        page.locator("#reward-code .cm-content").click()
+        page.keyboard.press("Control+A")
+        page.keyboard.press("Delete")
+        page.keyboard.insert_text(marker_code(marker, "browser"))
+        page.locator("#check-code").click()
+        expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
+        assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
+        browser.close()
+
+
+# ---- the command line ---------------------------------------------------------------------------------
+
+def _start_cli(tmp_path: Path, *args: str, env: dict | None = None):
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if k != "RLOO_STUDIO_TOKEN"}
+    proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "ui", "--port", str(port), "--runs-dir",
+                             str(tmp_path / "runs"), *args], cwd=ROOT, env={**full_env, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    assert first.startswith("RLOO Studio is running at "), (first, proc.stderr.read() if proc.poll() is not None else "")
+    return proc, port, first.split()[5]
+
+
+def _wait_served(port: int, proc) -> None:
+    while True:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            send(port, "HEAD", "/")
+            return
+        except OSError:
+            time.sleep(0.3)
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+def test_the_printed_link_carries_a_fresh_token_that_only_this_user_can_read_back(tmp_path):
+    proc, port, link = _start_cli(tmp_path)
+    try:
+        _wait_served(port, proc)
+        prefix = f"http://127.0.0.1:{port}/?token="
+        assert link.startswith(prefix) and len(link) - len(prefix) >= 40
+        token = link[len(prefix):]
+        assert send(port, "GET", f"/?token={token}")[0] == 200
+        assert send(port, "GET", "/config", {"Authorization": f"Bearer {token}"})[0] == 200
+        assert send(port, "GET", "/config")[0] == 401
+        saved = tmp_path / "runs" / ".studio" / "launch" / f"ui-{port}.json"
+        assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+        again = run_cli("ui", "--print-url", "--runs-dir", tmp_path / "runs", cwd=tmp_path)
+        assert again.returncode == 0 and again.stdout.strip() == link
+    finally:
+        _stop(proc)
+    gone = run_cli("ui", "--print-url", "--runs-dir", tmp_path / "runs", cwd=tmp_path)
+    assert gone.returncode == 2 and "no RLOO Studio is running from the runs folder" in gone.stderr
+
+
+def test_a_known_token_from_the_environment_is_used_and_inbrowser_opens_the_link_with_it(tmp_path):
+    opened = tmp_path / "opened.txt"
+    # $BROWSER is the command Python's webbrowser module runs; this one writes down the address it was given.
+    browser = f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
+    proc, port, link = _start_cli(tmp_path, "--inbrowser", env={"RLOO_STUDIO_TOKEN": "a-known-token-for-scripts", "BROWSER": browser})
+    try:
+        assert link == f"http://127.0.0.1:{port}/?token=a-known-token-for-scripts"
+        _wait_served(port, proc)
+        assert send(port, "GET", "/config", {"Authorization": "Bearer a-known-token-for-scripts"})[0] == 200
+        while not (opened.exists() and opened.read_text()):
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.3)
+        assert opened.read_text() == link
+    finally:
+        _stop(proc)
+
+
+def test_no_token_warns_and_serves_but_still_checks_host_and_origin(tmp_path):
+    proc, port, link = _start_cli(tmp_path, "--no-token")
+    try:
+        assert link == f"http://127.0.0.1:{port}/"
+        _wait_served(port, proc)
+        assert send(port, "GET", "/config")[0] == 200
+        assert send(port, "GET", "/config", {"Host": f"{REBIND}:{port}"})[0] == 403
+        assert send(port, "POST", "/gradio_api/upload", {"Origin": "https://evil.example"}, b"")[0] == 403
+    finally:
+        _stop(proc)
+    warning = proc.stderr.read()
+    assert "warning: --no-token: any web page you visit and any user of this computer" in warning
