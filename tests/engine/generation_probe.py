@@ -100,8 +100,28 @@ def trl_reference(run_dir: Path, prompt_lists: dict[str, list]) -> dict:
                                     args=args, train_dataset=dataset, processing_class=loaded.tokenizer)
     kwargs = {k: v for k, v in trainer.generation_kwargs.items()}
     return {"eos_token_ids": list(trainer.eos_token_ids), "generation_kwargs": kwargs,
-            "disable_dropout": args.disable_dropout,
+            "disable_dropout": args.disable_dropout, "length_check": length_check(cfg, trainer, dataset["prompt"]),
             "prompt_ids": {name: trainer._tokenize_prompts(prompts)[0] for name, prompts in prompt_lists.items()}}
+
+
+def length_check(cfg, trainer, prompts) -> dict:
+    """The prompt-length check with exactly enough room for TRL's longest training prompt, and one token less."""
+    import copy
+
+    from rloo_studio.engine.train import check_prompt_lengths
+    from rloo_studio.errors import DataError
+
+    longest = max(len(ids) for ids in trainer._tokenize_prompts(list(prompts))[0])
+    verdicts = {"longest": longest}
+    for label, room in (("fits", longest), ("one_short", longest - 1)):
+        tight = copy.deepcopy(cfg)
+        tight.model.max_seq_length = room + MAX_TOKENS
+        try:
+            check_prompt_lengths(prompts, trainer.processing_class, tight)
+            verdicts[label] = "accepted"
+        except DataError as exc:
+            verdicts[label] = exc.message()
+    return verdicts
 
 
 CALLS: list[dict] = []

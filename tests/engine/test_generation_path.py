@@ -99,6 +99,16 @@ def test_prompts_are_token_for_token_what_trl_tokenize_prompts_builds(probe, nam
         assert all(ids[0] == bos and bos not in ids[1:] for ids in trl_ids["eval"] + trl_ids["preview"] + trl_ids["chat"])
 
 
+@pytest.mark.parametrize("name", ["chat_ends", "plain_base"])
+def test_the_prompt_length_check_counts_the_tokens_trl_generates_from(probe, name):
+    # model.max_seq_length leaves room for exactly TRL's longest training prompt, then for one token less.
+    verdicts = probe[name]["trl"]["length_check"]
+    assert verdicts["fits"] == "accepted"
+    longest = verdicts["longest"]
+    assert f"are longer than the {longest - 1} tokens left for them" in verdicts["one_short"]
+    assert f"has {longest} tokens" in verdicts["one_short"]
+
+
 def test_generation_settings_come_from_the_run_config_as_trl_builds_them(probe):
     case = probe["chat_settings"]  # its generation_config says do_sample, top_k 1, repetition_penalty 1.3, temperature 0.2
     trl_kwargs = case["trl"]["generation_kwargs"]
