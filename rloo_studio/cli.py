@@ -365,6 +365,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file="rewards.py", weight=1.0)]
+        from .engine.generate import chat_template_kwargs
         from .engine.preview import pick_rows, read_completions_file, sample_groups
 
         if args.completions:
@@ -385,7 +386,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
             groups, conversational, tokenizer = sample_groups(cfg, rows, quiet, args.seed)
         request = {"groups": groups, "num_generations": k, "conversational": conversational, "tokenizer": tokenizer,
                    "rewards": [{k2: v for k2, v in s.__dict__.items()} for s in cfg.rewards], "base_dir": cfg.base_dir,
-                   "source": source}
+                   "source": source, "chat_template_kwargs": chat_template_kwargs(cfg)}
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
         result = score_in_child(request, timeout_s=args.timeout)
     except StudioError as exc:

@@ -40,6 +40,10 @@ RLOO_DEFAULTS: dict[str, Any] = {
     "per_device_train_batch_size": 4,
     "max_completion_length": 256,
     "seed": 42,
+    # TRL's default is False. With dropout on (LoRA dropout > 0, or a model whose config has dropout), the
+    # log-probabilities of the same tokens differ between the generation pass, the update and the KL
+    # reference: the ratio and the KL term pick up noise that is not the policy changing.
+    "disable_dropout": True,
 }
 
 # Keys of RLOOConfig that the run directory decides; a config may not set them.

@@ -37,6 +37,7 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards import build_rewards
 from ..rewards.builtin import numeric_answer, think_format
+from ..rewards.preview import TrainerStateStub
 from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
 
@@ -109,7 +110,7 @@ def _score(rewards, prompts, texts, ids, rows, conversational: bool) -> dict:
     columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
     values = {}
     for r in rewards:
-        values[r.name] = guard(r.func, r.name, r.source_file)(prompts=prompts, completions=completions, completion_ids=ids, trainer_state=None,
+        values[r.name] = guard(r.func, r.name, r.source_file)(prompts=prompts, completions=completions, completion_ids=ids, trainer_state=TrainerStateStub(),
                                 log_extra=lambda *a, **k: None, log_metric=lambda *a, **k: None, **columns)
     return values
 
@@ -176,7 +177,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         progress(f"[eval] skip {s['name']}: {s['why']}")
 
     from ..data import to_trl_dataset, use_chat_format
-    from .generate import generate_completions
+    from .generate import chat_template_kwargs, generate_completions
     from .model import load_model
     from .stack import import_training_stack
 
@@ -185,7 +186,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     base = load_model(cfg.model, None, stack, run_dir, for_training=False)
     tokenizer = base.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
-    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, list(rows[0]))
+    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, list(rows[0]), chat_template_kwargs=chat_template_kwargs(cfg))
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
@@ -196,7 +197,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     def run_side(model, name: str, step: int) -> _Side:
         progress(f"[eval] {name} 0/{len(prompts)}")
         out = generate_completions(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                   progress=lambda done, total: progress(f"[eval] {name} {done}/{total}"))
+                                   progress=lambda done, total: progress(f"[eval] {name} {done}/{total}"), cfg=cfg)
         values = _score(rewards, prompts, out.texts, out.completion_ids, rows, conversational)
         totals = weighted_totals(list(values.values()), weights)
         return _Side(name, step, out.texts, values, totals, _summary(values, totals, out.texts, rows, answer_name))

@@ -5,9 +5,10 @@ name (the final adapter and any checkpoint), so the *base* side is the same weig
 adapter disabled — never a second copy, never the tuned model by accident. Every reply carries
 an `AdapterState` read from the LoRA layers at generation time (inside the same context that
 generates), which is what the app's badge shows; a mismatch with the side asked for is an error,
-not a silently wrong answer. Prompts are rendered with the run's own data settings (chat
-template or plain text, system prompt) exactly as training rendered them, and both sides use
-the same sampling settings and seed.
+not a silently wrong answer. Prompts are tokenised with the run's own data settings (chat
+template and its kwargs or plain text, system prompt) exactly as training tokenised them, replies
+end at the tokens training ends at, the run's generation settings apply (only temperature, top-p
+and length come from the chat's controls), and both sides use the same settings and seed.
 
 It knows nothing about processes or pipes (inference_worker does) nor about the UI.
 """
@@ -215,18 +216,21 @@ class ChatModel:
 
         return use_chat_format(self.cfg.data, self.tokenizer)
 
-    def render(self, messages: list[dict], system_prompt: str | None) -> str:
-        """The prompt text, rendered as training rendered its prompts (chat template or plain text)."""
+    def prompt_ids(self, messages: list[dict], system_prompt: str | None) -> list[int]:
+        """The prompt's token ids, made as training made its prompts' (`generate.prompt_token_ids`: chat template with
+        the run's chat_template_kwargs, or plain text with the tokenizer's special tokens)."""
         from ..data import build_prompt
-        from .generate import render_prompt
+        from .generate import chat_template_kwargs, prompt_token_ids
 
         data_cfg = type(self.cfg.data)(**{**self.cfg.data.__dict__, "system_prompt": system_prompt or None})
         if self._chat_format():
-            return render_prompt(build_prompt(list(messages), data_cfg, chat=True), self.tokenizer)
-        # Plain-text runs were trained on one prompt string without a conversation: send the
-        # latest message alone, in the same form (system prompt, blank line, text).
-        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        return render_prompt(build_prompt(last_user, data_cfg, chat=False), self.tokenizer)
+            prompt = build_prompt(list(messages), data_cfg, chat=True)
+        else:
+            # Plain-text runs were trained on one prompt string without a conversation: send the
+            # latest message alone, in the same form (system prompt, blank line, text).
+            last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+            prompt = build_prompt(last_user, data_cfg, chat=False)
+        return prompt_token_ids([prompt], self.tokenizer, chat_template_kwargs(self.cfg))[0]
 
     def adapter_state(self, side: str, model=None) -> AdapterState:
         """What the weights about to generate are: LoRA layers on/off, or (full runs) where `model` came from."""
@@ -255,14 +259,18 @@ class ChatModel:
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}")
         sampling.check()
-        prompt = self.render(messages, system_prompt)
+        from .generate import cut_at_end, end_token_ids, generation_config, generation_kwargs
+
         device = next(self.model.parameters()).device
-        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(device)
-        do_sample = sampling.temperature > 0
-        kwargs = dict(max_new_tokens=sampling.max_new_tokens, do_sample=do_sample, pad_token_id=self.tokenizer.pad_token_id,
-                      eos_token_id=self.tokenizer.eos_token_id)
-        kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p) if do_sample else kwargs.update(temperature=None, top_p=None, top_k=None)
-        streamer = _DeltaStreamer(self.tokenizer, enc["input_ids"].shape[1], on_text)
+        input_ids = torch.tensor([self.prompt_ids(messages, system_prompt)], device=device)
+        enc = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+        # The run's generation settings as TRL builds them (top-k, min-p, repetition penalty, end tokens), with the
+        # chat's own temperature, top-p and length; temperature 0 is greedy decoding.
+        end_ids = end_token_ids(self.model, self.tokenizer)
+        config = generation_config(generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=sampling.temperature > 0,
+                                                     max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
+                                                     top_p=sampling.top_p))
+        streamer = _DeltaStreamer(self.tokenizer, input_ids.shape[1], on_text)
         if self.kind == "full":
             model, switch = (self.model if side == "base" else self.tuned_model), contextlib.nullcontext()
         else:
@@ -275,11 +283,9 @@ class ChatModel:
                                   "the weights about to generate are not the ones this side must use", "report this; the reply was not shown")
             torch.manual_seed(sampling.seed)  # same seed on both sides: differences come from the weights alone
             with torch.inference_mode():
-                out = model.generate(**enc, streamer=streamer, **kwargs)
-        ids = out[0, enc["input_ids"].shape[1]:].tolist()
-        eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id} - {None}
-        cut = next((i + 1 for i, t in enumerate(ids) if t in eos), len(ids))
-        text = self.tokenizer.decode(ids[:cut], skip_special_tokens=True)
+                out = model.generate(**enc, streamer=streamer, generation_config=config)
+        ids = cut_at_end(out[0, input_ids.shape[1]:].tolist(), end_ids)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
         thinking, answer = split_thinking(text)
-        return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids[:cut],
-                "tokens": cut, "finished": cut < len(ids) or (ids and ids[-1] in eos), "adapter_state": state.as_dict()}
+        return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids,
+                "tokens": len(ids), "finished": bool(ids) and ids[-1] in end_ids, "adapter_state": state.as_dict()}

@@ -1,10 +1,12 @@
 """Sampling completions for the reward preview: k per prompt from the config's base model, as training would.
 
 Loads the model with plain transformers (no LoRA: the preview shows what the model does before
-training), renders the prompts exactly as training does (chat template, system prompt), and
-samples `num_generations` completions per prompt at the config's temperature, top-p and
-completion length. Scoring is not done here: `rewards.preview.score_in_child` runs the person's
-reward code in its own process.
+training) and samples `num_generations` completions per prompt through `engine.generate`, the
+path training takes: the same prompt tokens (chat template, system prompt, the run's
+`rloo.chat_template_kwargs`), end tokens and generation settings (temperature, top-p, top-k,
+min-p, repetition penalty from the run's config). Each group keeps its completions' token ids,
+so rewards get the `completion_ids` TRL would give them. Scoring is not done here:
+`rewards.preview.score_in_child` runs the person's reward code in its own process.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
 
 
 def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> tuple[list[dict], bool, str]:
-    """([{prompt, row, completions}], conversational, tokenizer source) for `rows`."""
+    """([{prompt, row, completions, completion_ids}], conversational, tokenizer source) for `rows`."""
     from ..data import to_trl_dataset, use_chat_format
     from .generate import generate_completions
     from .model import load_model, resolve_model_source
@@ -34,8 +36,7 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
 
     k = int(cfg.rloo_value("num_generations"))
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
-    temperature = float(cfg.rloo.get("temperature", 1.0))
-    top_p = float(cfg.rloo.get("top_p", 1.0))
+    temperature = cfg.rloo.get("temperature", 1.0)
     stack = import_training_stack("transformers")
     progress(f"[preview] loading {cfg.model.name_or_path}")
     loaded = load_model(cfg.model, None, stack, cfg.base_dir, for_training=False)
@@ -46,14 +47,14 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     progress(f"[preview] sampling {k} completions for each of {len(prompts)} prompts (temperature {temperature}, "
              f"up to {max_new_tokens} tokens)")
     try:
-        out = generate_completions(loaded.model.eval(), tokenizer, repeated, max_new_tokens=max_new_tokens, do_sample=True,
-                                   temperature=temperature, top_p=top_p, seed=seed)
+        out = generate_completions(loaded.model.eval(), tokenizer, repeated, do_sample=True, seed=seed, cfg=cfg)
     except (RuntimeError, MemoryError) as exc:
         if "out of memory" not in str(exc).lower() and type(exc).__name__ != "OutOfMemoryError":
             raise
         raise preview_out_of_memory(cfg, len(prompts), exc) from None
     groups = [{"prompt": prompts[i], "row": {c: v for c, v in rows[i].items() if c != cfg.data.prompt_column},
-               "completions": out.texts[i * k:(i + 1) * k]} for i in range(len(prompts))]
+               "completions": out.texts[i * k:(i + 1) * k], "completion_ids": out.completion_ids[i * k:(i + 1) * k]}
+              for i in range(len(prompts))]
     return groups, conversational, resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
 
 

@@ -43,6 +43,7 @@ RLOO_DEFAULTS = {
     "per_device_train_batch_size": 4,
     "max_completion_length": 256,
     "seed": 42,
+    "disable_dropout": True,
 }
 THINK_END_TOKEN = "</think>"
 

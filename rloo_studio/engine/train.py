@@ -422,11 +422,11 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: Run
 
 
 def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
-    """Refuse prompts that leave no room for the completion within model.max_seq_length (rendered as training renders them)."""
-    from .generate import render_prompt
+    """Refuse prompts that leave no room for the completion within model.max_seq_length (tokenised as TRL tokenises them)."""
+    from .generate import chat_template_kwargs, prompt_token_ids
 
     room = cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length"))
-    lengths = [len(tokenizer(render_prompt(p, tokenizer), add_special_tokens=False).input_ids) for p in prompts]
+    lengths = [len(ids) for ids in prompt_token_ids(list(prompts), tokenizer, chat_template_kwargs(cfg))]
     too_long = [i + 1 for i, n in enumerate(lengths) if n > room]
     if too_long:
         longest = max(range(len(lengths)), key=lengths.__getitem__)
@@ -444,6 +444,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
     from ..data import to_trl_dataset
+    from .generate import chat_template_kwargs
     from .model import load_model
 
     trl = stack.trl
@@ -476,7 +477,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
-    rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names)
+    rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
+                            chat_template_kwargs=chat_template_kwargs(cfg))
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
     try:
         rloo_config = trl.RLOOConfig(**args)

@@ -65,8 +65,12 @@ def _builtin(spec: RewardSpec, tokenizer, check_only: bool) -> Callable:
 
 
 def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", tokenizer=None,
-                  dataset_columns: Sequence[str] = (), check_only: bool = False) -> list[LoadedReward]:
-    """Resolve reward specs into callables with weights; raises RewardError on the first problem."""
+                  dataset_columns: Sequence[str] = (), check_only: bool = False,
+                  chat_template_kwargs: dict | None = None) -> list[LoadedReward]:
+    """Resolve reward specs into callables with weights; raises RewardError on the first problem.
+
+    `chat_template_kwargs` (the run's `rloo.chat_template_kwargs`) reach reward models, which TRL renders with them.
+    """
     loaded: list[LoadedReward] = []
     extra = tuple(c for c in dataset_columns if c != "prompt")
     for spec in specs:
@@ -85,7 +89,8 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
         elif spec.model:
             from .model_reward import reward_model_function  # imports torch/transformers: only when used
 
-            fn = (lambda *a, **k: []) if check_only else reward_model_function(spec.model, base_dir)
+            fn = (lambda *a, **k: []) if check_only else reward_model_function(spec.model, base_dir,
+                                                                                      chat_template_kwargs=chat_template_kwargs)
             name = "reward_model_" + Path(spec.model).name.replace("-", "_")
             fn.__name__ = fn.__qualname__ = name
             loaded.append(LoadedReward(fn, float(spec.weight), name, None))

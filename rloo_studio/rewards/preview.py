@@ -12,7 +12,8 @@ Linux, a memory limit (PREVIEW_MEMORY_LIMIT_GIB), so a hang, `sys.exit`, a crash
 allocation in it never takes the app down: the parent reports which function was running. Return
 values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them: keyword arguments `prompts`,
 `completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
-`completion_ids`, `trainer_state`, and every dataset column by name.
+`completion_ids` (the sampled ids, end token included, when the group brings them; see
+`written_completion_ids` for text), `trainer_state`, and every dataset column by name.
 """
 
 from __future__ import annotations
@@ -50,11 +51,22 @@ _MEMORY_LIMIT_GIB: float | None = None  # set in the scoring child by _main(); f
 
 @dataclass
 class TrainerStateStub:
-    """What reward functions may read from `trainer_state` during a preview (training has not started)."""
+    """What reward functions may read from `trainer_state` outside training: the preview (training has not started)
+    and the evaluation, which scores every side with this same stand-in so a reward reading the step scores them alike."""
     global_step: int = 0
     epoch: float = 0.0
     max_steps: int = 0
     log_history: list = field(default_factory=list)
+
+
+def written_completion_ids(text: str, tokenizer) -> list[int]:
+    """`completion_ids` for a completion given as text (pasted, pinned, a probe): its tokens and the tokenizer's end
+    token, because a completion someone wrote counts as finished, and TRL's ids of a finished completion end with
+    the end token. Without a tokenizer: one id per character, a stand-in."""
+    if tokenizer is None:
+        return [ord(ch) for ch in text]
+    ids = tokenizer(text, add_special_tokens=False).input_ids
+    return ids + ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
 
 
 def _as_completion(text: str, conversational: bool):
@@ -182,13 +194,12 @@ def score(request: dict) -> dict:
         from transformers import AutoTokenizer  # only for completion_ids and the </think> token
 
         tokenizer = AutoTokenizer.from_pretrained(request["tokenizer"])
-    rewards = build_rewards(specs, base_dir, tokenizer, columns)
+    rewards = build_rewards(specs, base_dir, tokenizer, columns, chat_template_kwargs=request.get("chat_template_kwargs"))
 
-    def batch(prompts: list, completions: list[str], rows: list[dict]) -> dict:
+    def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         kwargs: dict[str, Any] = {
             "prompts": prompts, "completions": [_as_completion(c, conversational) for c in completions],
-            "completion_ids": [tokenizer(c, add_special_tokens=False).input_ids for c in completions] if tokenizer else
-                              [[ord(ch) for ch in c] for c in completions],
+            "completion_ids": ids if ids is not None else [written_completion_ids(c, tokenizer) for c in completions],
             "trainer_state": TrainerStateStub(),
             "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None,  # TRL passes these too
         }
@@ -196,17 +207,19 @@ def score(request: dict) -> dict:
             kwargs[column] = [r.get(column) for r in rows]
         return kwargs
 
-    prompts, completions, rows = [], [], []
+    prompts, completions, rows, ids = [], [], [], []
     for g in groups:
         if len(g["completions"]) != k:
             raise ValueError(f"prompt {g['prompt']!r:.60} has {len(g['completions'])} completions, expected {k}")
         prompts += [g["prompt"]] * k
         completions += list(g["completions"])
         rows += [g.get("row") or {}] * k
+        # Sampled completions bring the ids they were generated as (end token included, as TRL passes them).
+        ids += g.get("completion_ids") or [written_completion_ids(c, tokenizer) for c in g["completions"]]
 
     per_function: dict[str, list[float | None]] = {}
     errors: dict[str, list[dict]] = {}
-    kwargs = batch(prompts, completions, rows)
+    kwargs = batch(prompts, completions, rows, ids)
     for r in rewards:
         print(f"CALLING {r.name}", file=sys.stderr, flush=True)  # the parent names the function if time runs out
         try:
@@ -216,7 +229,7 @@ def score(request: dict) -> dict:
             failing = completions[0] if completions else ""
             for i in range(len(completions)):
                 try:
-                    _check_values(r.name, _call(r.func, batch([prompts[i]], [completions[i]], [rows[i]])), 1)
+                    _check_values(r.name, _call(r.func, batch([prompts[i]], [completions[i]], [rows[i]], [ids[i]])), 1)
                 except BaseException:  # noqa: BLE001
                     failing = completions[i]
                     break

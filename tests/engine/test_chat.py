@@ -69,11 +69,12 @@ messages = [{{"role": "system", "content": {system_prompt!r}}}] + {MESSAGES!r}
 text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 enc = tok(text, return_tensors="pt", add_special_tokens=False)
 s = {sampling!r}
-kw = dict(do_sample=True, temperature=s["temperature"], top_p=s["top_p"]) if s["temperature"] > 0 else dict(do_sample=False)
+# TRL's sampling settings for a config that sets none (top_k 0, repetition_penalty 1.0), written out.
+kw = dict(do_sample=True, temperature=s["temperature"], top_p=s["top_p"], top_k=0, repetition_penalty=1.0) if s["temperature"] > 0 else dict(do_sample=False)
 torch.manual_seed(s["seed"])
 out = model.generate(**enc, max_new_tokens=s["max_new_tokens"], pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
 ids = out[0, enc["input_ids"].shape[1]:].tolist()
-cut = next((i + 1 for i, t in enumerate(ids) if t in (tok.eos_token_id, tok.pad_token_id)), len(ids))
+cut = next((i + 1 for i, t in enumerate(ids) if t == tok.eos_token_id), len(ids))
 print(json.dumps(ids[:cut]))
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -101,10 +101,22 @@ def test_async_rewards_columns_completion_ids_and_trainer_state_work():
         "def token_count(completions, completion_ids, trainer_state, difficulty, **kwargs):\n"
         "    assert trainer_state.global_step == 0\n"
         "    return [float(len(ids) + difficulty[i]) for i, ids in enumerate(completion_ids)]\n")
-    result = score_in_child(request(source, [["it is 75", "no idea"], ["75!", "x"]], tokenizer="assets/demo-model"))
+    # A generous limit: the scoring child imports transformers for the tokenizer, slow on a busy machine.
+    result = score_in_child(request(source, [["it is 75", "no idea"], ["75!", "x"]], tokenizer="assets/demo-model"), timeout_s=600)
     assert [r["rewards"]["slow_check"] for r in result["rows"]] == [1.0, 0.0, 1.0, 0.0]
-    # The demo tokenizer is character-level: one id per character; difficulty is the group index.
-    assert [r["rewards"]["token_count"] for r in result["rows"]] == [8.0, 7.0, 4.0, 2.0]
+    # The demo tokenizer is character-level: one id per character, plus the end token a finished completion ends
+    # with in TRL's completion_ids (a written completion counts as finished); difficulty is the group index.
+    assert [r["rewards"]["token_count"] for r in result["rows"]] == [9.0, 8.0, 5.0, 3.0]
+
+
+def test_sampled_completion_ids_reach_rewards_as_they_were_generated():
+    # The preview's sampler sends each completion's ids as TRL passes them (cut after the first end id):
+    # rewards get those, not a re-tokenisation of the decoded text.
+    source = "def token_count(completions, completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n"
+    req = request(source, [["ab", "abc"]], tokenizer="assets/demo-model")
+    req["groups"][0]["completion_ids"] = [[40, 41, 7, 2], [40, 41, 42]]  # the first ended (with an end token), the second was cut off
+    result = score_in_child(req, timeout_s=600)
+    assert [r["rewards"]["token_count"] for r in result["rows"]] == [4.0, 3.0]
 
 
 def test_conversational_completions_arrive_as_messages():
