@@ -393,7 +393,8 @@ def record_trained_advantages(trainer, recorder, torch) -> None:
             logps, captured = captured, None
         if trainer.model.training and "advantages" in output:
             penalties = None
-            if beta and logps is not None and len(logps) >= 2 and logps[1] is not None:
+            # A trainer that defers its log-probabilities to the loss (returns None here) leaves the column empty.
+            if beta and logps and len(logps) >= 2 and all(isinstance(t, torch.Tensor) for t in logps[:2]):
                 with torch.no_grad():
                     kl = ((logps[0] - logps[1]) * output["completion_mask"]).sum(-1)
                 penalties = (beta * kl).tolist()

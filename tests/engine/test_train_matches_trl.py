@@ -39,7 +39,8 @@ def generate(self, *args, **kwargs):
     return output
 
 def train(self, *args, **kwargs):
-    lora = {n: p for n, p in self.model.named_parameters() if "lora_" in n}
+    # Trainable ones only: TRL adds a frozen copy of the adapter ("ref") as the KL reference.
+    lora = {n: p for n, p in self.model.named_parameters() if "lora_" in n and p.requires_grad}
     record["lora_dtypes"] = sorted({str(p.dtype) for p in lora.values()})
     before = {n: p.detach().float().clone() for n, p in lora.items() if "lora_A" in n}
     result = original_train(self, *args, **kwargs)
