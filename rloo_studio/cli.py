@@ -386,7 +386,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
             groups, conversational, tokenizer = sample_groups(cfg, rows, quiet, args.seed)
         request = {"groups": groups, "num_generations": k, "conversational": conversational, "tokenizer": tokenizer,
                    "rewards": [{k2: v for k2, v in s.__dict__.items()} for s in cfg.rewards], "base_dir": cfg.base_dir,
-                   "source": source, "chat_template_kwargs": chat_template_kwargs(cfg)}
+                   "source": source, "chat_template_kwargs": chat_template_kwargs(cfg),
+                   "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
         result = score_in_child(request, timeout_s=args.timeout)
     except StudioError as exc:
@@ -413,6 +414,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 print(f"{'':26}at {line}")
             print(f"{'':26}on the completion {e['completion'][:80]!r}")
     print(f"\nLearnability: {result['learnability']['verdict']}")
+    if result.get("advantage_note"):
+        print(f"Advantages in training: {result['advantage_note']}")
     for probe in result["probes"]:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:

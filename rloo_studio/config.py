@@ -55,6 +55,9 @@ RLOO_RESERVED = {
 
 # TRL 1.15 defaults used when TRL itself is not importable (e.g. validating in the UI process).
 TRL_FALLBACK_DEFAULTS: dict[str, Any] = {
+    "beta": 0.05,
+    "normalize_advantages": False,
+    "num_iterations": 1,
     "gradient_accumulation_steps": 1,
     "steps_per_generation": None,
     "generation_batch_size": None,

@@ -99,16 +99,21 @@ def _explain_load_error(exc: Exception, source: str) -> ModelError:
 
 
 def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: TrainingStack, base_dir: str | Path = ".",
-               for_training: bool = True) -> LoadedModel:
+               for_training: bool = True, seed: int | None = None) -> LoadedModel:
+    """Load the model (and attach LoRA when training). With `seed`, every random number generator is seeded
+    first, so the LoRA initialisation, and with it the whole run, repeats exactly for one seed."""
     source = resolve_model_source(model_cfg.name_or_path, base_dir)
     torch = stack.torch
+    if seed is not None:
+        # TRL seeds in RLOOTrainer.__init__ only before building a model from a name; ours arrives built.
+        stack.transformers.set_seed(seed)
     dtype_name = choose_dtype(model_cfg.dtype, torch, stack.cuda)
     torch_dtype = getattr(torch, dtype_name)
     if model_cfg.load_in_4bit and lora_cfg is None and for_training:
         raise ModelError("4-bit weights cannot be trained without LoRA", "quantised weights are frozen", "add a `lora:` section or set load_in_4bit: false")
     try:
         if stack.backend == "unsloth":
-            model, tokenizer = _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training)
+            model, tokenizer = _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed)
         else:
             model, tokenizer = _load_transformers(source, model_cfg, lora_cfg, stack, torch_dtype, for_training)
     except ModelError:
@@ -132,7 +137,11 @@ def _target_modules(lora_cfg: LoraConfig, model) -> list[str]:
     return list(lora_cfg.target_modules)
 
 
-def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training):
+# Unsloth's own default `random_state` for get_peft_model (it seeds with it before creating the LoRA weights).
+UNSLOTH_DEFAULT_RANDOM_STATE = 3407
+
+
+def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed=None):
     from unsloth import FastLanguageModel
 
     checkpointing = ("unsloth" if stack.cuda else True) if model_cfg.gradient_checkpointing else False
@@ -149,7 +158,8 @@ def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training)
         model = FastLanguageModel.get_peft_model(
             model, r=lora_cfg.r, lora_alpha=lora_cfg.alpha, lora_dropout=lora_cfg.dropout,
             target_modules=_target_modules(lora_cfg, model), bias="none",
-            use_gradient_checkpointing=checkpointing, random_state=3407,
+            use_gradient_checkpointing=checkpointing,
+            random_state=UNSLOTH_DEFAULT_RANDOM_STATE if seed is None else seed,
         )
     return model, tokenizer
 

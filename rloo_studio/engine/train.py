@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 
 from .. import runs
+from ..batching import BatchPlan, at_cycle_boundary, summary_line
 from ..config import RLOO_DEFAULTS, RunConfig
 from ..errors import ConfigError, DataError, OutOfMemory, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
@@ -141,15 +142,22 @@ def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
     return args
 
 
-def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
+def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, plan: BatchPlan):
     transformers = stack.transformers
 
     class StudioCallback(transformers.TrainerCallback):
-        """Writes metrics.jsonl and status.json, and turns a stop request into a clean stop."""
+        """Writes metrics.jsonl and status.json, and turns a stop request into a clean stop.
+
+        A stop and a `save_steps` checkpoint happen only where a generation cycle ends
+        (`batching.at_cycle_boundary`): TRL keeps the completions of a cycle in memory, not in the
+        checkpoint, so a resume from the middle of one would generate different completions than the
+        uninterrupted run. Both wait for the cycle's end (at most steps_per_generation x
+        num_iterations micro-batches)."""
 
         def __init__(self):
             self.started = time.time()
             self.first_step = resumed_from
+            self.save_pending = False
 
         def _eta(self, state):
             done = state.global_step - self.first_step
@@ -179,7 +187,24 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int):
         def on_step_end(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
                 runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state))
-            if _all_ranks_agree(bool(stop_flag.get("signal") or runs.stop_requested(run_dir)), stack):
+            boundary = at_cycle_boundary(state.global_step, plan)
+            final = state.global_step >= state.max_steps
+            # transformers' own flow callback ran first and asked for a save_steps checkpoint (and one at the end):
+            # mid-cycle, keep the wish for the cycle's end. The final checkpoint is always written.
+            if control.should_save and not boundary and not final:
+                control.should_save, self.save_pending = False, True
+            elif boundary and self.save_pending:
+                control.should_save, self.save_pending = True, False
+            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir))
+            if _all_ranks_agree(wants_stop, stack):
+                if not boundary and not final:
+                    if not stop_flag.get("deferred") and state.is_world_process_zero:
+                        runs.update_status(run_dir, state="stopping")
+                        print(f"[rloo-studio] stop requested at step {state.global_step}: stopping at the end of this "
+                              f"generation cycle (every {plan.steps_per_cycle:g} steps), so a resume continues exactly",
+                              flush=True)
+                    stop_flag["deferred"] = True
+                    return control
                 stop_flag["requested"] = True
                 control.should_training_stop = True
                 control.should_save = True  # a checkpoint at this step, so --resume continues from here
@@ -319,6 +344,83 @@ def _name_checkpoint_on_disk_full(trainer, run_dir: Path) -> None:
     trainer._save_checkpoint = save_checkpoint
 
 
+def keep_adapters_in_fp32(model, torch) -> int:
+    """Cast trainable LoRA parameters that are in 16-bit back to fp32; returns how many were cast.
+
+    TRL 1.15's RLOOTrainer.__init__ casts every trainable parameter of a quantised (4-bit) model to
+    bf16 ("if _is_quantized_model: ... param.data.to(torch.bfloat16)"), following the QLoRA paper.
+    An Adam update of lr 5e-6 on a weight of ~0.05 is 1e-4 of it, below bf16's rounding step (2^-8):
+    most such updates are lost. PEFT keeps adapters in fp32 by default (`autocast_adapter_dtype=True`
+    in get_peft_model), and so do we; the optimizer is created later, in train(), so it sees fp32.
+    (Unsloth's patched trainer on a GPU removes that TRL cast itself: unsloth/models/rl.py rewrites
+    `if _is_quantized_model:` to `if False:`.)
+    """
+    cast = 0
+    for name, param in model.named_parameters():
+        if param.requires_grad and "lora_" in name and param.dtype in (torch.bfloat16, torch.float16):
+            param.data = param.data.to(torch.float32)
+            cast += 1
+    return cast
+
+
+def record_trained_advantages(trainer, recorder, torch) -> None:
+    """Hand TRL's own advantages (and each completion's KL penalty) of every generation batch to `recorder`.
+
+    Wraps `_generate_and_score_completions` on this one trainer object (as `_prepare_inputs` calls it):
+    its returned dict holds "advantages", this process's part of the batch in the order the reward
+    functions saw it, computed exactly as trained on (weighted reward - beta x KL, leave-one-out,
+    normalised when asked). The KL is not returned, so the two log-probability passes TRL makes inside
+    (policy, then reference; trl/trainer/rloo_trainer.py) are captured and combined as TRL does:
+    sum over completion tokens of (policy - reference) log-probabilities, times beta.
+    """
+    generate_and_score = trainer._generate_and_score_completions
+    per_token_logps = trainer._get_per_token_logps_and_entropies
+    captured: list | None = None
+
+    def capture_logps(*args, **kwargs):
+        result = per_token_logps(*args, **kwargs)
+        if captured is not None:
+            captured.append(result[0])
+        return result
+
+    def generate_score_and_record(*args, **kwargs):
+        nonlocal captured
+        beta = float(getattr(trainer, "beta", 0.0) or 0.0)
+        captured = [] if beta else None
+        try:
+            output = generate_and_score(*args, **kwargs)
+        finally:
+            logps, captured = captured, None
+        if trainer.model.training and "advantages" in output:
+            penalties = None
+            # A trainer that defers its log-probabilities to the loss (returns None here) leaves the column empty.
+            if beta and logps and len(logps) >= 2 and all(isinstance(t, torch.Tensor) for t in logps[:2]):
+                with torch.no_grad():
+                    kl = ((logps[0] - logps[1]) * output["completion_mask"]).sum(-1)
+                penalties = (beta * kl).tolist()
+            recorder.on_trained(output["advantages"].tolist(), penalties)
+        return output
+
+    trainer._get_per_token_logps_and_entropies = capture_logps
+    trainer._generate_and_score_completions = generate_score_and_record
+
+
+def _batch_plan(rloo_config) -> BatchPlan:
+    """The plan of the RLOOConfig TRL actually uses (it derives steps_per_generation and counts processes)."""
+    return BatchPlan(rloo_config.per_device_train_batch_size, rloo_config.gradient_accumulation_steps, world_size(),
+                     rloo_config.num_generations, rloo_config.steps_per_generation, rloo_config.num_iterations)
+
+
+def resume_checkpoint(run_dir: Path, plan: BatchPlan) -> tuple[int, Path] | None:
+    """The last complete checkpoint that ends a generation cycle (a resume from it continues exactly), or None.
+
+    Only the final checkpoint of a run can end mid-cycle (stops and save_steps wait for the cycle's end)."""
+    for step, path in reversed(runs.checkpoints(run_dir)):
+        if at_cycle_boundary(step, plan):
+            return step, path
+    return None
+
+
 def _gpu_total_gib(stack) -> float | None:
     try:
         cuda = stack.torch.cuda
@@ -441,18 +543,25 @@ def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
 
 
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
+    from ..batching import batch_plan
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs
     from .model import load_model
+    from .stack import rloo_config_fields
 
     trl = stack.trl
-    resume_step, checkpoint = 0, None
+    resume_step, checkpoint, skipped = 0, None, None
     if resume:
-        found = runs.last_checkpoint(run_dir)
+        plan = batch_plan({**rloo_config_fields(), **RLOO_DEFAULTS, **cfg.rloo}, world_size())
+        found, last = resume_checkpoint(run_dir, plan), runs.last_checkpoint(run_dir)
         if found:
             resume_step, checkpoint = found
+        if last and last != found:
+            skipped = (f"{last[1].name} (kept) ends in the middle of a generation cycle, where a resume would generate other "
+                       f"completions than an uninterrupted run: resumed from {found[1].name if found else 'the start'} instead, "
+                       "the last checkpoint at a cycle's end")
     if main:
         runs.clear_stop(run_dir)
         if resume:
@@ -463,15 +572,19 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         pid = int(os.environ.get(LAUNCHER_PID_ENV) or os.getpid())
         runs.update_status(run_dir, state="running", pid=pid, started_at=runs.read_status(run_dir).get("started_at") or time.time(),
                            model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
-                           finished_at=None, final_dir=None, summary=None, note=None, eta_s=None,
+                           finished_at=None, final_dir=None, summary=None, note=skipped, eta_s=None,
                            step=resume_step, max_steps=cfg.rloo_value("max_steps"), num_processes=world_size())
     say = print if main else (lambda *a, **k: None)  # other ranks train silently: one copy of each line
     say(f"[rloo-studio] run directory: {run_dir}", flush=True)
     say(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)
     if resume:
         say(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0", flush=True)
+        if skipped:
+            say(f"[rloo-studio] {skipped}", flush=True)
 
-    loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir)
+    # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
+    seed = int(cfg.rloo_value("seed"))
+    loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)
     say(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
           f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{', 4-bit' if cfg.model.load_in_4bit else ''})", flush=True)
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
@@ -490,10 +603,15 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     reward_funcs = [guard(r.func, r.name, r.source_file, recorder.on_values) for r in rewards]
     rloo_config.reward_weights = [r.weight for r in rewards]
 
+    plan = _batch_plan(rloo_config)
+    say(f"[rloo-studio] {summary_line(plan)}", flush=True)
     trainer = trl.RLOOTrainer(
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
-        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step)],
+        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan)],
     )
+    if loaded.lora:
+        keep_adapters_in_fp32(trainer.model, stack.torch)
+    record_trained_advantages(trainer, recorder, stack.torch)
     _name_checkpoint_on_disk_full(trainer, run_dir)
     if world_size() > 1:
         import torch.distributed as dist

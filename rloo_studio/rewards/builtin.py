@@ -75,6 +75,21 @@ def split_thinking(text: str) -> tuple[str | None, str]:
     return head.strip(), tail.strip()
 
 
+def final_answer(text: str) -> str | None:
+    """The answer part of a completion, or None when it has none: a thought opened and never closed.
+
+    A completion cut off by the token budget inside ``<think>`` holds only reasoning; numbers or
+    words in it are not the model's answer and must earn no answer credit (thinking presets set
+    ``mask_truncated_completions`` too, so TRL also leaves such completions out of the loss).
+
+    >>> final_answer("<think>9*2=18"), final_answer("<think>9*2</think>18"), final_answer("18")
+    (None, '18', '18')
+    """
+    if "<think>" in text and "</think>" not in text:
+        return None
+    return split_thinking(text)[1]
+
+
 def _to_float(token: str) -> float | None:
     try:
         return float(token.replace(",", "").replace("\u2212", "-"))
@@ -237,11 +252,12 @@ def numeric_answer(
     """1.0 when the number in the answer equals the reference column within ``tolerance``, else 0.0.
 
     The answer is the text after ``</think>`` (all text without one); its number is found with
-    ``extract_number(text, mode)``. The reference (int, float, or a string such as "1,234" or
-    "#### 42") comes from dataset column ``answer_column``; an unparsable reference gives None.
+    ``extract_number(text, mode)``. A thought opened with ``<think>`` and never closed (cut off by
+    the token budget) has no answer and scores 0.0. The reference (int, float, or a string such as
+    "1,234" or "#### 42") comes from dataset column ``answer_column``; an unparsable reference gives None.
 
-    >>> numeric_answer()(["<think>6*7</think>It is 42.", "41"], answer=["#### 42", 42])
-    [1.0, 0.0]
+    >>> numeric_answer()(["<think>6*7</think>It is 42.", "41", "<think>6*7=42"], answer=["#### 42", 42, 42])
+    [1.0, 0.0, 0.0]
     """
     _check_column_name(answer_column, "numeric_answer")
     if mode not in NUMBER_MODES:
@@ -256,7 +272,8 @@ def numeric_answer(
             if expected is None:
                 scores.append(None)
                 continue
-            got = extract_number(split_thinking(completion_text(completion))[1], mode)
+            answer = final_answer(completion_text(completion))
+            got = extract_number(answer, mode) if answer is not None else None
             scores.append(1.0 if got is not None and abs(got - expected) <= tolerance else 0.0)
         return scores
 
@@ -266,7 +283,7 @@ def numeric_answer(
 def exact_match(answer_column: str = "answer", normalize: bool = True) -> RewardFunc:
     """1.0 when the answer text equals the reference column, else 0.0 (None without a reference).
 
-    The answer is the text after ``</think>``. With ``normalize`` both sides go through
+    The answer is the text after ``</think>``; an unclosed ``<think>`` means no answer (0.0). With ``normalize`` both sides go through
     ``normalize_answer`` (case, whitespace, surrounding quotes and punctuation are ignored).
 
     >>> chat = [{"role": "assistant", "content": "Paris."}]
@@ -283,8 +300,8 @@ def exact_match(answer_column: str = "answer", normalize: bool = True) -> Reward
             if reference is None:
                 scores.append(None)
                 continue
-            answer = split_thinking(completion_text(completion))[1]
-            scores.append(1.0 if prepare(answer) == prepare(str(reference)) else 0.0)
+            answer = final_answer(completion_text(completion))
+            scores.append(1.0 if answer is not None and prepare(answer) == prepare(str(reference)) else 0.0)
         return scores
 
     return _named(reward, "exact_match")
@@ -435,7 +452,8 @@ def keywords(
     """Fraction of ``include`` words present minus the number of ``exclude`` words present.
 
     Words and phrases match whole (``cat`` does not match ``concatenate``). An empty
-    ``include`` counts as 1.0. With ``answer_only`` only the text after ``</think>`` is searched.
+    ``include`` counts as 1.0. With ``answer_only`` only the text after ``</think>`` is searched, and
+    a thought opened and never closed (no answer) scores 0.0.
 
     >>> reward = keywords(include=["because", "therefore"], exclude="lol")
     >>> reward(["because x", "lol, because therefore"])
@@ -455,7 +473,10 @@ def keywords(
         for completion in completions:
             text = completion_text(completion)
             if answer_only:
-                text = split_thinking(text)[1]
+                text = final_answer(text)
+                if text is None:
+                    scores.append(0.0)
+                    continue
             hits = sum(1 for regex in wanted_res if regex.search(text))
             found = hits / len(wanted_res) if wanted_res else 1.0
             scores.append(found - sum(1 for regex in banned_res if regex.search(text)))
@@ -478,7 +499,8 @@ def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True
     """1.0 for JSON holding every ``required_keys`` key, 0.5 if keys are missing, 0.0 if not JSON.
 
     The text may be bare JSON or sit inside a fenced ```json block```. Without
-    ``required_keys`` any JSON value counts. ``answer_only`` skips the ``<think>`` part.
+    ``required_keys`` any JSON value counts. ``answer_only`` skips the ``<think>`` part (a thought
+    never closed has no answer: 0.0).
 
     >>> reward = valid_json(required_keys=["name"])
     >>> reward(['{"name": "a"}', '```json\\n{"x": 1}\\n```', "nope"])
@@ -490,7 +512,8 @@ def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True
         scores: list[float | None] = []
         for completion in completions:
             text = completion_text(completion)
-            parsed, value = _parse_json(split_thinking(text)[1] if answer_only else text)
+            answer = final_answer(text) if answer_only else text
+            parsed, value = _parse_json(answer) if answer is not None else (False, None)
             if not parsed:
                 scores.append(0.0)
             elif keys and not (isinstance(value, dict) and all(key in value for key in keys)):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
-from .scoring import all_equal_groups, leave_one_out_advantages, weighted_totals
+from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60
 # Memory the scoring child may take for data (Linux RLIMIT_DATA). Generous: the child's own imports
@@ -255,6 +255,8 @@ def score(request: dict) -> dict:
         "functions": {n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
         "rows": table,
         "learnability": _learnability(flat, k),
+        # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
+        "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
     }
     return result

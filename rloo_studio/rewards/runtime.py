@@ -6,9 +6,11 @@ a value that is not a number or is infinite) instead of a stack trace from deep 
 wrapper keeps the function's `__name__`, which TRL uses for metric names. `check_reward_values` is
 that check on its own; the reward preview uses it too, so both give the same verdict and message.
 
-`SampleRecorder` sees every function's values for a generation batch and appends a few
-prompt groups to samples.jsonl with per-function rewards, the weighted total and the
-leave-one-out advantage. It knows nothing about models; it writes through a callback.
+`SampleRecorder` sees every function's values for a generation batch and, once the trainer hands
+over the advantages it trains on (TRL's own tensor: leave-one-out on the total minus beta x KL,
+normalised when `normalize_advantages` is on), appends a few prompt groups to samples.jsonl with
+per-function rewards, the weighted total, the KL penalty and that advantage. It knows nothing about
+models; it writes through a callback.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Callable, Sequence
 
 from ..errors import RewardError
 from .builtin import completion_text, split_thinking
-from .scoring import leave_one_out_advantages, weighted_totals
+from .scoring import weighted_totals
 from .user import describe_call_error
 
 
@@ -134,7 +136,8 @@ def guard(func: Callable, name: str, source_file: str | None = None,
 
 
 class SampleRecorder:
-    """Collects every reward function's values for one generation batch, then writes sample rows."""
+    """Collects every reward function's values for one generation batch, then writes sample rows
+    once the trainer hands over the advantages it trains on (`on_trained`)."""
 
     def __init__(self, names: Sequence[str], weights: Sequence[float], num_generations: int,
                  groups_per_step: int, write: Callable[[list[dict]], None], enabled: bool = True):
@@ -147,33 +150,42 @@ class SampleRecorder:
         self._lock = threading.Lock()
         self._batch_key: int | None = None
         self._values: dict[str, list] = {}
+        self._scored: tuple[dict, dict[str, list]] | None = None  # a batch every function has scored
 
     def on_values(self, name: str, kwargs: dict, values: list) -> None:
         if not self.enabled:
             return
-        rows: list[dict] = []
         with self._lock:
             key = id(kwargs["completions"])  # TRL passes the same list object to every function of a batch
             if key != self._batch_key:
                 self._batch_key, self._values = key, {}
             self._values[name] = values
             if len(self._values) == len(self.names):
-                rows = self._rows(kwargs)
+                self._scored = (kwargs, self._values)
                 self._batch_key, self._values = None, {}
+
+    def on_trained(self, advantages: Sequence[float], kl_penalties: Sequence[float] | None) -> None:
+        """The batch just scored is trained with these per-completion advantages (TRL's own tensor, this
+        process's part, in the order the reward functions saw) and KL penalties (beta x sequence KL; None
+        when beta is 0): write its sample rows."""
+        with self._lock:
+            scored, self._scored = self._scored, None
+        if scored is None or not self.enabled:
+            return
+        rows = self._rows(*scored, list(advantages), None if kl_penalties is None else list(kl_penalties))
         if rows:
             self.write(rows)
 
-    def _rows(self, kwargs: dict) -> list[dict]:
+    def _rows(self, kwargs: dict, values: dict[str, list], advantages: list[float], kl_penalties: list[float] | None) -> list[dict]:
         completions, prompts = kwargs["completions"], kwargs.get("prompts") or [None] * len(kwargs["completions"])
         k = self.num_generations
-        if len(completions) < k:
+        if len(completions) < k or len(advantages) != len(completions):
             return []  # this process holds only part of a prompt group (several processes); nothing to show
-        per_function = [self._values[n] for n in self.names]
+        per_function = [values[n] for n in self.names]
         usable = len(completions) - len(completions) % k
         totals = weighted_totals([v[:usable] for v in per_function], self.weights)
-        advantages = leave_one_out_advantages(totals, k)
         state = kwargs.get("trainer_state")
-        # Completions generated while global_step == s are used for optimizer step s + 1.
+        # Completions generated while global_step == s are first used for optimizer step s + 1.
         step = int(getattr(state, "global_step", 0) or 0) + 1
         rows = []
         for group in range(min(self.groups_per_step, usable // k)):
@@ -189,6 +201,7 @@ class SampleRecorder:
                     "answer": answer,
                     "rewards": {n: per_function[i][j] for i, n in enumerate(self.names)},
                     "total": totals[j],
+                    "kl_penalty": None if kl_penalties is None else kl_penalties[j],
                     "advantage": advantages[j],
                 })
         return rows

@@ -3,8 +3,10 @@
 Pure Python, no torch: the training worker uses it to annotate samples.jsonl and the reward
 preview uses it to show what advantage each completion would get. It mirrors TRL 1.15's
 `RLOOTrainer._generate_and_score_completions` (nan-aware sums; a completion every function
-scored `None` is unscorable and gets advantage 0). The KL penalty (beta) is not included:
-it needs the policy's log-probabilities, which only the trainer has.
+scored `None` is unscorable and gets advantage 0). The KL penalty (beta) and TRL's batch
+normalisation are not included: the first needs the policy's and the start model's
+log-probabilities, which only the trainer has; `advantage_caveat` says what they change. During
+training samples.jsonl records TRL's own advantages instead (rewards.runtime.SampleRecorder).
 """
 
 from __future__ import annotations
@@ -68,3 +70,24 @@ def all_equal_groups(totals: Sequence[float | None], num_generations: int, tol: 
         scored = [float(t) for t in totals[start:start + num_generations] if _is_number(t)]
         flags.append(not scored or max(scored) - min(scored) <= tol)
     return flags
+
+
+def advantage_caveat(beta: float | None, normalize_advantages: bool | None) -> str | None:
+    """What training will do to the advantages that a preview (no start model, no whole batch) cannot show; None if nothing.
+
+    >>> advantage_caveat(0.0, False) is None
+    True
+    """
+    notes = []
+    if beta:
+        notes.append(
+            f"With a KL penalty (beta = {beta:g}) training first subtracts beta × each completion's KL to the start model "
+            "from its total, then takes the leave-one-out baseline; the preview has no start model to compare with, so "
+            "these advantages leave that part out. Even a prompt whose completions all got the same reward still moves "
+            "under beta > 0, because their KL parts differ.")
+    if normalize_advantages:
+        notes.append(
+            "With “Normalise advantages” on, training standardises the advantages over the whole batch (minus their "
+            "mean, divided by their standard deviation): their sizes, and the signs of those near zero, differ from "
+            "these.")
+    return " ".join(notes) or None

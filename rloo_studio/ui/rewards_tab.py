@@ -226,6 +226,8 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"
         findings.append(f"{icon} **Learnability:** {learn['verdict']}")
+    if result.get("advantage_note"):
+        findings.append(f"ℹ️ **Advantages in training:** {result['advantage_note']}")
     for name, f in result.get("functions", {}).items():
         for e in f["errors"]:
             where = "  \n".join(f"`{line}`" for line in e["lines"]) or "(no line in your code: check the arguments it expects)"

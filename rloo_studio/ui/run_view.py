@@ -15,7 +15,7 @@ from ..jobs import RunView
 from . import text
 
 REWARD_SERIES_PREFIX = "rewards/"
-SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "advantage"]
+SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "KL penalty", "advantage"]
 
 
 def _duration(seconds: float | None) -> str:
@@ -106,13 +106,19 @@ def length_frame(view: RunView | None) -> pd.DataFrame | None:
     return _frame(rows)
 
 
+def _rounded(value):
+    return round(value, 3) if isinstance(value, (int, float)) else value
+
+
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
+    """Newest samples first. "KL penalty" is beta x the completion's KL to the start model (empty when beta is 0);
+    "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL)."""
     rows = []
     for s in reversed(view.samples if view else []):
         rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
+        penalty = s.get("kl_penalty")
         rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", s.get("answer") or s.get("completion"), rewards,
-                     round(s["total"], 3) if isinstance(s.get("total"), (int, float)) else s.get("total"),
-                     round(s["advantage"], 3) if isinstance(s.get("advantage"), (int, float)) else s.get("advantage")])
+                     _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:
             break
     return rows

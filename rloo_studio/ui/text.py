@@ -97,18 +97,18 @@ CHECK_CODE = "Check the code"
 RLOO_FIELDS = {
     # key: (label, one-line explanation)
     "num_generations": ("Completions per prompt (k)", "Each completion is compared with the mean of the other k−1. Higher: a steadier baseline, slower steps."),
-    "per_device_train_batch_size": ("Completions per step", "A multiple of k; prompts per step = this ÷ k. Higher: smoother updates, more memory."),
+    "per_device_train_batch_size": ("Batch per device (completions)", "A multiple of k. A step uses this × accumulation steps × processes (the line below the form). Higher: smoother updates, more memory."),
     "max_completion_length": ("Max completion length (tokens)", "Longer allows more reasoning, costs memory and time."),
     "learning_rate": ("Learning rate", "How big each update is. Too high breaks the model; LoRA on real models: 1e-5 to 1e-4."),
     "beta": ("KL penalty (beta)", "0 = none (faster). 0.01–0.05 keeps the model close to where it started."),
     "temperature": ("Sampling temperature", "Higher: more varied completions (more to learn from); lower: more focused."),
-    "max_steps": ("Training steps", "Each step samples completions, scores them and updates the model once."),
-    "num_iterations": ("Passes per batch", "1 = plain RLOO; more reuses each batch of completions with clipping."),
+    "max_steps": ("Training steps", "Optimiser updates. With one pass per batch each step samples new completions, scores them and updates the model once."),
+    "num_iterations": ("Passes per batch", "1 = plain RLOO; N reuses each batch of completions for N steps with clipping (new completions and reward logs every N steps)."),
     "epsilon": ("Clipping range (epsilon)", "Only matters with more than one pass per batch."),
     "normalize_advantages": ("Normalise advantages", "Divide advantages by their standard deviation over the batch."),
     "top_p": ("Top-p", "Sample only from the most likely tokens that make up this probability (1 = all)."),
     "seed": ("Seed", "Same seed and settings: the same run."),
-    "save_steps": ("Checkpoint every N steps", "Stop and resume continue from the last checkpoint."),
+    "save_steps": ("Checkpoint every N steps", "Stop and resume continue from the last checkpoint. With several passes per batch, checkpoints and stops wait for the end of a batch's passes."),
 }
 RLOO_MAIN = ("num_generations", "per_device_train_batch_size", "max_completion_length", "learning_rate", "beta", "temperature", "max_steps")
 RLOO_ADVANCED = ("num_iterations", "epsilon", "normalize_advantages", "top_p", "seed", "save_steps")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ..batching import batch_plan, summary_line
 from ..config import RLOO_DEFAULTS, RunConfig
 from ..jobs import RunView
 from . import run_view, text
@@ -19,6 +20,19 @@ FORM_DEFAULTS = {**{"beta": 0.05, "temperature": 1.0, "num_iterations": 1, "epsi
                  **RLOO_DEFAULTS}
 INTEGER_KEYS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "max_steps", "num_iterations", "seed", "save_steps"}
 FIELD_ORDER = text.RLOO_MAIN + text.RLOO_ADVANCED
+
+
+def batch_summary(num_generations, per_device, num_iterations) -> str:
+    """The line under the form: completions and prompts per step, and how often completions are generated.
+
+    The form has no accumulation or process settings; a config file's `gradient_accumulation_steps`,
+    `steps_per_generation` and `--num-processes` change these numbers (the run's log prints its own line)."""
+    try:
+        plan = batch_plan({"num_generations": int(num_generations), "per_device_train_batch_size": int(per_device),
+                           "num_iterations": int(num_iterations)})
+    except (TypeError, ValueError):
+        return ""
+    return summary_line(plan)
 
 
 def _field(key: str):
@@ -42,6 +56,13 @@ class TrainTab:
             with gr.Row():
                 for key in text.RLOO_ADVANCED:
                     self.fields[key] = _field(key)
+        batch_keys = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "num_iterations")]
+        self.batch_summary = gr.Markdown(batch_summary(*(FORM_DEFAULTS[k] for k in ("num_generations", "per_device_train_batch_size",
+                                                                                       "num_iterations"))),
+                                         elem_id="batch-summary")
+        for widget in batch_keys:
+            widget.change(batch_summary, inputs=batch_keys, outputs=self.batch_summary, show_progress="hidden",
+                          api_visibility="private")
             self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
         with gr.Row():
@@ -56,7 +77,9 @@ class TrainTab:
             self.length_plot = gr.LinePlot(run_view.length_frame(None), x="step", y="value", color="series", title="Completions",
                                            height=300, elem_id="length-plot")
         self.samples = gr.Dataframe(headers=run_view.SAMPLE_HEADERS, label="Recent completions (newest first): each answer's rewards, "
-                                    "its weighted total, and its advantage = total − mean of the other completions to the same prompt",
+                                    "its weighted total, its KL penalty (β × KL to the start model) and the advantage training used: "
+                                    "(total − KL penalty) − the mean of that over the other completions to the same prompt, "
+                                    "then normalised if “Normalise advantages” is on",
                                     interactive=False, wrap=True, max_height=420, elem_id="samples")
         with gr.Accordion("Log", open=False):
             self.log = gr.Textbox(lines=12, max_lines=12, show_label=False, autoscroll=True, elem_id="train-log")

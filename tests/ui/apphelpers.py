@@ -79,7 +79,7 @@ class Form:
 
     def fast_demo(self, steps: int = 3) -> "Form":
         """The cpu-demo settings shrunk to a few small steps."""
-        self["Completions per step"] = 16
+        self["Batch per device (completions)"] = 16
         self["Training steps"] = steps
         self["Checkpoint every N steps"] = 1
         return self

@@ -75,7 +75,7 @@ def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
     table = form[text.BUILTIN_TABLE]
     table["data"] = [[False] + row[1:] for row in table["data"]]  # no reward ticked
     form[text.BUILTIN_TABLE] = table
-    form["Completions per step"] = 12  # not a multiple of 8 completions per prompt
+    form["Batch per device (completions)"] = 12  # not a multiple of 8 completions per prompt
     problems = form.call("/start_training")[0]
     assert "Rewards: none chosen" in problems
     assert "per_device_train_batch_size" in problems and "multiple" in problems

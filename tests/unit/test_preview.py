@@ -206,3 +206,14 @@ def test_numpy_results_are_accepted_as_in_training():
     source = "import numpy as np\ndef arr(completions, **kwargs):\n    return np.array([float(len(c)) for c in completions])\n"
     result = score_in_child(request(source, [["ab", "abc"]]))
     assert result["functions"]["arr"]["errors"] == [] and [r["total"] for r in result["rows"]] == [2.0, 3.0]
+
+
+def test_the_preview_result_says_what_training_adds_to_the_advantages():
+    source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
+    plain = score_in_child(request(source, [["a", "b"]], beta=0.0, normalize_advantages=False))
+    assert plain["advantage_note"] is None
+    with_kl = score_in_child(request(source, [["a", "b"]], beta=0.05, normalize_advantages=True))
+    assert "beta = 0.05" in with_kl["advantage_note"] and "Normalise advantages" in with_kl["advantage_note"]
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    assert "Advantages in training" in preview_tables(with_kl)[2] and "Advantages in training" not in preview_tables(plain)[2]

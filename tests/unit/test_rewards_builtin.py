@@ -12,6 +12,7 @@ from rloo_studio.rewards.builtin import (
     describe_builtin,
     exact_match,
     extract_number,
+    final_answer,
     keywords,
     length_band,
     length_penalty,
@@ -146,6 +147,24 @@ def test_numeric_answer_conversational_and_answer_part_only():
     # The 4 in the reasoning must not count: only the answer part is read.
     completions = [chat("<think>maybe 4</think>It is 9"), chat("<think>maybe 9</think>It is 4")]
     assert reward(completions, solution=[9, 9.0]) == [1.0, 0.0]
+
+
+def test_a_thought_never_closed_earns_no_answer_credit():
+    """Cut off inside <think>: the thinking's last number (18 here) is not an answer."""
+    truncated = "<think>Let me see: 9*2=18"
+    assert numeric_answer()([truncated, chat(truncated), "<think>9*2</think>18"], answer=[18, 18, 18]) == [0.0, 0.0, 1.0]
+    assert exact_match()(["<think>it is paris", "<think>x</think>paris"], answer=["paris", "paris"]) == [0.0, 1.0]
+    assert keywords(exclude="lol", answer_only=True)(["<think>no lol here", "fine"]) == [0.0, 1.0]
+    assert valid_json(answer_only=True)(['<think>{"a": 1}', '<think>x</think>{"a": 1}']) == [0.0, 1.0]
+    assert final_answer("  <think>unfinished") is None and final_answer("plain 7") == "plain 7"
+
+
+def test_thinking_presets_mask_truncated_completions():
+    from rloo_studio.presets import list_presets
+
+    thinking = [p for p in list_presets() if p.load().rloo.get("chat_template_kwargs", {}).get("enable_thinking")]
+    assert thinking
+    assert all(p.load().rloo.get("mask_truncated_completions") is True for p in thinking), [p.name for p in thinking]
 
 
 def test_numeric_answer_mode_and_tolerance():

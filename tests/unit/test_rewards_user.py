@@ -293,7 +293,7 @@ def chat(text):
     return [{"role": "assistant", "content": text}]
 
 
-def test_sample_recorder_writes_rows_after_all_functions_report():
+def test_sample_recorder_writes_rows_with_the_trainers_advantages():
     written = []
     recorder = SampleRecorder(["fa", "fb"], [1.0, 2.0], num_generations=3, groups_per_step=1, write=written.append)
     fa = guard(lambda completions, **kw: [1.0, 0.0, 0.5, 0.0, 0.0, 0.0], "fa", on_values=recorder.on_values)
@@ -303,8 +303,13 @@ def test_sample_recorder_writes_rows_after_all_functions_report():
     kwargs = dict(prompts=prompts, completions=completions, trainer_state=SimpleNamespace(global_step=4))
 
     fa(**kwargs)
-    assert written == []  # fb has not reported yet
+    recorder.on_trained([0.0] * 6, None)
+    assert written == []  # fb has not reported yet: nothing to write
+    fa(**kwargs)
     fb(**kwargs)
+    assert written == []  # scored, but the trainer has not handed over its advantages yet
+    trained = [1.5, -1.25, -0.25, 0.125, 0.0, -0.125]  # whatever TRL trains on, e.g. with beta > 0
+    recorder.on_trained(trained, [0.5, 0.0, -0.25, 0.1, 0.2, 0.3])
     assert len(written) == 1
     rows = written[0]
     assert len(rows) == 3  # groups_per_step = 1 group of 3
@@ -313,8 +318,9 @@ def test_sample_recorder_writes_rows_after_all_functions_report():
     assert [r["rewards"] for r in rows] == [{"fa": 1.0, "fb": 0.5}, {"fa": 0.0, "fb": None}, {"fa": 0.5, "fb": 0.0}]
     # total = weighted nansum: 1 + 2*0.5 = 2.0; 0 (fb missing) = 0.0; 0.5 + 0 = 0.5
     assert [r["total"] for r in rows] == [2.0, 0.0, 0.5]
-    # advantage = total - mean of the others: 2 - 0.25, 0 - 1.25, 0.5 - 1.0
-    assert [r["advantage"] for r in rows] == pytest.approx([1.75, -1.25, -0.5])
+    # The trainer's advantages and KL penalties, not a leave-one-out recomputed from the totals.
+    assert [r["advantage"] for r in rows] == trained[:3]
+    assert [r["kl_penalty"] for r in rows] == [0.5, 0.0, -0.25]
     assert rows[0]["prompt"] == "[user] 2+2?"
     assert (rows[0]["completion"], rows[0]["thinking"], rows[0]["answer"]) == ("<think>add</think>4", "add", "4")
     assert (rows[1]["thinking"], rows[1]["answer"]) == (None, "5")
@@ -322,8 +328,8 @@ def test_sample_recorder_writes_rows_after_all_functions_report():
 
     # The next batch (a new completions list) starts afresh.
     fa(**{**kwargs, "completions": list(completions), "trainer_state": SimpleNamespace(global_step=5)})
-    assert len(written) == 1
     fb(**{**kwargs, "completions": kwargs["completions"]})  # an old batch's list: does not complete the new one
+    recorder.on_trained(trained, None)
     assert len(written) == 1
 
 
@@ -332,12 +338,14 @@ def test_sample_recorder_writes_several_groups_and_step_without_state():
     recorder = SampleRecorder(["only"], [0.5], num_generations=2, groups_per_step=5, write=written.append)
     recorder.on_values("only", {"completions": ["a", "b", "c", "d", "e"], "prompts": ["p", "p", "q", "q", "r"]},
                        [1.0, 3.0, 2.0, 2.0, 9.0])
+    recorder.on_trained([-1.0, 1.0, 0.0, 0.0, 0.0], None)
     (rows,) = written
     assert len(rows) == 4  # 2 complete groups; the odd completion is not shown
     assert [r["step"] for r in rows] == [1, 1, 1, 1]
     assert [r["group"] for r in rows] == [0, 0, 1, 1]
     assert [r["total"] for r in rows] == [0.5, 1.5, 1.0, 1.0]
     assert [r["advantage"] for r in rows] == [-1.0, 1.0, 0.0, 0.0]
+    assert [r["kl_penalty"] for r in rows] == [None] * 4  # beta = 0: no KL term
     assert [r["prompt"] for r in rows] == ["p", "p", "q", "q"]
 
 
@@ -349,6 +357,8 @@ def test_sample_recorder_disabled_and_partial_groups():
     off2.on_values("a", {"completions": ["x", "y"]}, [1.0, 0.0])
     partial = SampleRecorder(["a"], [1.0], num_generations=4, groups_per_step=2, write=written.append)
     partial.on_values("a", {"completions": ["x", "y"]}, [1.0, 0.0])  # fewer completions than one group
+    for recorder in (off, off2, partial):
+        recorder.on_trained([0.5, -0.5], None)
     assert written == []
 
 

@@ -1,0 +1,103 @@
+"""How a run's completions are grouped into optimiser steps and generation cycles (pure arithmetic).
+
+TRL 1.15's RLOOTrainer (trl/trainer/rloo_trainer.py, `_prepare_inputs`; trl/trainer/rloo_config.py,
+`__post_init__`) generates one *generation batch* of `per_device_train_batch_size × processes ×
+steps_per_generation` completions, then trains on it for `steps_per_generation × num_iterations`
+micro-batches before generating again. One optimiser step takes `gradient_accumulation_steps`
+micro-batches. This module turns the `rloo` settings into those numbers, the one-line summary the
+Train tab shows, and the rule for when a run may stop or save (only between generation cycles: TRL
+does not checkpoint the completions it has generated but not yet trained on). No torch, no UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    per_device: int            # completions per process per micro-batch (per_device_train_batch_size)
+    accumulation: int          # micro-batches per optimiser step (gradient_accumulation_steps)
+    processes: int
+    num_generations: int       # completions per prompt
+    steps_per_generation: int  # micro-batches one generation batch is split into
+    num_iterations: int        # passes over each generation batch
+
+    @property
+    def completions_per_step(self) -> int:
+        return self.per_device * self.accumulation * self.processes
+
+    @property
+    def prompts_per_step(self) -> float:
+        return self.completions_per_step / self.num_generations
+
+    @property
+    def generation_batch(self) -> int:
+        """Completions generated at once (all processes)."""
+        return self.per_device * self.processes * self.steps_per_generation
+
+    @property
+    def micro_batches_per_cycle(self) -> int:
+        return self.steps_per_generation * self.num_iterations
+
+    @property
+    def steps_per_cycle(self) -> float:
+        """Optimiser steps between two generations (a fraction when the cycle ends mid-step)."""
+        return self.micro_batches_per_cycle / self.accumulation
+
+
+def _int(rloo: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    value = rloo.get(key, default)
+    return None if value in (None, "") else int(value)
+
+
+def batch_plan(rloo: Mapping[str, Any], processes: int = 1) -> BatchPlan:
+    """The plan for effective `rloo` values (a config's section merged over the defaults), as RLOOConfig derives it.
+
+    >>> p = batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2})
+    >>> p.completions_per_step, p.prompts_per_step, p.steps_per_cycle
+    (16, 4.0, 1.0)
+    """
+    per_device = _int(rloo, "per_device_train_batch_size", 8) or 1
+    accumulation = _int(rloo, "gradient_accumulation_steps", 1) or 1
+    steps_per_generation = _int(rloo, "steps_per_generation", None)
+    generation_batch = _int(rloo, "generation_batch_size", None)
+    if steps_per_generation is None:
+        # RLOOConfig: from generation_batch_size when given, else one generation per optimiser step.
+        steps_per_generation = generation_batch // (per_device * processes) if generation_batch else accumulation
+    return BatchPlan(per_device, accumulation, max(1, processes), _int(rloo, "num_generations", 2) or 2,
+                     max(1, steps_per_generation), _int(rloo, "num_iterations", 1) or 1)
+
+
+def at_cycle_boundary(step: int, plan: BatchPlan) -> bool:
+    """True when optimiser step `step` ends a generation cycle: a stop or checkpoint here resumes exactly.
+
+    >>> plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    >>> [s for s in range(1, 7) if at_cycle_boundary(s, plan)]
+    [2, 4, 6]
+    """
+    return (step * plan.accumulation) % plan.micro_batches_per_cycle == 0
+
+
+def _count(n: float, word: str, plural: str | None = None) -> str:
+    shown = f"{n:g}"
+    return f"{shown} {word if shown == '1' else plural or word + 's'}"
+
+
+def summary_line(plan: BatchPlan) -> str:
+    """What one training step uses and how often completions are generated, in the Train tab's words.
+
+    >>> print(summary_line(batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "num_iterations": 2})))
+    Each step trains on 8 completions (8 per device × 1 accumulation step × 1 process) = 2 prompts × 4 completions. New completions are generated every 2 steps (8 at once, each batch used for 2 passes): rewards are logged on those steps only.
+    """
+    prompts = plan.prompts_per_step
+    head = (f"Each step trains on {plan.completions_per_step} completions ({plan.per_device} per device × "
+            f"{_count(plan.accumulation, 'accumulation step')} × {_count(plan.processes, 'process', 'processes')}) = "
+            f"{_count(prompts, 'prompt')} × {plan.num_generations} completions.")
+    cycle = plan.steps_per_cycle
+    if cycle == 1:
+        return head + f" New completions are generated for every step ({plan.generation_batch} at once)."
+    passes = f", each batch used for {plan.num_iterations} passes" if plan.num_iterations > 1 else ""
+    return (head + f" New completions are generated every {_count(cycle, 'step')} ({plan.generation_batch} at once{passes}): "
+            "rewards are logged on those steps only.")

@@ -1,0 +1,55 @@
+"""Batch and step words (rloo_studio.batching): the numbers TRL 1.15's RLOOConfig derives, the Train tab's
+summary line, and where a generation cycle ends (where a run may stop or save)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import rloo_studio.batching as batching
+from rloo_studio.batching import at_cycle_boundary, batch_plan, summary_line
+from rloo_studio.rewards.scoring import advantage_caveat
+
+
+def test_doctests():
+    assert doctest.testmod(batching).failed == 0
+
+
+def test_accumulation_and_processes_multiply_the_per_device_batch():
+    plan = batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2}, processes=3)
+    assert (plan.completions_per_step, plan.prompts_per_step) == (48, 12)
+    assert plan.steps_per_generation == 2 and plan.generation_batch == 48 and plan.steps_per_cycle == 1
+    line = summary_line(plan)
+    assert "48 completions (8 per device × 2 accumulation steps × 3 processes) = 12 prompts × 4 completions" in line
+    assert "generated for every step (48 at once)" in line
+
+
+def test_generation_cycles_from_num_iterations_and_steps_per_generation():
+    two_passes = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    assert two_passes.steps_per_cycle == 2
+    assert "every 2 steps (4 at once, each batch used for 2 passes): rewards are logged on those steps only" in summary_line(two_passes)
+    # generation_batch_size as RLOOConfig reads it: steps_per_generation = 16 // (4 x 1)
+    big = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "generation_batch_size": 16})
+    assert (big.steps_per_generation, big.steps_per_cycle, big.generation_batch) == (4, 4, 16)
+    assert "1 prompt × 4 completions" in summary_line(big) and "every 4 steps (16 at once)" in summary_line(big)
+
+
+@pytest.mark.parametrize("rloo, boundaries", [
+    ({}, [1, 2, 3, 4, 5, 6]),                                                      # defaults: every step
+    ({"num_iterations": 2}, [2, 4, 6]),
+    ({"steps_per_generation": 3}, [3, 6]),
+    ({"gradient_accumulation_steps": 2, "steps_per_generation": 2, "num_iterations": 3}, [3, 6]),
+    ({"gradient_accumulation_steps": 2, "steps_per_generation": 3}, [3, 6]),           # cycle of 1.5 steps
+])
+def test_cycle_boundaries(rloo, boundaries):
+    plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, **rloo})
+    assert [s for s in range(1, 7) if at_cycle_boundary(s, plan)] == boundaries
+
+
+def test_the_preview_says_what_beta_and_normalisation_change():
+    assert advantage_caveat(0.0, False) is None and advantage_caveat(None, None) is None
+    kl = advantage_caveat(0.05, False)
+    assert "beta = 0.05" in kl and "same reward still moves" in kl and "Normalise" not in kl
+    both = advantage_caveat(0.02, True)
+    assert "beta = 0.02" in both and "Normalise advantages" in both and "standard deviation" in both
