@@ -133,12 +133,17 @@ def fmt_interval(estimate: dict | None, percent: bool = False) -> str:
     return text
 
 
+def _count(number, word: str) -> str:
+    plural = word + ("es" if word.endswith("s") else "s")
+    return f"{number} {word if number == 1 else plural}"
+
+
 def fmt_paired(comparison: dict | None, what: str = "tuned", against: str = "base") -> str:
     """One sentence for a paired comparison, that never claims a difference the data do not support."""
     if not isinstance(comparison, dict) or not isinstance(comparison.get("n"), int):
         return ""
-    text = (f"{what} vs {against} on the same {comparison['n']} prompts: {comparison.get('wins')} wins, "
-            f"{comparison.get('ties')} ties, {comparison.get('losses')} losses")
+    counts = ", ".join(_count(comparison.get(key), word) for key, word in (("wins", "win"), ("ties", "tie"), ("losses", "loss")))
+    text = f"{what} vs {against} on the same {comparison['n']} prompts: {counts}"
     diff = comparison.get("mean_difference")
     if isinstance(diff, (int, float)):
         text += f"; mean reward difference {diff:+.3f}"

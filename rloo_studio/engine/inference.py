@@ -72,6 +72,7 @@ class Sampling:
     top_p: float = 0.95
     max_new_tokens: int = 256
     seed: int = 0
+    greedy: bool = False  # always the most likely token, whatever the temperature: the same reply every time
 
     def check(self) -> None:
         problems = []
@@ -258,7 +259,7 @@ class ChatModel:
         prompt = self.render(messages, system_prompt)
         device = next(self.model.parameters()).device
         enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(device)
-        do_sample = sampling.temperature > 0
+        do_sample = not sampling.greedy and sampling.temperature > 0
         kwargs = dict(max_new_tokens=sampling.max_new_tokens, do_sample=do_sample, pad_token_id=self.tokenizer.pad_token_id,
                       eos_token_id=self.tokenizer.eos_token_id)
         kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p) if do_sample else kwargs.update(temperature=None, top_p=None, top_k=None)
