@@ -153,6 +153,7 @@ class _Side:
     formatted: list  # per prompt: share of samples in the full <think>…</think> format
     truncated: list  # per prompt: share of samples cut off by the token budget
     lengths: list  # per prompt: mean completion length in characters
+    tokens: list[list[int]]  # per prompt: each sample's completion length in tokens (end token included)
 
 
 def _summary(side: _Side, indices: list[int], seed: int) -> dict:
@@ -176,7 +177,7 @@ def _combine(name: str, chosen: dict[int, _Side], n: int) -> _Side:
     names = dict.fromkeys(name for s in chosen.values() for name in s.values)
     return _Side(name, 0, max(s.budget for s in chosen.values()), take("texts"), take("sample_totals"), take("sample_values"),
                  {r: [chosen[i].values[r][i] for i in range(n)] for r in names}, take("totals"), take("accuracy"),
-                 take("formatted"), take("truncated"), take("lengths"))
+                 take("formatted"), take("truncated"), take("lengths"), take("tokens"))
 
 
 def _choose(sides: list[_Side], indices: list[int]) -> _Side:
@@ -347,6 +348,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         progress(f"[eval] {label} 0/{total}")
         texts, sample_totals, sample_values = [[] for _ in range(n)], [[] for _ in range(n)], [dict() for _ in range(n)]
         accuracy, formatted, truncated = [[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)]
+        tokens = [[] for _ in range(n)]
         for k in range(samples):
             sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, seed=seed + k) if decoding == SAMPLED else {}
             out = generate_completions(model, tokenizer, side_prompts, max_new_tokens=budget, batch_size=batch_size,
@@ -369,11 +371,12 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                 accuracy[i].append(answers[i])
                 formatted[i].append(1.0 if shaped[i] == 1.0 else 0.0)
                 truncated[i].append(1.0 if _truncated(out.completion_ids[i], budget, end_ids) else 0.0)
+                tokens[i].append(len(out.completion_ids[i]))
         names = [r.name for r in rewards]
         return _Side(label, step, budget, texts, sample_totals, sample_values,
                      {r: [_mean(sample_values[i][r]) for i in range(n)] for r in names},
                      [_mean(t) for t in sample_totals], [_mean(a) for a in accuracy], [_mean(f) for f in formatted],
-                     [_mean(t) for t in truncated], [_mean([len(t) for t in ts]) for ts in texts])
+                     [_mean(t) for t in truncated], [_mean([len(t) for t in ts]) for ts in texts], tokens)
 
     # The base side first, on the untouched base model: generated once for every checkpoint.
     base_side = run_side(base.model.eval(), BASE_SIDE, 0, base_budget)
@@ -467,9 +470,10 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
 
 def _prompt_record(side: _Side, i: int) -> dict:
     """One prompt on one side: the completion with its rewards (greedy), or every sample's (sampled)."""
-    record = {"completion": side.texts[i][0], "total": side.totals[i], "truncated": side.truncated[i],
+    record = {"completion": side.texts[i][0], "tokens": side.tokens[i][0], "total": side.totals[i], "truncated": side.truncated[i],
               "rewards": {name: v[i] for name, v in side.values.items()}}
     if len(side.texts[i]) > 1:
-        record["samples"] = [{"completion": text, "total": total, "rewards": {name: vs[k] for name, vs in side.sample_values[i].items()}}
+        record["samples"] = [{"completion": text, "tokens": side.tokens[i][k], "total": total,
+                              "rewards": {name: vs[k] for name, vs in side.sample_values[i].items()}}
                              for k, (text, total) in enumerate(zip(side.texts[i], side.sample_totals[i]))]
     return record
