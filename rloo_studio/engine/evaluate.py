@@ -174,9 +174,9 @@ def _summary(side: _Side, indices: list[int], seed: int) -> dict:
 def _combine(name: str, chosen: dict[int, _Side], n: int) -> _Side:
     """A side whose prompt i comes from the checkpoint `chosen[i]`: the cross-fitted, out-of-fold result."""
     take = lambda attr: [getattr(chosen[i], attr)[i] for i in range(n)]  # noqa: E731
-    names = dict.fromkeys(name for s in chosen.values() for name in s.values)
+    rewards = dict.fromkeys(reward for s in chosen.values() for reward in s.values)
     return _Side(name, 0, max(s.budget for s in chosen.values()), take("texts"), take("sample_totals"), take("sample_values"),
-                 {r: [chosen[i].values[r][i] for i in range(n)] for r in names}, take("totals"), take("accuracy"),
+                 {r: [chosen[i].values[r][i] for i in range(n)] for r in rewards}, take("totals"), take("accuracy"),
                  take("formatted"), take("truncated"), take("lengths"), take("tokens"))
 
 
@@ -307,6 +307,10 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "list runs with `rloo-studio runs`")
     _check_options(decoding, samples, base_max_new_tokens)
     selected, skipped = select_checkpoints(run_dir, checkpoint)
+    if select_split and (checkpoint or "").strip() != ALL_CHECKPOINTS:
+        raise StudioError(f"--select-split {select_split} chooses among checkpoints, but only {checkpoint} is evaluated",
+                          "a validation split is for choosing the best of several checkpoints",
+                          "add --checkpoint all, or drop --select-split")
     cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
     rows = _test_rows(cfg, run_dir, split, limit)
     select_rows = _test_rows(cfg, run_dir, select_split, None) if select_split and len(selected) > 1 else None
