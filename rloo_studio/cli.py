@@ -255,7 +255,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         def progress(msg: str) -> None:
             print(msg, file=sys.stderr, flush=True)
 
-        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint)
+        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint,
+                              decoding=args.decoding, samples=args.samples, base_max_new_tokens=args.base_max_new_tokens,
+                              select_split=args.select_split)
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -272,8 +274,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return EXIT_OK
-    print(f"Run {report['run']}: {report['n_prompts']} held-out prompts ({report['split']}), greedy decoding, "
-          f"up to {report['decoding']['max_new_tokens']} tokens\n")
+    print(f"Run {report['run']}: {_decoding_line(report)}\n")
     if len(report["checkpoints"]) > 1:
         _print_checkpoint_table(report)
     else:
@@ -284,33 +285,62 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _decoding_line(report: dict) -> str:
+    """How the completions were made: n, decoding, and each side's token budget."""
+    d = report["decoding"]
+    how = "greedy decoding" if d["mode"] == "greedy" else f"sampled pass@1 ({d['samples']} samples per prompt at temperature {d['temperature']:g})"
+    budget = d["max_new_tokens"]
+    return f"{report['n_prompts']} held-out prompts ({report['split']}), {how}; token budget: base {budget['base']}, tuned {budget['tuned']}"
+
+
 def _print_base_vs_tuned(report: dict) -> None:
+    from .stats import fmt_interval, fmt_paired
+
     base, tuned = report["base"], report["tuned"]
-    print(f"{'':28}{'base':>10}{'tuned':>10}   (tuned = {report['checkpoint']})")
-    print(f"{'answer accuracy':28}{_pct(base['answer_accuracy']):>10}{_pct(tuned['answer_accuracy']):>10}")
-    print(f"{'format rate (<think>..)':28}{_pct(base['format_rate']):>10}{_pct(tuned['format_rate']):>10}")
-    print(f"{'mean total reward':28}{_num(base['mean_reward']):>10}{_num(tuned['mean_reward']):>10}")
+    rows = [("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
+            ("truncated (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False)]
+    print(f"{'':28}{'base':>30}{'tuned':>30}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
+    for label, key, percent in rows:
+        print(f"{label:28}{fmt_interval(_estimate(base, key), percent):>30}{fmt_interval(_estimate(tuned, key), percent):>30}")
     for name in base["rewards"]:
-        print(f"{'  ' + name:28}{_num(base['rewards'][name]):>10}{_num(tuned['rewards'][name]):>10}")
-    wtl = report["tuned_vs_base"]
-    print(f"\ntuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses")
+        print(f"{'  ' + name:28}{_num(base['rewards'][name]):>30}{_num(tuned['rewards'][name]):>30}")
+    print("\n" + fmt_paired(report["tuned_vs_base"]))
+
+
+def _estimate(summary: dict, key: str) -> dict:
+    """A summary's value with its interval, as rloo_studio.stats formats it."""
+    interval = summary.get("intervals", {}).get(key, {})
+    return {"value": summary.get(key), **interval}
 
 
 def _print_checkpoint_table(report: dict) -> None:
-    """One row per checkpoint (base first); `*` marks the best mean reward."""
+    """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one."""
+    from .stats import fmt_interval, fmt_paired
+
     width = max(len(c["name"]) for c in report["checkpoints"]) + 2
-    print(f"{'':{width}}{'step':>6}{'mean reward':>13}{'answer acc':>12}{'format rate':>13}{'wins/ties/losses':>18}")
-    base = report["base"]
-    print(f"{'base':{width}}{0:>6}{_num(base['mean_reward']):>13}{_pct(base['answer_accuracy']):>12}"
-          f"{_pct(base['format_rate']):>13}{'-':>18}")
+    print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}{'answer acc [95 %]':>24}{'format rate':>13}{'truncated':>11}"
+          f"{'wins/ties/losses':>18}")
+
+    def row(name, step, s, wtl, mark=""):
+        mean_reward = fmt_interval({**_estimate(s, "mean_reward"), "n": None})
+        accuracy = fmt_interval({**_estimate(s, "answer_accuracy"), "n": None}, True)
+        print(f"{name:{width}}{step:>6}{mean_reward:>24}{accuracy:>24}{_pct(s['format_rate']):>13}"
+              f"{_pct(s.get('truncation_rate')):>11}{wtl:>18}{mark}")
+
+    row("base", 0, report["base"], "-")
     for c in report["checkpoints"]:
-        s, v = c["summary"], c["tuned_vs_base"]
-        mark = "  *" if c["name"] == report.get("best") else ""
-        wtl = f"{v['wins']}/{v['ties']}/{v['losses']}"
-        print(f"{c['name']:{width}}{c['step']:>6}{_num(s['mean_reward']):>13}{_pct(s['answer_accuracy']):>12}"
-              f"{_pct(s['format_rate']):>13}{wtl:>18}{mark}")
+        v = c["tuned_vs_base"]
+        row(c["name"], c["step"], c["summary"], f"{v['wins']}/{v['ties']}/{v['losses']}", "  *" if c["name"] == report.get("best") else "")
+    print(f"(n = {report['n_prompts']} prompts on every row; wins/ties/losses: per prompt against base)")
+    selection = report.get("selection", {})
+    if selection.get("method") in ("cross-fit halves", "validation split"):
+        folds = "; ".join(f"chosen on {f['chosen_on']}: {f['chosen']}" for f in selection["folds"])
+        print(f"\nSelection ({selection['method']}, by mean reward): {folds}.")
+        print(f"Reported on {selection['reported_on']}: mean reward {fmt_interval(_estimate(selection['reported'], 'mean_reward'))}.")
+        print(fmt_paired(selection["chosen_vs_tuned"], "chosen", selection["chosen_vs_tuned"]["tuned"]))
+        print(f"Verdict: {selection.get('verdict')}.")
     if report.get("best"):
-        print(f"\n* best mean reward: {report['best']} (wins/ties/losses: per prompt against base)")
+        print(f"* best checkpoint: {report['best']}")
 
 
 # ---- export -------------------------------------------------------------------------------------
@@ -561,6 +591,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N|all",
                    help="which weights to compare with base: the final adapter (default), one trainer checkpoint, "
                         "or all of them (base generated once) to pick the best")
+    p.add_argument("--decoding", default="greedy", metavar="greedy|sampled",
+                   help="greedy: one most-likely completion per prompt (default); sampled: --samples completions per prompt "
+                        "at the run's training temperature, each prompt scored by their mean (pass@1)")
+    p.add_argument("--samples", type=int, default=1, metavar="K", help="completions per prompt with --decoding sampled (e.g. 4)")
+    p.add_argument("--base-max-new-tokens", type=int, metavar="N",
+                   help="the base model's token budget (default: the run's max_completion_length, as the tuned side); "
+                        "a larger one keeps a wordy base from being cut off before its answer")
+    p.add_argument("--select-split", metavar="SPLIT|FILE",
+                   help="with --checkpoint all: choose the best checkpoint on this split or file, and report it on the held-out "
+                        "prompts (default: cross-fit two halves of the held-out prompts)")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
     p.set_defaults(func=cmd_eval)
 

@@ -1,15 +1,25 @@
 """Batch evaluation of a run: base vs tuned checkpoints on held-out prompts, scored by the run's own rewards.
 
-All sides use one loaded base model and identical greedy decoding. The base side is generated
-once, on the plain base model; then each chosen checkpoint's LoRA adapter is loaded into one
-PeftModel by name (`load_adapter` + `set_adapter`, the previous adapter dropped), so evaluating
-every checkpoint costs one model load, not one per checkpoint. A fully fine-tuned run loads each
-checkpoint's saved model instead. Completions are scored by the run's reward functions exactly
-as in training. Reports answer accuracy and format rate where the task defines them, mean
-reward per function, per-prompt win/tie/loss against base, and every completion with its
-reward (`per_prompt`), so any number in the report can be recomputed by hand; writes eval.json
-atomically. Plain transformers + PEFT are used for every side, whatever backend trained the run.
-Which checkpoints exist is the run directory's business (`runs.evaluable_checkpoints`, no torch).
+All sides use one loaded base model and the same decoding: greedy by default, or sampled pass@1
+(`decoding="sampled"`: k completions per prompt at the run's training temperature, each prompt's
+score the mean over its k). The base side is generated once, on the plain base model, with its
+own token budget when `base_max_new_tokens` is given (a base cut off by a short budget looks worse
+than it is); then each chosen checkpoint's LoRA adapter is loaded into one PeftModel by name
+(`load_adapter` + `set_adapter`, the previous adapter dropped), so evaluating every checkpoint
+costs one model load, not one per checkpoint. A fully fine-tuned run loads each checkpoint's
+saved model instead. Completions are scored by the run's reward functions exactly as in training.
+
+Every number comes with its n and a 95 % interval (`rloo_studio.stats`: Wilson for answer
+accuracy, format rate and truncation rate, a seeded bootstrap for mean reward); tuned vs base is
+a paired comparison on the same prompts (wins/ties/losses, the difference's interval, the sign
+test). With several checkpoints the best one is chosen on data it is then *not* reported on: on a
+validation split (`select_split`), or by cross-fitting two halves of the held-out prompts (choose
+on half A, report on half B, and the other way round). `best` names a checkpoint only when the
+chosen one is distinguishable from the last weights on the data it was not chosen on. Every
+completion is kept with its reward (`per_prompt`), so any number in the report can be recomputed
+by hand; eval.json is written atomically. Plain transformers + PEFT are used for every side,
+whatever backend trained the run. Which checkpoints exist is the run directory's business
+(`runs.evaluable_checkpoints`, no torch).
 
 Progress lines (sent to `progress`, which the CLI prints on stderr; one line each, stable for
 the app to parse):
@@ -19,10 +29,12 @@ the app to parse):
     [eval] base 0/24            (a side starts; then after every generated batch:)
     [eval] base 8/24
     [eval] checkpoint-2 24/24
+    [eval] validation checkpoint-2 10/10   (only with a validation split: the selection's own pass)
     [eval] done seconds=12.3 file=runs/<id>/eval.json
 
 Side lines match `^\\[eval\\] (base|final|checkpoint-\\d+) (\\d+)/(\\d+)$`; the base side appears
-once whatever the number of checkpoints. `plan` comes first, `done` last.
+once whatever the number of checkpoints; with k samples a side counts to k × prompts. `plan`
+comes first, `done` last.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import runs
+from .. import runs, stats
 from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards import build_rewards
@@ -50,6 +62,8 @@ ALL_CHECKPOINTS = "all"
 CPU_BATCH_SIZE = 8
 GPU_BATCH_SIZE = 64
 N_EXAMPLES = 5  # base/tuned pairs copied into `examples` for a quick look
+GREEDY, SAMPLED = "greedy", "sampled"
+DECODINGS = (GREEDY, SAMPLED)
 
 
 def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | None):
@@ -120,38 +134,139 @@ def _mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
-def _summary(values: dict, totals: list, texts: list[str], rows: list[dict], answer_name: str | None) -> dict:
-    if answer_name:
-        accuracy = _mean(values[answer_name])
-    elif "answer" in rows[0]:
-        accuracy = _mean(numeric_answer()(completions=texts, answer=[r["answer"] for r in rows]))
-    else:
-        accuracy = None
-    return {
-        "answer_accuracy": accuracy,
-        "format_rate": sum(1 for v in think_format()(completions=texts) if v == 1.0) / len(texts),
-        "mean_reward": _mean(totals),
-        "rewards": {name: _mean(v) for name, v in values.items()},
-        "mean_length_chars": sum(len(t) for t in texts) / len(texts),
-    }
+def _truncated(ids: list[int], budget: int, end_ids: set[int]) -> bool:
+    """Hit the token budget without an end token: the completion was cut off, not finished."""
+    return len(ids) >= budget and (not ids or ids[-1] not in end_ids)
 
 
 @dataclass
 class _Side:
+    """One side's per-prompt results; with k samples each per-prompt value is the mean over the k."""
     name: str
     step: int
-    texts: list[str]
-    values: dict  # reward name -> one value per prompt
-    totals: list  # weighted total per prompt (None when every function returned None)
-    summary: dict
+    budget: int  # max_new_tokens this side was given
+    texts: list[list[str]]  # per prompt: its k completions
+    sample_totals: list[list]  # per prompt: the weighted total of each sample
+    sample_values: list[dict]  # per prompt: reward name -> the value of each sample
+    values: dict  # reward name -> per-prompt value (mean over samples)
+    totals: list  # weighted total per prompt (None when every function returned None for every sample)
+    accuracy: list  # per prompt: answer success (mean over samples), None when the task has no answer
+    formatted: list  # per prompt: share of samples in the full <think>…</think> format
+    truncated: list  # per prompt: share of samples cut off by the token budget
+    lengths: list  # per prompt: mean completion length in characters
+    tokens: list[list[int]]  # per prompt: each sample's completion length in tokens (end token included)
 
 
-def _versus(base: _Side, side: _Side) -> dict:
-    wins = ties = losses = 0
-    for b, t in zip(base.totals, side.totals):
-        b, t = b or 0.0, t or 0.0  # an unscorable completion counts as 0, as in training
-        wins, ties, losses = wins + (t > b), ties + (t == b), losses + (t < b)
-    return {"wins": wins, "ties": ties, "losses": losses}
+def _summary(side: _Side, indices: list[int], seed: int) -> dict:
+    """Means, rates and their 95 % intervals over the prompts `indices` (n = len(indices))."""
+    pick = lambda xs: [xs[i] for i in indices]  # noqa: E731
+    estimates = {"mean_reward": stats.mean(pick(side.totals), seed), "answer_accuracy": stats.rate(pick(side.accuracy)),
+                 "format_rate": stats.rate(pick(side.formatted)), "truncation_rate": stats.rate(pick(side.truncated))}
+    return {
+        "n": len(indices),
+        "max_new_tokens": side.budget,
+        **{key: estimate["value"] for key, estimate in estimates.items()},
+        "rewards": {name: _mean(pick(v)) for name, v in side.values.items()},
+        "mean_length_chars": _mean(pick(side.lengths)),
+        "intervals": {key: {"low": e["low"], "high": e["high"], "n": e["n"]} for key, e in estimates.items()},
+    }
+
+
+def _combine(name: str, chosen: dict[int, _Side], n: int) -> _Side:
+    """A side whose prompt i comes from the checkpoint `chosen[i]`: the cross-fitted, out-of-fold result."""
+    take = lambda attr: [getattr(chosen[i], attr)[i] for i in range(n)]  # noqa: E731
+    rewards = dict.fromkeys(reward for s in chosen.values() for reward in s.values)
+    return _Side(name, 0, max(s.budget for s in chosen.values()), take("texts"), take("sample_totals"), take("sample_values"),
+                 {r: [chosen[i].values[r][i] for i in range(n)] for r in rewards}, take("totals"), take("accuracy"),
+                 take("formatted"), take("truncated"), take("lengths"), take("tokens"))
+
+
+def _choose(sides: list[_Side], indices: list[int]) -> _Side:
+    """The checkpoint with the highest mean reward on `indices` (ties: the earliest step)."""
+    def score(side: _Side) -> float:
+        value = _mean([side.totals[i] for i in indices])
+        return value if value is not None else float("-inf")
+    return max(sides, key=score)
+
+
+def _halves(n: int, seed: int) -> tuple[list[int], list[int]]:
+    """Two disjoint halves of the prompts 0..n-1, shuffled with the run's seed (A gets the odd one out)."""
+    import random
+
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    cut = (n + 1) // 2
+    return sorted(order[:cut]), sorted(order[cut:])
+
+
+def _cross_fit(sides: list[_Side], base: _Side, tuned: _Side, seed: int) -> tuple[dict, str | None]:
+    """Choose on one half, report on the other, both ways; (the selection record, the best checkpoint or None)."""
+    n = len(base.totals)
+    half_a, half_b = _halves(n, seed)
+    folds, chosen_for = [], {}
+    for chosen_on, reported_on, label in ((half_a, half_b, ("A", "B")), (half_b, half_a, ("B", "A"))):
+        pick = _choose(sides, chosen_on)
+        for i in reported_on:
+            chosen_for[i] = pick
+        folds.append({"chosen_on": f"half {label[0]}", "chosen_on_prompts": chosen_on, "chosen": pick.name,
+                      "reported_on": f"half {label[1]}", "reported_on_prompts": reported_on,
+                      "reported": _summary(pick, reported_on, seed)})
+    picks = [f["chosen"] for f in folds]
+    chosen = picks[0] if picks[0] == picks[1] else None
+    # Every prompt scored by the checkpoint chosen on the other half: an honest estimate of "pick the best".
+    out_of_fold = _combine("chosen on the other half", chosen_for, n)
+    record = {
+        "method": "cross-fit halves",
+        "why": "one held-out set: choosing and reporting on the same prompts would overstate the chosen checkpoint",
+        "criterion": "mean_reward", "seed": seed, "folds": folds, "chosen": chosen,
+        "halves_agree": chosen is not None,
+        "reported_on": "each half scored by the checkpoint chosen on the other half",
+        "reported": _summary(out_of_fold, list(range(n)), seed),
+        "chosen_vs_tuned": {"tuned": tuned.name, **stats.paired(tuned.totals, out_of_fold.totals, seed)},
+        "chosen_vs_base": stats.paired(base.totals, out_of_fold.totals, seed),
+    }
+    return record, _verdict(record, tuned)
+
+
+def _validated(sides: list[_Side], val_sides: list[_Side], base: _Side, tuned: _Side, split: str, overlap: int, seed: int) -> tuple[dict, str | None]:
+    """Choose on the validation split's prompts, report the chosen checkpoint on every held-out prompt."""
+    n_val = len(val_sides[0].totals)
+    pick_name = _choose(val_sides, list(range(n_val))).name
+    pick = next(s for s in sides if s.name == pick_name)
+    n = len(base.totals)
+    record = {
+        "method": "validation split",
+        "why": "the checkpoint is chosen on other prompts than those it is reported on",
+        "criterion": "mean_reward", "seed": seed, "select_split": split, "n_select": n_val,
+        "overlap_prompts": overlap,
+        "selection_scores": {s.name: _summary(s, list(range(n_val)), seed)["mean_reward"] for s in val_sides},
+        "folds": [{"chosen_on": f"validation split {split}", "chosen": pick.name, "reported_on": "held-out prompts",
+                   "reported_on_prompts": list(range(n)), "reported": _summary(pick, list(range(n)), seed)}],
+        "chosen": pick.name, "halves_agree": None,
+        "reported_on": "held-out prompts (none of them used to choose)",
+        "reported": _summary(pick, list(range(n)), seed),
+        "chosen_vs_tuned": {"tuned": tuned.name, **stats.paired(tuned.totals, pick.totals, seed)},
+        "chosen_vs_base": stats.paired(base.totals, pick.totals, seed),
+    }
+    return record, _verdict(record, tuned)
+
+
+def _verdict(record: dict, tuned: _Side) -> str | None:
+    """The best checkpoint, only when one was chosen and it is distinguishable from the last weights; else None."""
+    chosen, versus = record["chosen"], record["chosen_vs_tuned"]
+    if chosen is None:
+        record["verdict"] = (f"the halves chose differently ({', '.join(f['chosen'] for f in record['folds'])}): "
+                             f"no checkpoint stands out at this size")
+        return None
+    if chosen == tuned.name:
+        record["verdict"] = f"the selection chose {chosen}, the weights already evaluated as tuned"
+        return None
+    if not versus["distinguishable"]:
+        record["verdict"] = f"{chosen} was chosen but is {stats.NOT_DISTINGUISHABLE} from {tuned.name}"
+        return None
+    better = versus["mean_difference"] > 0
+    record["verdict"] = f"{chosen} is {'better' if better else 'worse'} than {tuned.name} on prompts it was not chosen on"
+    return chosen if better else None
 
 
 def _check_weights(folder: Path) -> None:
@@ -163,48 +278,112 @@ def _check_weights(folder: Path) -> None:
             fh.keys()
 
 
+def _check_options(decoding: str, samples: int, base_max_new_tokens: int | None) -> None:
+    if decoding not in DECODINGS:
+        raise StudioError(f"--decoding {decoding} is not a decoding this evaluation knows", f"it knows: {', '.join(DECODINGS)}",
+                          "use --decoding greedy (the default) or --decoding sampled --samples 4")
+    if samples < 1:
+        raise StudioError(f"--samples {samples} leaves nothing to generate", "", "give a positive number, e.g. --samples 4")
+    if decoding == GREEDY and samples != 1:
+        raise StudioError(f"--samples {samples} needs sampled decoding",
+                          "greedy decoding gives the same completion every time: more samples would repeat it",
+                          "add --decoding sampled (or drop --samples)")
+    if base_max_new_tokens is not None and base_max_new_tokens < 1:
+        raise StudioError(f"--base-max-new-tokens {base_max_new_tokens} leaves the base no tokens", "",
+                          "give a positive number, e.g. 4 times the run's max_completion_length")
+
+
 def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=print,
-                 checkpoint: str | None = "final", batch_size: int | None = None) -> dict:
-    """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content."""
+                 checkpoint: str | None = "final", batch_size: int | None = None, decoding: str = GREEDY,
+                 samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None) -> dict:
+    """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content.
+
+    `decoding`: greedy (one completion per prompt) or sampled (`samples` completions per prompt at the
+    run's temperature, scored by their mean). `base_max_new_tokens`: the base side's token budget
+    (default: the run's max_completion_length, as the tuned side). `select_split`: a split or file to
+    choose the best checkpoint on; without it, halves of the held-out prompts are cross-fitted.
+    """
     run_dir = Path(run_dir)
     if not (run_dir / runs.CONFIG_FILE).is_file():
         raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "list runs with `rloo-studio runs`")
+    _check_options(decoding, samples, base_max_new_tokens)
     selected, skipped = select_checkpoints(run_dir, checkpoint)
+    if select_split and (checkpoint or "").strip() != ALL_CHECKPOINTS:
+        raise StudioError(f"--select-split {select_split} chooses among checkpoints, but only {checkpoint} is evaluated",
+                          "a validation split is for choosing the best of several checkpoints",
+                          "add --checkpoint all, or drop --select-split")
     cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
     rows = _test_rows(cfg, run_dir, split, limit)
+    select_rows = _test_rows(cfg, run_dir, select_split, None) if select_split and len(selected) > 1 else None
     progress(f"[eval] plan prompts={len(rows)} checkpoints={','.join(c.name for c in selected)}")
     for s in skipped:
         progress(f"[eval] skip {s['name']}: {s['why']}")
 
     from ..data import to_trl_dataset, use_chat_format
-    from .generate import chat_template_kwargs, generate_completions
+    from .generate import chat_template_kwargs, end_token_ids, generate_completions
     from .model import load_model
     from .stack import import_training_stack
 
     stack = import_training_stack("transformers")
     started = time.time()
+    seed = int(cfg.rloo_value("seed") or 42)
     base = load_model(cfg.model, None, stack, run_dir, for_training=False)
     tokenizer = base.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
+    select_prompts = list(to_trl_dataset(select_rows, cfg.data, tokenizer)["prompt"]) if select_rows else None
     rewards = build_rewards(cfg.rewards, run_dir, tokenizer, list(rows[0]), chat_template_kwargs=chat_template_kwargs(cfg))
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
+    base_budget = int(base_max_new_tokens or max_new_tokens)
     conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)
     device = next(base.model.parameters()).device
     batch_size = batch_size or (GPU_BATCH_SIZE if device.type == "cuda" else CPU_BATCH_SIZE)
+    # Sampled pass@1 samples as training samples: the run's temperature and top-p (TRL's defaults: 1.0).
+    temperature = float(cfg.rloo_value("temperature") or 1.0) if decoding == SAMPLED else None
+    top_p = float(cfg.rloo_value("top_p") or 1.0) if decoding == SAMPLED else None
+    end_ids = set(end_token_ids(base.model, tokenizer))  # TRL's end ids: what generation stops at
 
-    def run_side(model, name: str, step: int) -> _Side:
-        progress(f"[eval] {name} 0/{len(prompts)}")
-        out = generate_completions(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                   progress=lambda done, total: progress(f"[eval] {name} {done}/{total}"), cfg=cfg)
-        values = _score(rewards, prompts, out.texts, out.completion_ids, rows, conversational)
-        totals = weighted_totals(list(values.values()), weights)
-        return _Side(name, step, out.texts, values, totals, _summary(values, totals, out.texts, rows, answer_name))
+    def run_side(model, name: str, step: int, budget: int, side_prompts=prompts, side_rows=rows, label=None) -> _Side:
+        label = label or name
+        n, total = len(side_prompts), len(side_prompts) * samples
+        progress(f"[eval] {label} 0/{total}")
+        texts, sample_totals, sample_values = [[] for _ in range(n)], [[] for _ in range(n)], [dict() for _ in range(n)]
+        accuracy, formatted, truncated = [[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)]
+        tokens = [[] for _ in range(n)]
+        for k in range(samples):
+            sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, seed=seed + k) if decoding == SAMPLED else {}
+            out = generate_completions(model, tokenizer, side_prompts, max_new_tokens=budget, batch_size=batch_size,
+                                       progress=lambda done, _n, k=k: progress(f"[eval] {label} {k * n + done}/{total}"),
+                                       cfg=cfg, **sampling)
+            values = _score(rewards, side_prompts, out.texts, out.completion_ids, side_rows, conversational)
+            totals = weighted_totals(list(values.values()), weights)
+            if answer_name:
+                answers = values[answer_name]
+            elif "answer" in side_rows[0]:
+                answers = numeric_answer()(completions=out.texts, answer=[r["answer"] for r in side_rows])
+            else:
+                answers = [None] * n
+            shaped = think_format()(completions=out.texts)
+            for i in range(n):
+                texts[i].append(out.texts[i])
+                sample_totals[i].append(totals[i])
+                for reward_name, v in values.items():
+                    sample_values[i].setdefault(reward_name, []).append(v[i])
+                accuracy[i].append(answers[i])
+                formatted[i].append(1.0 if shaped[i] == 1.0 else 0.0)
+                truncated[i].append(1.0 if _truncated(out.completion_ids[i], budget, end_ids) else 0.0)
+                tokens[i].append(len(out.completion_ids[i]))
+        names = [r.name for r in rewards]
+        return _Side(label, step, budget, texts, sample_totals, sample_values,
+                     {r: [_mean(sample_values[i][r]) for i in range(n)] for r in names},
+                     [_mean(t) for t in sample_totals], [_mean(a) for a in accuracy], [_mean(f) for f in formatted],
+                     [_mean(t) for t in truncated], [_mean([len(t) for t in ts]) for ts in texts], tokens)
 
     # The base side first, on the untouched base model: generated once for every checkpoint.
-    base_side = run_side(base.model.eval(), BASE_SIDE, 0)
+    base_side = run_side(base.model.eval(), BASE_SIDE, 0, base_budget)
     sides: list[_Side] = []
+    select_sides: list[_Side] = []
     several = len(selected) > 1
     peft_model, active = None, None
     for ck in selected:
@@ -230,7 +409,11 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
             skipped.append({"name": ck.name, "step": ck.step, "why": why})
             progress(f"[eval] skip {ck.name}: {why}")
             continue
-        sides.append(run_side(model, ck.name, ck.step))
+        sides.append(run_side(model, ck.name, ck.step, max_new_tokens))
+        if select_prompts:
+            selection_side = run_side(model, ck.name, ck.step, max_new_tokens, select_prompts, select_rows, f"validation {ck.name}")
+            selection_side.name = ck.name
+            select_sides.append(selection_side)
         if ck.kind == "model":
             del model
     if not sides:
@@ -240,34 +423,59 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
 
     skipped.sort(key=lambda s: (s["step"], s["name"] == runs.FINAL_CHECKPOINT))
     tuned = next((s for s in sides if s.name == runs.FINAL_CHECKPOINT), sides[-1])
-    scored = [s for s in sides if s.summary["mean_reward"] is not None]
-    best = max(scored, key=lambda s: s.summary["mean_reward"]).name if scored else None  # ties: the earliest step
+    everything = list(range(len(rows)))
+    summaries = {s.name: _summary(s, everything, seed) for s in [base_side, *sides]}
+    if len(sides) < 2:
+        selection, best = {"method": "none", "why": "one checkpoint evaluated: nothing to choose between", "chosen": None}, None
+    elif select_prompts:
+        overlap = len({str(p) for p in prompts} & {str(p) for p in select_prompts})
+        selection, best = _validated(sides, select_sides, base_side, tuned, select_split, overlap, seed)
+    elif len(rows) < 2:
+        selection, best = {"method": "none", "why": "one held-out prompt cannot be split into halves", "chosen": None}, None
+    else:
+        selection, best = _cross_fit(sides, base_side, tuned, seed)
     report = {
         "run": run_dir.name,
         "split": split or cfg.data.test_split or f"held-out {cfg.data.test_fraction:.0%}",
         "n_prompts": len(rows),
-        "decoding": {"greedy": True, "max_new_tokens": max_new_tokens},
-        "base": base_side.summary,
-        "tuned": tuned.summary,
-        "tuned_vs_base": _versus(base_side, tuned),
+        "decoding": {"mode": decoding, "greedy": decoding == GREEDY, "samples": samples, "temperature": temperature,
+                     "top_p": top_p, "seed": seed if decoding == SAMPLED else None,
+                     "max_new_tokens": {"base": base_budget, "tuned": max_new_tokens}},
+        "statistics": {"confidence": stats.CONFIDENCE, "rates": "Wilson score interval",
+                       "mean_reward": f"percentile bootstrap over prompts ({stats.RESAMPLES} resamples, seed {seed})",
+                       "paired": "wins/ties/losses on the same prompts; bootstrap interval of the mean difference; "
+                                 "distinguishable when it excludes 0 and the exact sign test p < 0.05"},
+        "base": summaries[BASE_SIDE],
+        "tuned": summaries[tuned.name],
+        "tuned_vs_base": stats.paired(base_side.totals, tuned.totals, seed),
         "checkpoint": tuned.name,
-        "checkpoints": [{"name": s.name, "step": s.step, "summary": s.summary, "tuned_vs_base": _versus(base_side, s)}
-                        for s in sides],
+        "checkpoints": [{"name": s.name, "step": s.step, "summary": summaries[s.name],
+                         "tuned_vs_base": stats.paired(base_side.totals, s.totals, seed)} for s in sides],
+        "selection": selection,
         "best": best,
         "skipped": skipped,
         "reward_weights": {r.name: r.weight for r in rewards},
         "per_prompt": [
             {"prompt": rows[i][cfg.data.prompt_column], "answer": rows[i].get("answer"),
-             "sides": {s.name: {"completion": s.texts[i], "total": s.totals[i],
-                                "rewards": {name: v[i] for name, v in s.values.items()}}
-                       for s in [base_side, *sides]}}
+             "sides": {s.name: _prompt_record(s, i) for s in [base_side, *sides]}}
             for i in range(len(rows))
         ],
         "examples": [{"prompt": rows[i][cfg.data.prompt_column], "answer": rows[i].get("answer"),
-                      "base": base_side.texts[i], "tuned": tuned.texts[i]} for i in range(min(N_EXAMPLES, len(rows)))],
+                      "base": base_side.texts[i][0], "tuned": tuned.texts[i][0]} for i in range(min(N_EXAMPLES, len(rows)))],
         "seconds": round(time.time() - started, 1),
         "created_at": time.time(),
     }
     runs.write_json_atomic(run_dir / EVAL_FILE, report)
     progress(f"[eval] done seconds={report['seconds']} file={run_dir / EVAL_FILE}")
     return report
+
+
+def _prompt_record(side: _Side, i: int) -> dict:
+    """One prompt on one side: the completion with its rewards (greedy), or every sample's (sampled)."""
+    record = {"completion": side.texts[i][0], "tokens": side.tokens[i][0], "total": side.totals[i], "truncated": side.truncated[i],
+              "rewards": {name: v[i] for name, v in side.values.items()}}
+    if len(side.texts[i]) > 1:
+        record["samples"] = [{"completion": text, "tokens": side.tokens[i][k], "total": total,
+                              "rewards": {name: vs[k] for name, vs in side.sample_values[i].items()}}
+                             for k, (text, total) in enumerate(zip(side.texts[i], side.sample_totals[i]))]
+    return record

@@ -375,22 +375,58 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = "final") -> str:
         which = "" if checkpoint_label == "final" else f" --checkpoint {checkpoint_label}"
         return (f"Not evaluated yet for these weights ({checkpoint_label}); run `rloo-studio eval {run_dir}{which}` to compare "
                 "them with the base model on held-out prompts.\n")
-    lines = []
+    from ..stats import fmt_paired
+
+    decoding = report.get("decoding") if isinstance(report.get("decoding"), dict) else {}
+    tokens = decoding.get("max_new_tokens")
+    budgets = tokens if isinstance(tokens, dict) else {"base": tokens, "tuned": tokens}
+    how = (f"Sampled pass@1 ({decoding.get('samples')} samples per prompt at temperature {decoding.get('temperature')}, scored by their mean)"
+           if decoding.get("mode") == "sampled" else "Greedy decoding")
     n = report.get("n_prompts")
-    lines.append(f"Greedy decoding on {n if isinstance(n, int) else 'the'} held-out prompts"
-                 + (f" ({report['split']})" if isinstance(report.get("split"), str) else "") + ", scored by the run's own rewards"
-                 + f" (tuned = {checkpoint_label}):\n")
+    lines = [f"{how} on {n if isinstance(n, int) else 'the'} held-out prompts"
+             + (f" ({report['split']})" if isinstance(report.get("split"), str) else "") + ", scored by the run's own rewards"
+             + f" (tuned = {checkpoint_label}). Token budget: base {budgets.get('base', '-')}, tuned {budgets.get('tuned', '-')}. "
+             "Brackets: 95 % intervals (Wilson for rates, bootstrap over prompts for mean reward).\n"]
     lines += ["| metric | base | tuned |", "|---|---|---|"]
-    lines.append(f"| answer accuracy | {_fmt(base.get('answer_accuracy'), True)} | {_fmt(tuned.get('answer_accuracy'), True)} |")
-    lines.append(f"| format rate | {_fmt(base.get('format_rate'), True)} | {_fmt(tuned.get('format_rate'), True)} |")
-    lines.append(f"| mean total reward | {_fmt(base.get('mean_reward'))} | {_fmt(tuned.get('mean_reward'))} |")
+    for label, key, pct in (("answer accuracy", "answer_accuracy", True), ("format rate", "format_rate", True),
+                            ("truncated by the token budget", "truncation_rate", True), ("mean total reward", "mean_reward", False)):
+        lines.append(f"| {label} | {_fmt_estimate(base, key, pct)} | {_fmt_estimate(tuned, key, pct)} |")
     base_rewards = base.get("rewards") if isinstance(base.get("rewards"), dict) else {}
     tuned_rewards = tuned.get("rewards") if isinstance(tuned.get("rewards"), dict) else {}
     for name in dict.fromkeys([*base_rewards, *tuned_rewards]):
         lines.append(f"| reward `{name}` | {_fmt(base_rewards.get(name))} | {_fmt(tuned_rewards.get(name))} |")
-    if isinstance(wtl, dict) and all(isinstance(wtl.get(k), int) for k in ("wins", "ties", "losses")):
+    if isinstance(wtl, dict) and "distinguishable" in wtl:
+        lines.append(f"\n{fmt_paired(wtl, 'Tuned', 'base')}.")
+    elif isinstance(wtl, dict) and all(isinstance(wtl.get(k), int) for k in ("wins", "ties", "losses")):
         lines.append(f"\nTuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses.")
+    lines.append(_how_chosen(report, checkpoint_label))
     return "\n".join(lines) + "\n"
+
+
+def _fmt_estimate(summary: dict, key: str, pct: bool) -> str:
+    """`41.7% [19.3, 68.0] (n=12)`; the value alone for an eval.json without intervals."""
+    text = _fmt(summary.get(key), pct)
+    interval = (summary.get("intervals") or {}).get(key) if isinstance(summary.get("intervals"), dict) else None
+    if text == "-" or not isinstance(interval, dict) or not isinstance(interval.get("low"), (int, float)):
+        return text
+    scale, digits = (100, 1) if pct else (1, 3)
+    return f"{text} [{scale * interval['low']:.{digits}f}, {scale * interval['high']:.{digits}f}] (n={interval.get('n')})"
+
+
+def _how_chosen(report: dict, checkpoint_label: str) -> str:
+    """How these weights were chosen: by the person, or by the evaluation's selection on other prompts."""
+    selection = report.get("selection") if isinstance(report.get("selection"), dict) else {}
+    if selection.get("method") not in ("cross-fit halves", "validation split"):
+        return ("\nHow these weights were chosen: " + ("the final weights of the run (no checkpoint selection)."
+                                                        if checkpoint_label == "final" else f"{checkpoint_label}, picked by hand."))
+    folds = "; ".join(f"on {f.get('chosen_on')}: {f.get('chosen')}" for f in selection.get("folds", []) if isinstance(f, dict))
+    if report.get("best") == checkpoint_label:
+        how = (f"{checkpoint_label} was chosen by mean reward ({selection['method']}: {folds}) and reported on "
+               f"{selection.get('reported_on')}, where it is distinguishable from {selection.get('chosen_vs_tuned', {}).get('tuned', 'final')}.")
+    else:
+        how = (f"{checkpoint_label}; the evaluation's selection ({selection['method']}: {folds}) found no checkpoint "
+               f"distinguishable from the final weights ({selection.get('verdict', '')}).")
+    return "\nHow these weights were chosen: " + how
 
 
 def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usage: str, extra: str = "") -> str:

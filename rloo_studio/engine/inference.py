@@ -73,6 +73,7 @@ class Sampling:
     top_p: float = 0.95
     max_new_tokens: int = 256
     seed: int = 0
+    greedy: bool = False  # always the most likely token, whatever the temperature: the same reply every time
 
     def check(self) -> None:
         problems = []
@@ -265,9 +266,10 @@ class ChatModel:
         input_ids = torch.tensor([self.prompt_ids(messages, system_prompt)], device=device)
         enc = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
         # The run's generation settings as TRL builds them (top-k, min-p, repetition penalty, end tokens), with the
-        # chat's own temperature, top-p and length; temperature 0 is greedy decoding.
+        # chat's own temperature, top-p and length; greedy (or temperature 0) switches sampling off.
         end_ids = end_token_ids(self.model, self.tokenizer)
-        config = generation_config(generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=sampling.temperature > 0,
+        do_sample = not sampling.greedy and sampling.temperature > 0
+        config = generation_config(generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=do_sample,
                                                      max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
                                                      top_p=sampling.top_p))
         streamer = _DeltaStreamer(self.tokenizer, input_ids.shape[1], on_text)

@@ -2,7 +2,8 @@
 
 Both panes come from one model in the inference worker: the base pane with the run's adapter
 switched off, the tuned pane with it on, the same chat template as training, the same sampling
-settings and seed. Each badge shows the adapter state the worker read from the LoRA layers while
+settings and seed (or greedy decoding, when chosen). A note beside the panes says that one reply is
+one sample, not evidence: the Evaluate tab is where a difference is measured. Each badge shows the adapter state the worker read from the LoRA layers while
 generating that reply. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
 mode hides which pane is which until the person says which reply is better; the verdict is
 appended to the run's preferences.jsonl. This module only talks to the worker through
@@ -24,6 +25,10 @@ from ..inference import InferenceWorker
 FINAL = "final"
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
+SAMPLED, GREEDY = "sampled", "greedy"
+ONE_SAMPLE_NOTE = ("One reply is one sample: with sampling, the next one can differ, and even a better greedy reply on one "
+                   "question is an anecdote. Whether the tuned model is better shows in the **Evaluate** tab, over many prompts "
+                   "with intervals.")
 
 
 # ---- what can be chatted with ---------------------------------------------------------------------
@@ -121,6 +126,9 @@ class ChatTab:
                 self.top_p = gr.Slider(0.05, 1.0, value=0.95, step=0.05, label="Top-p", elem_id="chat-top-p")
                 self.max_tokens = gr.Slider(1, 4096, value=256, step=1, label="Max new tokens", elem_id="chat-max-tokens")
                 self.seed = gr.Number(0, precision=0, label="Seed", info="Both sides use it; Retry moves to the next one", elem_id="chat-seed")
+                self.decoding = gr.Radio([SAMPLED, GREEDY], value=SAMPLED, label="Decoding", elem_id="chat-decoding",
+                                         info="greedy: always the most likely token (temperature, top-p and seed unused; "
+                                              "the same reply every time)")
             self.blind = gr.Checkbox(False, label="Blind mode: hide which side is which until I vote", elem_id="chat-blind")
         with gr.Row():
             with gr.Column():
@@ -129,6 +137,7 @@ class ChatTab:
             with gr.Column():
                 self.right_badge = gr.Markdown(f"**{TUNED_LABEL}**", elem_id="chat-right-badge")
                 self.right = gr.Chatbot(label="right", show_label=False, height=380, elem_id="chat-right")
+        gr.Markdown(ONE_SAMPLE_NOTE, elem_id="chat-one-sample")
         with gr.Row():
             self.prompt = gr.Textbox(label="Message", placeholder="Ask both models…", scale=5, elem_id="chat-prompt", lines=2)
             with gr.Column(scale=1, min_width=120):
@@ -145,7 +154,7 @@ class ChatTab:
     # ---- wiring ----------------------------------------------------------------------------------
 
     def wire(self, demo: gr.Blocks) -> None:
-        settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed]
+        settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed, self.decoding]
         panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
                  self.vote_a, self.vote_tie, self.vote_b]
         self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="chat_runs")
@@ -204,14 +213,14 @@ class ChatTab:
     def reset(self, blind: bool) -> list:
         return self.render(new_session(bool(blind)), "Blind mode: the panes are called A and B, shuffled for every message (each is a fresh one-turn chat); vote after each." if blind else "")
 
-    def chat(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
+    def chat(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         message = (message or "").strip()
         if not message:
             yield self.render(session, "Type a message first.") + [gr.update()]
             return
-        yield from self._turn(run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed)
+        yield from self._turn(run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding)
 
-    def retry_last(self, run_id, checkpoint, session, system_prompt, temperature, top_p, max_tokens, seed):
+    def retry_last(self, run_id, checkpoint, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         last = session.get("last")
         problem = (self._problem(run_id, checkpoint) or
                    ("Nothing to retry yet: send a message first." if not last else None) or
@@ -225,7 +234,7 @@ class ChatTab:
             if session[side] and session[side][-1]["role"] == "user":
                 session[side].pop()
         new_seed = int(seed or 0) + 1
-        for out in self._turn(run_id, checkpoint, last, session, system_prompt, temperature, top_p, max_tokens, new_seed):
+        for out in self._turn(run_id, checkpoint, last, session, system_prompt, temperature, top_p, max_tokens, new_seed, decoding):
             yield out + [new_seed]
 
     def _problem(self, run_id, checkpoint) -> str | None:
@@ -235,7 +244,7 @@ class ChatTab:
             return f"Run `{run_id}` is no longer in {self.runs_dir}: press Refresh runs."
         return busy_message(self.runs_dir, "The chat")
 
-    def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
+    def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         problem = self._problem(run_id, checkpoint)
         if problem:
             yield self.render(session, problem) + [gr.update()]
@@ -251,7 +260,8 @@ class ChatTab:
             session[side].append({"role": "user", "content": message})
         session["last"] = message
         session["badges"] = {}
-        sampling = {"temperature": float(temperature), "top_p": float(top_p), "max_new_tokens": int(max_tokens), "seed": int(seed or 0)}
+        sampling = {"temperature": float(temperature), "top_p": float(top_p), "max_new_tokens": int(max_tokens), "seed": int(seed or 0),
+                    "greedy": decoding == GREEDY}
         # The conversation so far is the same user turns on both sides but each side's own answers.
         before = {side: len(session[side]) - 1 for side in ("base", "tuned")}  # without this turn's question
         blind = session["blind"]
@@ -292,7 +302,11 @@ class ChatTab:
             yield self.render(session, f"**Could not generate:** {text}".replace("\n", "  \n")) + [message]
             return
         session["voted"] = not session["blind"]
-        note = f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}."
+        if sampling["greedy"]:
+            note = "Both replies use greedy decoding (the most likely token each time): Retry gives the same replies."
+        else:
+            note = (f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}: "
+                    "one sample each; Retry draws another.")
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
 
     def vote(self, run_id, checkpoint, session, choice: str) -> list:

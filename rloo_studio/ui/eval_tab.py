@@ -2,9 +2,13 @@
 
 It runs `rloo-studio eval RUN --checkpoint … --json` in a child process (the same command a
 person would type), turns its `[eval] side done/total` lines into a progress bar, and shows
-eval.json: a table with one row per checkpoint (mean reward, answer accuracy, format rate,
-wins/ties/losses against base), a chart over the checkpoints' steps, and example pairs — so a
-person can pick the best checkpoint, not just the last. It loads no model itself.
+eval.json: a table with one row per checkpoint (n, token budget, mean reward, answer accuracy,
+format rate and truncation rate with their 95 % intervals, wins/ties/losses against base), a
+chart over the checkpoints' steps with each metric's interval, and example pairs. The summary
+words the uncertainty as `rloo_studio.stats` does: "not distinguishable at this size" when the
+paired comparison does not separate two models, and a best checkpoint only when the evaluation
+chose one on prompts it was not reported on and it is distinguishable from the last weights.
+It loads no model itself.
 """
 
 from __future__ import annotations
@@ -19,19 +23,35 @@ import pandas as pd
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
+from ..stats import fmt_interval, fmt_paired
 from .chat_tab import busy_message, checkpoint_choices, tuned_runs
 from .child import run_cli
 
 EVAL_FILE = "eval.json"
 ALL = "all checkpoints"
-PROGRESS_LINE = re.compile(r"^\[eval\] (base|final|checkpoint-\d+) (\d+)/(\d+)$")
+PROGRESS_LINE = re.compile(r"^\[eval\] (?:validation )?(base|final|checkpoint-\d+) (\d+)/(\d+)$")
+VALIDATION_LINE = re.compile(r"^\[eval\] validation ")
 PLAN_LINE = re.compile(r"^\[eval\] plan prompts=(\d+) checkpoints=(\S*)")
-TABLE_HEADERS = ["model", "step", "mean reward", "answer accuracy", "format rate", "wins", "ties", "losses"]
+TABLE_HEADERS = ["model", "step", "n", "token budget", "mean reward [95 %]", "answer accuracy [95 %]", "format rate [95 %]",
+                 "truncated [95 %]", "wins", "ties", "losses", "vs base"]
 METRICS = (("mean_reward", "mean reward"), ("answer_accuracy", "answer accuracy"), ("format_rate", "format rate"))
+PERCENT = {"answer_accuracy", "format_rate", "truncation_rate"}
+LOW, HIGH = " · 95 % low", " · 95 % high"
+# One hue per metric; its interval's bounds in a lighter shade of it (Tableau 10 and its light variants).
+CHART_COLORS = {"mean reward": "#1f77b4", "answer accuracy": "#d62728", "format rate": "#2ca02c"}
+CHART_LIGHT = {"mean reward": "#aec7e8", "answer accuracy": "#ff9896", "format rate": "#98df8a"}
+CHART_COLOR_MAP = {**CHART_COLORS, **{k + LOW: v for k, v in CHART_LIGHT.items()}, **{k + HIGH: v for k, v in CHART_LIGHT.items()}}
+DECODINGS = ["greedy", "sampled"]
 
 
-def _round(value):
-    return round(value, 3) if isinstance(value, (int, float)) else None
+def _estimate(summary: dict, key: str) -> dict:
+    """A summary's value with its interval and n (an older eval.json has the value only)."""
+    return {"value": summary.get(key), **(summary.get("intervals") or {}).get(key, {})}
+
+
+def _cell(summary: dict, key: str) -> str:
+    """`41.7 % [19.3, 68.0]`: the n is in its own column."""
+    return fmt_interval({**_estimate(summary, key), "n": None}, key in PERCENT)
 
 
 def _entries(report: dict) -> list[dict]:
@@ -42,47 +62,96 @@ def _entries(report: dict) -> list[dict]:
              "tuned_vs_base": report.get("tuned_vs_base", {})}]
 
 
+def _budgets(report: dict) -> dict:
+    """{"base": N, "tuned": N}; an older eval.json had one budget for both sides."""
+    tokens = (report.get("decoding") or {}).get("max_new_tokens")
+    return tokens if isinstance(tokens, dict) else {"base": tokens, "tuned": tokens}
+
+
+def _versus_cell(wtl: dict) -> str:
+    if "distinguishable" not in wtl:
+        return "-"
+    if not wtl["distinguishable"]:
+        return "not distinguishable"
+    return "better" if (wtl.get("mean_difference") or 0) > 0 else "worse"
+
+
 def table(report: dict | None) -> list[list]:
     if not report:
         return []
-    base = report.get("base", {})
-    rows = [["base model", 0] + [_round(base.get(k)) for k, _ in METRICS] + [None, None, None]]
+    base, budgets = report.get("base", {}), _budgets(report)
+    n = report.get("n_prompts")
+    rows = [["base model", 0, base.get("n", n), budgets.get("base")] + [_cell(base, k) for k in
+                                                                         ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
+            + [None, None, None, "-"]]
     for entry in _entries(report):
         s, wtl = entry.get("summary", {}), entry.get("tuned_vs_base", {})
-        rows.append([entry.get("name"), entry.get("step")] + [_round(s.get(k)) for k, _ in METRICS]
-                    + [wtl.get("wins"), wtl.get("ties"), wtl.get("losses")])
+        rows.append([entry.get("name"), entry.get("step"), s.get("n", n), s.get("max_new_tokens", budgets.get("tuned"))]
+                    + [_cell(s, k) for k in ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
+                    + [wtl.get("wins"), wtl.get("ties"), wtl.get("losses"), _versus_cell(wtl)])
     return rows
 
 
 def chart_frame(report: dict | None) -> pd.DataFrame | None:
-    """Long format for a LinePlot: base at step 0, then each checkpoint at its step."""
+    """Long format for a LinePlot: base at step 0, then each checkpoint at its step; each metric with its 95 % bounds."""
     if not report:
         return None
     points = [(0, report.get("base", {}))] + [(e.get("step") or 0, e.get("summary", {})) for e in _entries(report)]
-    rows = [{"step": step, "metric": label, "value": float(summary[key])}
-            for step, summary in points for key, label in METRICS if isinstance(summary.get(key), (int, float))]
+    rows = []
+    for step, summary in points:
+        for key, label in METRICS:
+            estimate = _estimate(summary, key)
+            for suffix, field in (("", "value"), (LOW, "low"), (HIGH, "high")):
+                if isinstance(estimate.get(field), (int, float)):
+                    rows.append({"step": step, "metric": label + suffix, "value": float(estimate[field])})
     return pd.DataFrame(rows, columns=["step", "metric", "value"]) if rows else None
+
+
+def chart_title(report: dict | None) -> str:
+    n = (report or {}).get("n_prompts")
+    return f"Base (step 0) and checkpoints · n = {n} prompts per point · light lines: 95 % interval" if n else "Base (step 0) and checkpoints"
+
+
+def _selection_lines(report: dict) -> list[str]:
+    selection = report.get("selection")
+    if not isinstance(selection, dict) or selection.get("method") not in ("cross-fit halves", "validation split"):
+        return []
+    folds = "; ".join(f"chosen on {f.get('chosen_on')}: **{f.get('chosen')}**" for f in selection.get("folds", []))
+    lines = [f"Choosing a checkpoint ({selection['method']}, by mean reward): {folds}. Reported on {selection.get('reported_on')}: "
+             f"mean reward {fmt_interval(_estimate(selection.get('reported', {}), 'mean_reward'))}."]
+    versus = selection.get("chosen_vs_tuned") or {}
+    if versus:
+        lines.append(fmt_paired(versus, "chosen", versus.get("tuned", "final")) + ".")
+    best = report.get("best")
+    if best:
+        lines.append(f"Best checkpoint: **{best}** — chosen on prompts it is not reported on, and distinguishable from "
+                     f"{versus.get('tuned', 'the final weights')}.")
+    else:
+        lines.append(f"No best checkpoint: {selection.get('verdict', 'none stands out at this size')}.")
+    return lines
 
 
 def summary_markdown(report: dict | None) -> str:
     if not report:
         return "No evaluation yet for this run: press **Evaluate**."
-    entries = _entries(report)
-    def mean_reward(entry: dict) -> float:
-        value = entry.get("summary", {}).get("mean_reward")
-        return value if isinstance(value, (int, float)) else float("-inf")  # 0.0 is a real score, not a missing one
-
-    best_name = report.get("best", {}).get("name") if isinstance(report.get("best"), dict) else report.get("best")
-    best = next((e for e in entries if e.get("name") == best_name), None) or max(entries, key=mean_reward)
+    decoding, budgets = report.get("decoding") or {}, _budgets(report)
+    how = (f"sampled pass@1 ({decoding.get('samples')} samples per prompt at temperature {decoding.get('temperature')})"
+           if decoding.get("mode") == "sampled" else "greedy decoding")
+    lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), {how}; token budget: base "
+             f"{budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. Brackets: 95 % intervals."]
+    base, tuned = report.get("base", {}), report.get("tuned", {})
+    name = report.get("checkpoint", "final")
+    if isinstance(base.get("mean_reward"), (int, float)) and isinstance(tuned.get("mean_reward"), (int, float)):
+        lines.append(f"Mean reward: base {_cell(base, 'mean_reward')} → tuned ({name}) {_cell(tuned, 'mean_reward')}; "
+                     f"answer accuracy {_cell(base, 'answer_accuracy')} → {_cell(tuned, 'answer_accuracy')}; "
+                     f"cut off by the token budget: {_cell(base, 'truncation_rate')} → {_cell(tuned, 'truncation_rate')}.")
     wtl = report.get("tuned_vs_base", {})
-    base_reward, tuned_reward = report.get("base", {}).get("mean_reward"), report.get("tuned", {}).get("mean_reward")
-    lines = [f"**{report.get('n_prompts')} held-out prompts** ({report.get('split')}), greedy decoding, up to "
-             f"{report.get('decoding', {}).get('max_new_tokens')} tokens; scored with the run's reward functions."]
-    if isinstance(base_reward, (int, float)) and isinstance(tuned_reward, (int, float)):
-        lines.append(f"Mean reward: base **{base_reward:.3f}** → tuned ({report.get('checkpoint', 'final')}) **{tuned_reward:.3f}**; "
-                     f"tuned wins {wtl.get('wins')}, ties {wtl.get('ties')}, loses {wtl.get('losses')} prompts.")
-    if len(entries) > 1:
-        lines.append(f"Best checkpoint by mean reward: **{best.get('name')}** (step {best.get('step')}).")
+    if "distinguishable" in wtl:
+        lines.append(fmt_paired(wtl, f"tuned ({name})", "base") + ".")
+    elif wtl:  # an eval.json from before intervals: counts only, no claim
+        lines.append(f"Per prompt: tuned wins {wtl.get('wins')}, ties {wtl.get('ties')}, loses {wtl.get('losses')} "
+                     "(no intervals in this older evaluation: evaluate again to see whether the difference is real).")
+    lines += _selection_lines(report)
     lines.append(f"Saved in `{EVAL_FILE}` ({report.get('seconds')} s).")
     return "  \n".join(lines)
 
@@ -94,19 +163,32 @@ def examples(report: dict | None) -> list[list]:
 class EvalTab:
     def __init__(self, runs_dir: Path, worker: InferenceWorker):
         self.runs_dir, self.worker = runs_dir, worker
-        gr.Markdown("Generate answers for held-out prompts with the base model and the tuned one (greedy, identical settings) "
-                    "and score them with the run's reward functions. Choose **all checkpoints** to see which one is best.")
+        gr.Markdown("Generate answers for held-out prompts with the base model and the tuned one (identical decoding) "
+                    "and score them with the run's reward functions. Every number shows how many prompts it rests on and "
+                    "its 95 % interval. Choose **all checkpoints** to see whether one checkpoint really is better than the last.")
         with gr.Row():
             self.run = gr.Dropdown([], label="Run", elem_id="eval-run", scale=3)
             self.checkpoint = gr.Dropdown([], label="Checkpoint", elem_id="eval-checkpoint", scale=2)
             self.limit = gr.Number(50, precision=0, label="Prompts (at most)", elem_id="eval-limit", scale=1)
             self.split = gr.Textbox(label="Held-out data (optional)", info="A split name or a file; empty = the run's test split",
                                     elem_id="eval-split", scale=2)
+        with gr.Accordion("Decoding and token budgets", open=False, elem_id="eval-decoding-settings"):
+            with gr.Row():
+                self.decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="eval-decoding",
+                                         info="greedy: the most likely answer; sampled: several answers per prompt at the run's "
+                                              "training temperature, scored by their mean (pass@1)")
+                self.samples = gr.Number(4, precision=0, minimum=1, label="Samples per prompt (sampled)", elem_id="eval-samples")
+                self.base_tokens = gr.Number(0, precision=0, minimum=0, label="Base model's token budget",
+                                             info="0 = the run's max completion length, as the tuned model. A larger one keeps "
+                                                  "a wordy base from being cut off before its answer.", elem_id="eval-base-tokens")
+                self.select_split = gr.Textbox(label="Choose the best checkpoint on (optional)", elem_id="eval-select-split",
+                                               info="A split name or a file of other prompts; empty = two halves of the held-out "
+                                                    "prompts, each choosing for the other")
         with gr.Row():
             self.evaluate = gr.Button("Evaluate", variant="primary", elem_id="eval-start")
             self.refresh = gr.Button("Refresh runs", elem_id="eval-refresh")
         self.summary = gr.Markdown(elem_id="eval-summary")
-        self.chart = gr.LinePlot(None, x="step", y="value", color="metric", title="Base (step 0) and checkpoints",
+        self.chart = gr.LinePlot(None, x="step", y="value", color="metric", title=chart_title(None), color_map=CHART_COLOR_MAP,
                                  height=300, elem_id="eval-chart")
         self.table = gr.Dataframe(headers=TABLE_HEADERS, interactive=False, elem_id="eval-table")
         with gr.Accordion("Examples", open=False):
@@ -117,7 +199,8 @@ class EvalTab:
         self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="eval_runs")
         demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
-        self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split], outputs=outputs, api_name="evaluate")
+        self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples,
+                                                   self.base_tokens, self.select_split], outputs=outputs, api_name="evaluate")
 
     def list_runs(self, current, current_checkpoint=None):
         choices = tuned_runs(self.runs_dir)
@@ -134,14 +217,18 @@ class EvalTab:
         return runs.read_json(self.runs_dir / run_id / EVAL_FILE) if run_id else None
 
     def render(self, report: dict | None, message: str | None = None) -> list:
-        return [message or summary_markdown(report), chart_frame(report), table(report), examples(report)]
+        return [message or summary_markdown(report), gr.update(value=chart_frame(report), title=chart_title(report)),
+                table(report), examples(report)]
 
     def show(self, run_id):
         return [self._checkpoints(run_id)] + self.render(self._report(run_id))
 
-    def run_eval(self, run_id, checkpoint, limit, split, progress=gr.Progress()):
+    def run_eval(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
+                 progress=gr.Progress()):
         if not run_id or not checkpoint:
             return self.render(None, "Pick a run (one appears here once it has saved an adapter) and a checkpoint.")
+        if decoding == "sampled" and (not samples or int(samples) < 1):
+            return self.render(self._report(run_id), "**Samples per prompt** must be at least 1 for sampled decoding (4 is a good start).")
         busy = busy_message(self.runs_dir, "An evaluation")
         if busy:
             return self.render(self._report(run_id), busy)
@@ -150,20 +237,28 @@ class EvalTab:
             args += ["--limit", str(int(limit))]
         if split and split.strip():
             args += ["--split", split.strip()]
+        if decoding == "sampled":
+            args += ["--decoding", "sampled", "--samples", str(int(samples))]
+        if base_tokens and int(base_tokens) > 0:
+            args += ["--base-max-new-tokens", str(int(base_tokens))]
+        choosing = checkpoint == ALL and bool(select_split and select_split.strip())
+        if choosing:
+            args += ["--select-split", select_split.strip()]
         progress(0.0, desc="Starting the evaluation…")
-        plan = {"sides": 1, "total": 1}
-        done: dict[str, int] = {}
+        plan = {"sides": 1}
+        done: dict[str, float] = {}
 
         def on_line(line: str) -> None:
             planned = PLAN_LINE.match(line)
             if planned:
-                plan["total"] = max(1, int(planned.group(1)))
-                plan["sides"] = 1 + len([c for c in planned.group(2).split(",") if c])
+                checkpoints = len([c for c in planned.group(2).split(",") if c])
+                plan["sides"] = 1 + checkpoints * (2 if choosing and checkpoints > 1 else 1)
                 return
             m = PROGRESS_LINE.match(line)
             if m:
-                done[m.group(1)] = int(m.group(2))
-                progress(min(0.99, sum(done.values()) / (plan["sides"] * plan["total"])), desc=f"{m.group(1)}: {m.group(2)}/{m.group(3)} prompts")
+                side = ("validation " if VALIDATION_LINE.match(line) else "") + m.group(1)
+                done[side] = int(m.group(2)) / max(1, int(m.group(3)))
+                progress(min(0.99, sum(done.values()) / plan["sides"]), desc=f"{side}: {m.group(2)}/{m.group(3)} completions")
 
         try:
             with self.worker.reserved("An evaluation"):  # it loads its own copy of the model: the chat's is freed and stays so

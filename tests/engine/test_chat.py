@@ -109,6 +109,18 @@ def test_same_seed_and_sampling_settings_on_both_sides(chat_run, worker, tiny_mo
     assert first["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, SAMPLED)
 
 
+def test_greedy_decoding_ignores_temperature_and_seed(chat_run, worker, tiny_model_dir):
+    """The chat's "greedy" option: at temperature 1 and any seed, the most likely tokens, as temperature 0 gives them."""
+    greedy_hot = {**SAMPLED, "greedy": True}
+    first, _, _ = _chat(worker, chat_run, sampling=greedy_hot)
+    other_seed, _, _ = _chat(worker, chat_run, sampling={**greedy_hot, "seed": 8})
+    sampled, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
+    for side in ("base", "tuned"):
+        assert first[side]["token_ids"] == other_seed[side]["token_ids"]
+    assert first["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert first["base"]["token_ids"] != sampled["base"]["token_ids"]  # the premise: sampling at temperature 1 differs here
+
+
 def test_checkpoints_share_one_base_model(chat_run, worker, tiny_model_dir):
     final, _, _ = _chat(worker, chat_run, "final")
     ckpt, _, _ = _chat(worker, chat_run, "checkpoint-1")

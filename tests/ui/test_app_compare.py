@@ -30,17 +30,24 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         run_update, ckpt_update = client.predict(None, api_name="/eval_runs")
         assert run_update["value"] == RUN_ID
         assert [c[0] for c in ckpt_update["choices"]] == ["final", "all checkpoints", "checkpoint-1"]
-        summary, chart, table, _examples = client.predict(RUN_ID, "all checkpoints", 4, "test", api_name="/evaluate")
+        summary, chart, table, _examples = client.predict(RUN_ID, "all checkpoints", 4, "test", "greedy", 4, 24, "",
+                                                          api_name="/evaluate")
         report = json.loads((compare_runs_dir / RUN_ID / "eval.json").read_text())
         assert report["n_prompts"] == 4 and [e["name"] for e in report["checkpoints"]] == ["checkpoint-1", "final"]
+        assert report["decoding"]["max_new_tokens"]["base"] == 24  # the tab's base token budget reached the command
         rows = table["data"]
         assert [r[0] for r in rows] == ["base model", "checkpoint-1", "final"]
-        assert rows[0][2] == round(report["base"]["mean_reward"], 3)
-        assert rows[2][5] + rows[2][6] + rows[2][7] == 4  # wins + ties + losses over the 4 prompts
-        assert "4 held-out prompts" in summary and "Best checkpoint" in summary
+        assert [r[2] for r in rows] == [4, 4, 4] and rows[0][3] == 24  # n and the token budget on every row
+        assert rows[0][4].startswith(f"{report['base']['mean_reward']:.3f} [")  # mean reward with its interval
+        assert rows[2][8] + rows[2][9] + rows[2][10] == 4  # wins + ties + losses over the 4 prompts
+        # 4 prompts (halves of 2) can never show a difference: no best checkpoint, and the summary says why.
+        assert "n = 4 held-out prompts" in summary and "token budget: base 24" in summary
+        assert "not distinguishable at this size" in summary and "Best checkpoint" not in summary and report["best"] is None
         points = chart["data"]  # long format: step, metric, value — base at step 0, then each checkpoint's step
-        assert {p[1] for p in points} == {"mean reward", "answer accuracy", "format rate"} and {p[0] for p in points} == {0, 1, 2}
-        assert [p[2] for p in points if p[0] == 0 and p[1] == "mean reward"] == [rows[0][2]]
+        metrics = {p[1] for p in points}
+        assert {"mean reward", "answer accuracy", "format rate", "mean reward · 95 % low", "mean reward · 95 % high"} <= metrics
+        assert {p[0] for p in points} == {0, 1, 2}
+        assert [p[2] for p in points if p[0] == 0 and p[1] == "mean reward"] == [pytest.approx(report["base"]["mean_reward"])]
 
         # Reopening the run shows the saved evaluation without running it again.
         shown = client.predict(RUN_ID, api_name="/eval_show")

@@ -23,7 +23,7 @@ class FakeWorker:
         self.calls = []
 
     def chat(self, run_dir, checkpoint, messages, sampling, system_prompt=None, sides=("base", "tuned"), guard=None):
-        self.calls.append({"sides": tuple(sides), "messages": messages})
+        self.calls.append({"sides": tuple(sides), "messages": messages, "sampling": sampling})
         refusal = guard() if guard else None
         if refusal:
             raise StudioError(refusal)
@@ -113,3 +113,16 @@ def test_retry_while_a_run_trains_is_refused_before_anything_is_taken_back(run_d
     (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid()}))
     out = last(tab.retry_last("r1", "final", session, *SETTINGS))
     assert "is training" in out[4] and len(out[5]["base"]) == 2 and out[-1] is not None
+
+
+def test_greedy_decoding_is_an_option_and_the_note_says_one_reply_is_one_sample(run_dir):
+    from rloo_studio.ui.chat_tab import ONE_SAMPLE_NOTE
+
+    worker = FakeWorker()
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 0.7, 0.95, 8, 3, "greedy"))
+    assert worker.calls[-1]["sampling"]["greedy"] is True
+    assert "greedy decoding" in out[4] and "Retry gives the same replies" in out[4]
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 0.7, 0.95, 8, 3))  # sampled, the default
+    assert worker.calls[-1]["sampling"]["greedy"] is False and "one sample each" in out[4]
+    assert "one sample" in ONE_SAMPLE_NOTE and "Evaluate" in ONE_SAMPLE_NOTE
