@@ -49,8 +49,11 @@ def build_char_tokenizer(extra_chars: str = ""):
 
 def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_size: int = 64, num_layers: int = 2,
                      num_heads: int = 4, num_kv_heads: int = 2, intermediate_size: int = 128,
-                     max_position_embeddings: int = 512, seed: int = 0, tokenizer=None) -> Path:
-    """Save a randomly initialised tiny model and its tokenizer to `folder`; returns the folder."""
+                     max_position_embeddings: int = 512, seed: int = 0, tokenizer=None, initializer_range: float = 0.02) -> Path:
+    """Save a randomly initialised tiny model and its tokenizer to `folder`; returns the folder.
+
+    A larger `initializer_range` gives larger, better separated next-token scores (fewer near ties).
+    """
     import torch
     import transformers
 
@@ -61,6 +64,7 @@ def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_siz
         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
         max_position_embeddings=max_position_embeddings, tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        initializer_range=initializer_range,
     )
     if architecture == "llama":
         config = transformers.LlamaConfig(**common)

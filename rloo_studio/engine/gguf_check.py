@@ -204,9 +204,24 @@ def compare_greedy(gguf_path: Path, merged_dir: Path, system_prompt: str | None 
         first_diff = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), None)
         if first_diff is None and len(want) != len(got):
             first_diff = min(len(want), len(got))
+        # Both models read the merged model's answer (teacher forcing): how far apart are their next-token scores,
+        # and how close was the merged model's own choice where the answers part? A near tie (a margin of the size
+        # of the logit difference) is rounding; a wide margin would mean a conversion error.
+        full = torch.tensor([ids["input_ids"][0].tolist() + want])
+        with torch.inference_mode():
+            a = merged(input_ids=full).logits[0, ids["input_ids"].shape[1] - 1:-1].float()
+            b = from_gguf(input_ids=full).logits[0, ids["input_ids"].shape[1] - 1:-1].float()
+        margin = None
+        if first_diff is not None and first_diff < a.shape[0]:
+            top2 = a[first_diff].topk(2).values
+            margin = float(top2[0] - top2[1])
         rows.append({"prompt": prompt, "merged_tokens": want, "gguf_tokens": got, "same": first_diff is None,
-                     "first_difference": first_diff, "text": tokenizer.decode(want, skip_special_tokens=True)[:200]})
-    return {"prompts": rows, "all_same": all(r["same"] for r in rows), "parameters": params, "max_new_tokens": max_new_tokens}
+                     "first_difference": first_diff, "margin_at_difference": margin,
+                     "max_logit_difference": float((a - b).abs().max()) if a.numel() else 0.0,
+                     "logit_scale": float(a.abs().max()) if a.numel() else 0.0,
+                     "text": tokenizer.decode(want, skip_special_tokens=True)[:200]})
+    return {"prompts": rows, "all_same": all(r["same"] for r in rows), "parameters": params, "max_new_tokens": max_new_tokens,
+            "max_logit_difference": max(r["max_logit_difference"] for r in rows), "logit_scale": max(r["logit_scale"] for r in rows)}
 
 
 def card_section(report: dict, tokens: dict) -> str:
@@ -222,8 +237,13 @@ def card_section(report: dict, tokens: dict) -> str:
         same = sum(r["same"] for r in tokens["prompts"])
         lines.append(f"Greedy tokens of this file (loaded with transformers) against the merged model, up to the end token "
                      f"(at most {tokens['max_new_tokens']}): **{same} of {len(tokens['prompts'])} prompts identical**.")
-        lines += ["", "| prompt | tokens | result |", "|---|---|---|"]
+        lines += ["", "| prompt | tokens | result | max logit difference |", "|---|---|---|---|"]
         for r in tokens["prompts"]:
-            result = "identical" if r["same"] else f"first difference at token {r['first_difference']} (rounding to {report['outtype']})"
-            lines.append(f"| {r['prompt']} | {len(r['merged_tokens'])} | {result} |")
+            result = "identical" if r["same"] else (
+                f"first difference at token {r['first_difference']}"
+                + (f", where the merged model's top two scores were {r['margin_at_difference']:.3g} apart" if r["margin_at_difference"] is not None else ""))
+            lines.append(f"| {r['prompt']} | {len(r['merged_tokens'])} | {result} | {r['max_logit_difference']:.3g} |")
+        lines += ["", f"Largest next-token score difference on the merged model's answers: {tokens['max_logit_difference']:.3g} "
+                      f"(scores reach {tokens['logit_scale']:.3g}); {report['outtype']} rounds every weight, so tokens can part "
+                      "where two candidates are nearly tied."]
     return "\n".join(lines) + "\n"
