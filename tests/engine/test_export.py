@@ -278,14 +278,14 @@ def test_export_names_from_the_app_stay_inside_exports(tmp_path):
     assert "leads outside the run directory" in err.value.why
 
 
-def test_gguf_with_a_wrong_llama_cpp_dir_says_so(trained_run, tmp_path, monkeypatch):
+def test_gguf_with_a_wrong_llama_cpp_dir_says_so(tiny_model_dir, tmp_path, monkeypatch):
     """LLAMA_CPP_DIR set to a folder without the converter: refused at once (not silently replaced by the registry one).
 
     Without llama.cpp the registry converter is used: tests/engine/test_gguf.py covers it (and its offline refusal).
     """
     from rloo_studio.engine.export import export_run
 
-    run_dir = copy_run(trained_run[0], tmp_path / "run")
+    run_dir = full_finetune_run(tmp_path, tiny_model_dir)
     monkeypatch.setenv("LLAMA_CPP_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(StudioError) as err:
         export_run(run_dir, "gguf", progress=lambda m: None)
@@ -345,7 +345,7 @@ def test_full_finetuning_runs_export_their_model_and_gguf_plumbing(tiny_model_di
     # The fake writes "GGUF" + JSON, not a GGUF file: the read-back check refuses it, and nothing is left.
     with pytest.raises(StudioError) as err:
         export_run(run_dir, "gguf", out=tmp_path / "g1", progress=quiet)
-    assert "model-rloo-f16.gguf, but it cannot be read back as GGUF" in err.value.what, err.value.message()
+    assert "-rloo-f16.gguf, but it cannot be read back as GGUF" in err.value.what, err.value.message()
     assert "llama.cpp, Ollama and LM Studio would refuse it too" in err.value.why
 
     monkeypatch.setenv("FAKE_CONVERTER_FAIL", "1")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, make_adapter_run, run_cli
 
 pytestmark = pytest.mark.slow
@@ -156,7 +158,12 @@ def test_offline_first_use_is_refused_with_what_to_do(spm_run, tmp_path):
 
 def test_demo_model_is_refused_with_the_reason(converter_env, tmp_path):
     """The bundled demo model's character-level tokenizer: the real converter refuses it, and the export says why."""
-    run_dir = make_adapter_run(tmp_path / "demo-run", ROOT / "assets" / "demo-model")
+    # As a full fine-tuning run leaves it (the trained model in model/): nothing to merge, so the converter runs at once.
+    run_dir = tmp_path / "demo-run"
+    shutil.copytree(ROOT / "assets" / "demo-model", run_dir / "model")
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"model": {"name_or_path": "demo"}, "data": {"source": "demo"},
+                                                         "rewards": [{"name": "numeric_answer"}], "rloo": {"max_steps": 2}}))
+    (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2}))
     result = run_cli("export", run_dir, "--format", "gguf", cwd=tmp_path, env=converter_env)
     assert result.returncode != 0
     assert "the GGUF converter cannot convert this model's tokenizer" in result.stderr, result.stderr[-3000:]
