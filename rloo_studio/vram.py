@@ -141,6 +141,7 @@ def _shape(name, h, layers, heads, kv, hd, ffn, vocab, tie, note="") -> ModelSha
 # num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
 # tie_word_embeddings). Gemma 3 4B: the language model only (its vision tower is not trained here).
 KNOWN_MODELS: dict[str, ModelShape] = {s.name: s for s in (
+    _shape("HuggingFaceTB/SmolLM2-135M-Instruct", 576, 30, 9, 3, 64, 1536, 49152, True),
     _shape("Qwen/Qwen3-0.6B", 1024, 28, 16, 8, 128, 3072, 151936, True),
     _shape("Qwen/Qwen3-1.7B", 2048, 28, 16, 8, 128, 6144, 151936, True),
     _shape("Qwen/Qwen3-4B", 2560, 36, 32, 8, 128, 9728, 151936, True),
@@ -160,6 +161,7 @@ KNOWN_MODELS: dict[str, ModelShape] = {s.name: s for s in (
 )}
 # Other spellings of the same models (base vs instruct, Unsloth's re-uploads, 4-bit re-uploads).
 _ALIASES = {
+    "huggingfacetb/smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct",
     "qwen/qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B-Instruct", "qwen/qwen2.5-1.5b": "Qwen/Qwen2.5-1.5B-Instruct",
     "qwen/qwen2.5-3b": "Qwen/Qwen2.5-3B-Instruct", "qwen/qwen2.5-7b": "Qwen/Qwen2.5-7B-Instruct",
     "meta-llama/llama-3.2-1b": "meta-llama/Llama-3.2-1B-Instruct", "meta-llama/llama-3.2-3b": "meta-llama/Llama-3.2-3B-Instruct",

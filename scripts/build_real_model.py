@@ -189,6 +189,8 @@ def convert(gguf_path: Path, out_dir: Path) -> dict:
     # The file names <|im_end|> as padding token too, as does the hub's tokenizer.
     tokenizer.pad_token = tokenizer.convert_ids_to_tokens(special.get("pad", special["eos"]))
     tokenizer.model_max_length = config.max_position_embeddings
+    # As the hub's tokenizer_config.json: the WordPiece clean-up would strip spaces from BPE text (transformers warns).
+    tokenizer.clean_up_tokenization_spaces = False
     if not tokenizer.chat_template:
         raise RealModelError(f"{GGUF_NAME} carries no chat template; the tests need one")
     model.config.pad_token_id = tokenizer.pad_token_id

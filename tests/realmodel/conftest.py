@@ -40,7 +40,7 @@ def real_model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def real_run(tmp_path_factory, real_model_dir):
-    """One finished 2-step fp32-LoRA run on the real model, trained with `rloo-studio train` (shared by the tier).
+    """One finished 1-step fp32-LoRA run on the real model, trained with `rloo-studio train` (shared by the tier).
 
     Returns (run_dir, reward_log): reward_log holds, per reward call, the completions and prompts TRL passed.
     """
@@ -51,7 +51,7 @@ def real_run(tmp_path_factory, real_model_dir):
     reward_log = folder / "reward-calls.jsonl"
     env = dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log))
     done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
-                          text=True, timeout=1200, env=env)
+                          text=True, timeout=3600, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
     [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
     return run_dir, reward_log

@@ -31,7 +31,7 @@ def task_rows(split: str, n: int) -> list[str]:
 
 
 def real_config(model_dir: Path, **rloo) -> dict:
-    """A tiny run config on the real model: 2 prompts x 2 completions a step, 8 new tokens, fp32 LoRA."""
+    """A tiny run config on the real model: one step of 2 prompts x 2 completions, 8 new tokens, fp32 LoRA."""
     return {
         "model": {"name_or_path": str(model_dir), "backend": "auto", "dtype": "float32", "load_in_4bit": False,
                   "max_seq_length": 256, "gradient_checkpointing": False},
@@ -40,7 +40,7 @@ def real_config(model_dir: Path, **rloo) -> dict:
         "rewards": [{"name": "numeric_answer", "weight": 1.0}, {"name": "exact_match", "weight": 0.5},
                     {"file": "rewards.py", "weight": 1.0}],
         "rloo": {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8, "temperature": 1.0,
-                 "learning_rate": 2e-3, "lr_scheduler_type": "constant", "beta": 0.0, "max_steps": 2, "save_steps": 1,
+                 "learning_rate": 2e-3, "lr_scheduler_type": "constant", "beta": 0.0, "max_steps": 1, "save_steps": 1,
                  "logging_steps": 1, "seed": 0, **rloo},
         "output": {"runs_dir": "runs", "samples_per_step": 4},
     }
@@ -58,13 +58,13 @@ def make_task_folder(folder: Path, model_dir: Path, **rloo) -> Path:
     return folder / "config.yaml"
 
 
-def run_cli(*args, cwd, timeout=900, env=None) -> subprocess.CompletedProcess:
+def run_cli(*args, cwd, timeout=3600, env=None) -> subprocess.CompletedProcess:
     """`rloo-studio ARGS` in a fresh process, as a person would run it."""
     return subprocess.run([sys.executable, "-m", "rloo_studio.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, **(env or {})))
 
 
-def run_python(code: str, *args, cwd=None, timeout=900) -> str:
+def run_python(code: str, *args, cwd=None, timeout=3600) -> str:
     """Run `code` in a fresh Python process; its last stdout line (JSON by convention) is returned."""
     done = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True,
                           timeout=timeout)
