@@ -18,6 +18,8 @@ uses its own guess from the template stored in the GGUF file, which may or may n
 
 from __future__ import annotations
 
+import re
+
 # Each shape: the markers that identify it, its Go template, and the text that ends a turn (a stop token).
 SHAPES = {
     "chatml": {
@@ -57,6 +59,15 @@ def template_shape(chat_template: str | None) -> str | None:
     return None
 
 
+def default_system_prompt(chat_template: str | None) -> str | None:
+    """A system text the Jinja template puts in by itself when a chat has none (SmolLM2 does), else None.
+
+    Ollama's template only sees the messages it is given, so that text must become the Modelfile's SYSTEM.
+    """
+    match = re.search(r"<\|im_start\|>system\n([^{}<]+?)<\|im_end\|>", chat_template or "")
+    return match.group(1) if match else None
+
+
 def _quote(text: str) -> str:
     # Modelfile values in triple quotes may span lines; a triple quote inside would end them early.
     return '"""' + text.replace('"""', '\\"\\"\\"') + '"""'
@@ -85,4 +96,7 @@ def modelfile(gguf_file: str, chat_template: str | None, stop_tokens: list[str],
         lines.append(f"PARAMETER stop {_quote(token) if needs_quotes else token}")
     if system_prompt:
         lines += ["", "# The system prompt the model was trained with.", f"SYSTEM {_quote(system_prompt)}"]
+    elif shape and default_system_prompt(chat_template):
+        lines += ["", "# The model's own default system prompt (its chat template adds it when a chat has none).",
+                  f"SYSTEM {_quote(default_system_prompt(chat_template))}"]
     return "\n".join(lines).rstrip() + "\n", shape

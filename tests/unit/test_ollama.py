@@ -122,3 +122,20 @@ def test_translated_templates_render_like_the_jinja_ones(shape, jinja, tmp_path)
             env={**os.environ, "GOCACHE": str(tmp_path / "go-cache"), "GOFLAGS": "-mod=mod"})
         assert done.returncode == 0, done.stderr
         assert done.stdout == expected, (shape, messages)
+
+
+SMOLLM2 = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+           "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}"
+           "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+
+def test_a_template_default_system_prompt_becomes_the_modelfile_system():
+    """SmolLM2's template adds its own system text when a chat has none; Ollama's template cannot, so SYSTEM carries it."""
+    text, shape = modelfile("x.gguf", SMOLLM2, ["<|im_end|>"], None, "x")
+    assert shape == "chatml"
+    assert text.endswith('SYSTEM """You are a helpful AI assistant named SmolLM, trained by Hugging Face"""\n')
+    text, _ = modelfile("x.gguf", SMOLLM2, ["<|im_end|>"], "Answer briefly.", "x")  # the training prompt wins
+    assert 'SYSTEM """Answer briefly."""' in text and "SmolLM" not in text
+    text, _ = modelfile("x.gguf", DEMO_TEMPLATE, ["<|im_end|>"], None, "x")  # the demo template has none
+    assert "SYSTEM" not in text
