@@ -350,7 +350,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     started = time.time()
     try:
-        folder = export_run(args.run_dir, args.format, out=args.out, checkpoint=args.checkpoint,
+        folder = export_run(args.run_dir, args.format, out=args.out, checkpoint=args.checkpoint, gguf_type=args.gguf_type,
                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     except StudioError as exc:
         return _fail(exc)
@@ -365,11 +365,24 @@ def cmd_export(args: argparse.Namespace) -> int:
         if os.environ.get("RLOO_STUDIO_DEBUG"):
             raise
         return EXIT_FAILED
+    gguf = json.loads((folder / "gguf-check.json").read_text(encoding="utf-8")) if args.format == "gguf" else None
     if args.json:
-        print(json.dumps({"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or "final",
-                          "out": str(folder.resolve()), "files": list_files(folder), "seconds": round(time.time() - started, 1)}))
+        report = {"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or "final",
+                  "out": str(folder.resolve()), "files": list_files(folder), "seconds": round(time.time() - started, 1)}
+        if gguf:
+            report["gguf"] = gguf
+        print(json.dumps(report))
         return EXIT_OK
     print(f"Exported {args.format} to {folder}\nSee {folder / 'README.md'} for how to use it.")
+    if gguf:
+        tokens = gguf["tokens"]
+        checked = (f"greedy tokens identical to the merged model on {sum(r['same'] for r in tokens['prompts'])} of "
+                   f"{len(tokens['prompts'])} prompts" if not tokens.get("skipped") else f"tokens not compared: {tokens['skipped']}")
+        template = "chat template present" if gguf["read_back"]["chat_template"] else "no chat template (the model has none)"
+        print(f"Checked: read back ({gguf['read_back']['tensor_count']} tensors, end token {gguf['read_back']['eos_token_id']}, "
+              f"{template}); {checked}.\n"
+              f"Ollama, in one step:  cd {folder} && {gguf['ollama_command']}\n"
+              f"LM Studio needs only the file: {folder / gguf['read_back']['file']}")
     return EXIT_OK
 
 
@@ -607,8 +620,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a run: LoRA adapter, merged model, GGUF file or a standalone training script")
     p.add_argument("run_dir", help="a run directory under runs/")
     p.add_argument("--format", required=True, metavar="adapter|merged|gguf|script",
-                   help="adapter: the LoRA files; merged: a full Hugging Face model; gguf: an f16 GGUF file (needs llama.cpp); "
+                   help="adapter: the LoRA files; merged: a full Hugging Face model; gguf: one GGUF file for llama.cpp, Ollama and "
+                        "LM Studio, with an Ollama Modelfile (the converter is downloaded once on first use); "
                         "script: a folder that reproduces the run with Unsloth + TRL only")
+    p.add_argument("--gguf-type", default="f16", choices=("f16", "q8_0"),
+                   help="for --format gguf: f16 (half precision) or q8_0 (8-bit, half the size, nearly lossless); "
+                        "for Q4_K_M see docs/export.md")
     p.add_argument("--out", help="the folder to write (must not exist or be empty; default: RUN_DIR/exports/FORMAT[-checkpoint-N])")
     p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N", help="which weights to export (default: final)")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")

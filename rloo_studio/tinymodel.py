@@ -49,8 +49,11 @@ def build_char_tokenizer(extra_chars: str = ""):
 
 def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_size: int = 64, num_layers: int = 2,
                      num_heads: int = 4, num_kv_heads: int = 2, intermediate_size: int = 128,
-                     max_position_embeddings: int = 512, seed: int = 0, tokenizer=None) -> Path:
-    """Save a randomly initialised tiny model and its tokenizer to `folder`; returns the folder."""
+                     max_position_embeddings: int = 512, seed: int = 0, tokenizer=None, initializer_range: float = 0.02) -> Path:
+    """Save a randomly initialised tiny model and its tokenizer to `folder`; returns the folder.
+
+    A larger `initializer_range` gives larger, better separated next-token scores (fewer near ties).
+    """
     import torch
     import transformers
 
@@ -61,6 +64,7 @@ def build_tiny_model(folder: str | Path, architecture: str = "llama", hidden_siz
         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
         max_position_embeddings=max_position_embeddings, tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        initializer_range=initializer_range,
     )
     if architecture == "llama":
         config = transformers.LlamaConfig(**common)
@@ -103,3 +107,38 @@ def save_random_adapter(model_dir: str | Path, folder: str | Path, seed: int = 0
     model.save_pretrained(folder)
     transformers.AutoTokenizer.from_pretrained(str(model_dir)).save_pretrained(folder)
     return folder
+
+
+# A few lines of the kind of text the demo task uses, to learn a small SentencePiece vocabulary from.
+_SPM_CORPUS = [f"What is {a} + {b}? <think>{a} plus {b} is {a + b}</think> The answer is {a + b}." for a in range(0, 60, 7) for b in range(1, 30, 4)]
+_SPM_CORPUS += ["Name one colour of the sky. Blue.", "Write one short sentence about the sea. The sea is wide and deep.",
+                string.ascii_letters + string.digits + string.punctuation]
+
+
+def build_sentencepiece_tokenizer(folder: str | Path, vocab_size: int = 400):
+    """A Llama-style tokenizer (SentencePiece BPE with byte fallback) learnt locally, with this module's chat template.
+
+    Unlike the character-level tokenizer, llama.cpp supports this kind, so models built with it can be
+    converted to GGUF and loaded back (tests of the GGUF export use it). Byte fallback takes 256 of the
+    `vocab_size` entries. Returns a transformers tokenizer; `folder` keeps the `tokenizer.model`.
+    """
+    import io
+
+    import sentencepiece as spm
+    from transformers import AutoTokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(_SPM_CORPUS), model_writer=model, vocab_size=vocab_size, model_type="bpe", byte_fallback=True,
+        character_coverage=1.0, user_defined_symbols=THINK_TOKENS, control_symbols=CONTROL_TOKENS[1:], unk_id=0, bos_id=1,
+        eos_id=2, pad_id=-1, add_dummy_prefix=False, remove_extra_whitespaces=False, split_digits=True,
+        normalization_rule_name="identity", num_threads=1, minloglevel=2)
+    (folder / "tokenizer.model").write_bytes(model.getvalue())
+    (folder / "tokenizer_config.json").write_text(
+        '{"tokenizer_class": "LlamaTokenizer", "add_bos_token": false, "legacy": false, "add_prefix_space": false}')
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokenizer.eos_token, tokenizer.pad_token = EOS_TOKEN, "<unk>"
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer

