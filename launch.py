@@ -1,18 +1,20 @@
 """Start RLOO Studio: prepare the environment on first run, then serve the app on http://127.0.0.1:7860.
 
     python launch.py [--host H] [--port P] [--auth USER:PASS] [--share] [--inbrowser] [--runs-dir DIR]
+    python launch.py --print-install-plan        which torch build this machine gets, and why (installs nothing)
+    python launch.py --torch-index URL ...       install torch from this index instead (or RLOO_TORCH_INDEX_URL)
 
 The login may also come from the RLOO_STUDIO_AUTH environment variable (USER:PASS).
 
-Everything after `launch.py` is passed to `rloo-studio ui`.
+Everything else after `launch.py` is passed to `rloo-studio ui`.
 """
 
 import sys
 
-from bootstrap import ensure_environment
+from bootstrap import setup_from_command_line
 
 if __name__ == "__main__":
-    ensure_environment()
+    args = setup_from_command_line()
     from rloo_studio.cli import main
 
-    sys.exit(main(["ui", *sys.argv[1:]]))
+    sys.exit(main(["ui", *args]))
