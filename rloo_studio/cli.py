@@ -110,6 +110,7 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
     from .config import RunConfig
     from .distributed import check_can_launch, launcher_argv
     from .errors import ConfigError
+    from .procs import STOP_SIGNALS, interrupt, own_group_kwargs, utf8_env
 
     n = args.num_processes
     try:
@@ -135,16 +136,16 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
     runs.update_status(run_dir, state="queued", pid=os.getpid(), num_processes=n, error=None, **fresh)
     # When the app started this launcher its output already goes to train.log; otherwise this process writes it.
     log_file = None if os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir) else open(run_dir / runs.LOG_FILE, "ab")
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-           runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"}
+    env = utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+                    runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
     argv = launcher_argv(n, rank_args)
     line = f"[rloo-studio] training in {n} processes (data-parallel): {' '.join(argv)}\n"
     print(line, end="", flush=True)
     if log_file:
         log_file.write(line.encode())
-    # Its own session: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
+    # Its own session / process group: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+                            **own_group_kwargs())
     signals: list[int] = []
 
     def on_signal(signum, frame):
@@ -155,13 +156,10 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
             runs.update_status(run_dir, state="stopping")
             print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
                   "Send it again to stop at once.", file=sys.stderr, flush=True)
-        else:  # before training began, or asked twice: end the processes now
-            try:
-                os.killpg(proc.pid, signal.SIGTERM if len(signals) <= 2 else signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        else:  # before training began, or asked twice: end the processes now (the third time without waiting)
+            interrupt(proc, hard=len(signals) > 2)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     out = getattr(sys.stdout, "buffer", None)
     try:
         assert proc.stdout is not None

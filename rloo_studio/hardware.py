@@ -173,7 +173,8 @@ def detect(timeout_s: float = PROBE_TIMEOUT_S) -> Hardware:
     """Detect the hardware from a child process; never raises (a failure is described in `error`)."""
     try:
         result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware"], capture_output=True, text=True,
-                                timeout=timeout_s, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                                encoding="utf-8", errors="replace", timeout=timeout_s,
+                                env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"})
         if result.returncode == 0:
             return Hardware.from_dict(json.loads(result.stdout.strip().splitlines()[-1]))
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]

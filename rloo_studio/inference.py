@@ -25,6 +25,7 @@ from typing import Iterator
 
 from . import runs
 from .errors import StudioError
+from .procs import own_group_kwargs, utf8_env
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -70,9 +71,9 @@ class InferenceWorker:
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                      text=True, encoding="utf-8", env=env, start_new_session=True)
+                                      text=True, encoding="utf-8", env=env, **own_group_kwargs())
         if log is not subprocess.DEVNULL:
             log.close()  # the child holds its own descriptor
         self._events = queue.Queue()

@@ -43,6 +43,7 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..procs import utf8_env
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR
@@ -277,7 +278,8 @@ def _export_gguf(src: _Source, cfg: RunConfig, tmp: Path, progress, timeout_s: f
     command = [_converter_python(converter), str(converter), str(merged_dir), "--outfile", str(gguf_path), "--outtype", "f16"]
     progress(f"[export] converting to GGUF with {converter} (time limit {timeout_s:.0f} s)")
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              env=utf8_env(), timeout=timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise StudioError(f"the GGUF converter did not finish within {timeout_s:.0f} s and was stopped",
                           "converting writes every weight once; it should take minutes even for an 8B model",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
+from ..procs import utf8_env
 from .scoring import all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60
@@ -301,7 +303,8 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S) -> dict:
     started = time.time()
     try:
         done = subprocess.run([sys.executable, "-m", "rloo_studio.rewards.preview"], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=timeout_s)
+                              capture_output=True, text=True, encoding="utf-8", errors="replace", env=utf8_env(),
+                              timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
         stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         running = [line.split(" ", 1)[1] for line in stderr.splitlines() if line.startswith("CALLING ")]
@@ -343,17 +346,19 @@ def _limit_memory() -> float | None:
     limit = preview_memory_limit_gib()
     if limit is None:
         return None
-    import resource
+    if os.name == "posix":
+        import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    wanted = int(limit * 2**30)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
-    except (ValueError, OSError):
-        return None
-    return wanted / 2**30
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        wanted = int(limit * 2**30)
+        if hard != resource.RLIM_INFINITY:
+            wanted = min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+        except (ValueError, OSError):
+            return None
+        return wanted / 2**30
+    return None  # Windows has no per-process data limit without a job object: the time limit still applies
 
 
 def _main() -> None:
