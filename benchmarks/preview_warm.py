@@ -11,6 +11,7 @@ page reports as the wait. Writes benchmarks/results/preview_warm.json. Target: w
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -50,7 +51,9 @@ def main() -> int:
         finally:
             worker.shutdown()
     warm = [r["wall_s"] for r in rows[1:]]
-    data = {"machine": machine(), "preset": "presets/cpu-demo.yaml", "num_prompts": args.num_prompts,
+    # The machine's load while measuring: on a shared, busy machine every time here is longer than a person's.
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    data = {"machine": machine(), "load_average_1m": load, "preset": "presets/cpu-demo.yaml", "num_prompts": args.num_prompts,
             "num_generations": int(cfg.rloo_value("num_generations")), "previews": rows,
             "first_s": rows[0]["wall_s"], "warm_median_s": sorted(warm)[len(warm) // 2] if warm else None,
             "target_warm_s": TARGET_WARM_S, "one_worker_process": len({r["worker_pid"] for r in rows}) == 1}

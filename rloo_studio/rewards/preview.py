@@ -298,13 +298,15 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     return list(unique.values())
 
 
-def start_scorer() -> subprocess.Popen:
-    """A scoring child that imports what scoring needs (the tokenizer library) before it reads its request.
+def start_scorer(preimport: bool = True) -> subprocess.Popen:
+    """A scoring child; with `preimport` it imports what scoring may need (the tokenizer library) before it
+    reads its request.
 
     Started ahead of time (after a preview, while the person reads the table) it makes the next
     preview wait for nothing but the scoring itself; it is still a fresh process per request, with
     the same memory and time limits. A child whose parent went away reads end-of-input and exits."""
-    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", "--preimport"], stdin=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", *(["--preimport"] if preimport else [])],
+                            stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
                             env=utf8_env())
 
@@ -315,7 +317,7 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subp
     `proc`: a child from `start_scorer` to use (the time limit then counts from the request, not its start)."""
     started = time.time()
     if proc is None or proc.poll() is not None:
-        proc = start_scorer()
+        proc = start_scorer(preimport=False)  # started now: import only what this request needs
     try:
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
     except subprocess.TimeoutExpired:
