@@ -2,19 +2,21 @@
 
     python launch.py [--host H] [--port P] [--auth USER:PASS] [--share] [--inbrowser] [--runs-dir DIR]
                      [--allowed-host NAME] [--no-token] [--print-url]
+    python launch.py --print-install-plan        which torch build this machine gets, and why (installs nothing)
+    python launch.py --torch-index URL ...       install torch from this index instead (or RLOO_TORCH_INDEX_URL)
 
 The app's link carries a launch token (see docs/security.md); `--print-url` prints it again.
 The login may also come from the RLOO_STUDIO_AUTH environment variable (USER:PASS).
 
-Everything after `launch.py` is passed to `rloo-studio ui`.
+Everything else after `launch.py` is passed to `rloo-studio ui`.
 """
 
 import sys
 
-from bootstrap import ensure_environment
+from bootstrap import setup_from_command_line
 
 if __name__ == "__main__":
-    ensure_environment()
+    args = setup_from_command_line()
     from rloo_studio.cli import main
 
-    sys.exit(main(["ui", *sys.argv[1:]]))
+    sys.exit(main(["ui", *args]))

@@ -40,6 +40,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if config_path and "=" in config_path and not Path(config_path).exists():
         overrides.insert(0, config_path)  # `train --resume DIR key=value`: the first override landed here
         config_path = None
+    accelerate = None
+    if args.accelerate_config and not is_launched_rank():
+        from .distributed import read_accelerate_config
+
+        try:
+            if args.num_processes != 1:
+                raise StudioError("--num-processes and --accelerate-config were both given",
+                                  "the accelerate config says how many processes to start (num_processes)",
+                                  "leave out --num-processes")
+            accelerate = read_accelerate_config(args.accelerate_config)
+        except StudioError as exc:
+            return _fail(exc)
     if args.resume:
         run_dir = Path(args.resume)
         if not (run_dir / runs.CONFIG_FILE).is_file():
@@ -51,6 +63,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         launched_for_us = status.get("state") == "queued" and status.get("pid") in (None, os.getpid())
         # Nor is the launcher of `--num-processes N`, whose pid its ranks carry (status holds it while they train).
         launched_for_us |= status.get("pid") is not None and str(status.get("pid")) == os.environ.get(LAUNCHER_PID_ENV)
+        # Only rank 0 (on machine 0) answers for the run: other ranks and other machines' launchers join it.
+        launched_for_us |= (is_launched_rank() and rank() != 0) or bool(accelerate and accelerate.machine_rank > 0)
         if runs.effective_state(status) in runs.ACTIVE_STATES and not launched_for_us:
             return _fail(StudioError(f"run {run_dir.name} is still {status.get('state')} (process {status.get('pid')})",
                                      "two workers must not write one run directory",
@@ -62,8 +76,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         config_path = str(DEMO_PRESET)
         print(f"No config given: training the bundled demo ({DEMO_PRESET.relative_to(PROJECT_ROOT)}): a tiny model that "
               "learns arithmetic word problems on the CPU in about five minutes. Pass a config to train your own.", flush=True)
-    if args.num_processes != 1 and not is_launched_rank():
-        return _train_data_parallel(args, config_path, overrides)
+    if (args.num_processes != 1 or accelerate) and not is_launched_rank():
+        return _train_data_parallel(args, config_path, overrides, accelerate)
     try:
         cfg = RunConfig.load(config_path, overrides)
         from .engine.train import run_training
@@ -99,52 +113,82 @@ def _cuda_device_count() -> int:
         return 0
 
 
-def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: list[str]) -> int:
-    """`train --num-processes N`: this process (the launcher) checks the config, creates the run
-    directory so every rank writes to the same one, then runs N ranks through `accelerate launch`
-    as one child process group, copies their output to the terminal and train.log, and turns
-    Ctrl-C/SIGTERM into the run's clean stop. status.json's pid is this launcher's."""
+def _wait_for_run_dir(run_dir: Path, timeout_s: float = 600) -> None:
+    """Machine k > 0: machine 0's launcher creates the run directory (on the shared filesystem); wait for it."""
+    deadline = time.time() + timeout_s
+    while not (run_dir / runs.CONFIG_FILE).is_file():
+        if time.time() > deadline:
+            raise StudioError(f"{run_dir / runs.CONFIG_FILE} did not appear within {timeout_s:.0f} s",
+                              "with several machines, machine 0 (machine_rank: 0) creates the run directory and the "
+                              "others use the same folder, which must be on a filesystem every machine shares",
+                              "start machine 0 with the same --run-dir, and check that this path is that shared folder")
+        time.sleep(1)
+
+
+def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: list[str], accelerate=None) -> int:
+    """`train --num-processes N` or `--accelerate-config FILE`: this process (the launcher) checks the
+    config, creates the run directory so every rank writes to the same one, then runs the ranks through
+    `accelerate launch` as one child process group, copies their output to the terminal and train.log,
+    and turns Ctrl-C/SIGTERM into the run's clean stop. status.json's pid is this launcher's.
+
+    With several machines each runs its own launcher; machine 0's creates the run directory and
+    records the run, the others join the same directory (a shared folder) and write only their own log."""
     import signal
     import subprocess
 
     from .config import RunConfig
     from .distributed import check_can_launch, launcher_argv
     from .errors import ConfigError
+    from .procs import STOP_SIGNALS, interrupt, own_group_kwargs, utf8_env
 
-    n = args.num_processes
+    n = accelerate.num_processes if accelerate else args.num_processes
+    local = accelerate.local_processes if accelerate else n
+    machine = accelerate.machine_rank if accelerate else 0
     try:
-        check_can_launch(n)  # the cheap refusals first (no accelerate, n < 1)
+        check_can_launch(local)  # the cheap refusals first (no accelerate, n < 1)
         cfg = RunConfig.load(config_path, overrides)
         problems = cfg.validate(num_processes=n)  # TRL's generation batch counts every process
         if problems:
             raise ConfigError(problems, "the run config")
-        check_can_launch(n, _cuda_device_count())
+        check_can_launch(local, _cuda_device_count())
         if args.resume:
             run_dir = Path(args.resume).resolve()
             rank_args = [config_path, "--resume", str(run_dir), *overrides]
+        elif machine > 0:
+            if not args.run_dir:
+                raise StudioError(f"machine_rank {machine} needs --run-dir: the run directory machine 0 creates",
+                                  "every machine trains the same run, which machine 0 writes",
+                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /shared/runs/my-run")
+            run_dir = Path(args.run_dir).resolve()
+            _wait_for_run_dir(run_dir)
+            rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
         else:
             from .engine.train import prepare_run_dir
 
             run_dir = prepare_run_dir(cfg, args.run_dir).resolve()
             rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]  # the resolved config holds the overrides
     except StudioError as exc:
-        _mark_queued_run_failed(args.run_dir, exc)
+        if machine == 0:
+            _mark_queued_run_failed(args.run_dir, exc)
         return _fail(exc)
+    if machine > 0:
+        return _join_as_machine(machine, run_dir, launcher_argv(n, rank_args, config_file=accelerate.path), args)
     fresh = {} if args.resume else {"started_at": time.time(), "step": 0, "max_steps": cfg.rloo_value("max_steps"),
                                     "model": cfg.model.name_or_path}
     runs.update_status(run_dir, state="queued", pid=os.getpid(), num_processes=n, error=None, **fresh)
     # When the app started this launcher its output already goes to train.log; otherwise this process writes it.
     log_file = None if os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir) else open(run_dir / runs.LOG_FILE, "ab")
-    env = {**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-           runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"}
-    argv = launcher_argv(n, rank_args)
-    line = f"[rloo-studio] training in {n} processes (data-parallel): {' '.join(argv)}\n"
+    env = utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+                    runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+    argv = launcher_argv(n, rank_args, config_file=accelerate.path) if accelerate else launcher_argv(n, rank_args)
+    how = f"with {accelerate.path}" if accelerate else "(data-parallel)"
+    line = f"[rloo-studio] training in {n} processes {how}: {' '.join(argv)}\n"
     print(line, end="", flush=True)
     if log_file:
         log_file.write(line.encode())
-    # Its own session: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
+    # Its own session / process group: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+                            **own_group_kwargs())
     signals: list[int] = []
 
     def on_signal(signum, frame):
@@ -155,13 +199,10 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
             runs.update_status(run_dir, state="stopping")
             print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
                   "Send it again to stop at once.", file=sys.stderr, flush=True)
-        else:  # before training began, or asked twice: end the processes now
-            try:
-                os.killpg(proc.pid, signal.SIGTERM if len(signals) <= 2 else signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        else:  # before training began, or asked twice: end the processes now (the third time without waiting)
+            interrupt(proc, hard=len(signals) > 2)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     out = getattr(sys.stdout, "buffer", None)
     try:
         assert proc.stdout is not None
@@ -183,6 +224,7 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
             signal.signal(sig, handler)
         if log_file:
             log_file.close()
+    again = f"--accelerate-config {args.accelerate_config} (on every machine)" if accelerate else f"--num-processes {n}"
     status = runs.read_status(run_dir)
     if status.get("state") in runs.ACTIVE_STATES:  # no rank recorded the end: killed, or a rank other than 0 failed
         if signals:
@@ -194,16 +236,62 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
         status = runs.read_status(run_dir)
     if rc == 0 and status.get("state") in ("finished", "stopped"):
         if status.get("state") == "stopped":
-            print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir} --num-processes {n}")
+            print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir} {again}")
         return EXIT_OK
     if signals:
-        print(f"\nerror: stopped before a clean stop; continue with: rloo-studio train --resume {run_dir} --num-processes {n}",
+        print(f"\nerror: stopped before a clean stop; continue with: rloo-studio train --resume {run_dir} {again}",
               file=sys.stderr)
         return 130
     error = status.get("error") or {}
     print(f"\nerror: {error.get('what') or f'training in {n} processes failed (exit code {rc})'}\n"
           f"The output of every process is in {run_dir / runs.LOG_FILE}.", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _join_as_machine(machine: int, run_dir: Path, argv: list[str], args: argparse.Namespace) -> int:
+    """Machine k > 0 of a several-machine run: start this machine's ranks, show their output (and keep it in
+    train.machine-K.log); machine 0's launcher records the run. Ctrl-C asks the whole run to stop (STOP file)."""
+    import signal
+    import subprocess
+
+    from .procs import STOP_SIGNALS, interrupt, own_group_kwargs, utf8_env
+
+    env = utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+                    runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+    print(f"[rloo-studio] machine {machine}: joining run {run_dir}: {' '.join(argv)}", flush=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            **own_group_kwargs())
+    signals: list[int] = []
+
+    def on_signal(signum, frame):
+        signals.append(signum)
+        if len(signals) == 1:
+            runs.request_stop(run_dir)  # rank 0 sees it; all ranks agree on the step to stop at
+            print(f"\nStop requested ({signal.Signals(signum).name}): every machine finishes the current step, then "
+                  "machine 0 saves. Send it again to end this machine's processes now.", file=sys.stderr, flush=True)
+        else:
+            interrupt(proc, hard=len(signals) > 2)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    out = getattr(sys.stdout, "buffer", None)
+    try:
+        with open(run_dir / f"train.machine-{machine}.log", "ab") as log_file:
+            assert proc.stdout is not None
+            while chunk := os.read(proc.stdout.fileno(), 65536):
+                if out is not None:
+                    out.write(chunk)
+                    out.flush()
+                log_file.write(chunk)
+                log_file.flush()
+        rc = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if rc != 0:
+        print(f"\nerror: machine {machine}'s training processes ended with exit code {rc}; their output is in "
+              f"{run_dir / f'train.machine-{machine}.log'}, machine 0's in {run_dir / runs.LOG_FILE}", file=sys.stderr)
+        return 130 if signals else EXIT_FAILED
+    return EXIT_OK
 
 
 def _mark_queued_run_failed(run_dir: str | None, exc: StudioError) -> None:
@@ -590,6 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-processes", type=int, default=1, metavar="N", help=(
         "train data-parallel in N processes through `accelerate launch`, one per GPU (default 1); "
         "per_device_train_batch_size x N must be a multiple of rloo.num_generations"))
+    p.add_argument("--accelerate-config", metavar="FILE", help=(
+        "launch the training processes with this accelerate config file, unchanged (FSDP, DeepSpeed ZeRO, several "
+        "machines: run the same command on each, with its machine_rank, and the same --run-dir on a shared folder)"))
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("runs", help="list runs with their state, step and last reward")

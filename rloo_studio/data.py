@@ -18,6 +18,7 @@ from typing import Any
 
 from .config import DataConfig, did_you_mean
 from .errors import DataError
+from .procs import utf8_env
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # Endings that can only be files (never a hub id): reported as unsupported or missing, not sent to the hub.
@@ -279,7 +280,8 @@ def peek_in_child(cfg: DataConfig, base_dir: str | Path = ".", timeout_s: float 
 
     payload = json.dumps({"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir)})
     try:
-        done = subprocess.run([sys.executable, "-m", "rloo_studio.data", payload], capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run([sys.executable, "-m", "rloo_studio.data", payload], capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", env=utf8_env(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [],
                 "problems": [f"loading {cfg.source!r} took longer than {timeout_s:.0f} s; check the network, or download it first"]}

@@ -17,6 +17,13 @@ torch.distributed's traceback (the rank's own output already said what went wron
 Which backend: the same as one process — Unsloth when it imports, else transformers + PEFT.
 Each rank is a full copy of the model (plain DDP: gradients are all-reduced, nothing is sharded).
 On CPU the ranks talk over gloo (`use_cpu=True`, set by the engine when there is no CUDA).
+
+`rloo-studio train CONFIG --accelerate-config FILE` launches with the person's own accelerate config
+(FSDP, DeepSpeed ZeRO, several machines) passed to `accelerate launch --config_file` unchanged:
+this module only reads how many processes and machines it asks for and which machine this is.
+Several machines run the same command, each with its own `machine_rank`; the run directory must
+be the same folder on every machine (a shared filesystem), because rank 0 writes it and every rank
+resumes from its checkpoints.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 
 from .errors import StudioError
 
@@ -118,10 +126,70 @@ def accelerate_config_yaml(num_processes: int) -> str:
     )
 
 
-def launcher_argv(num_processes: int, train_args: list[str], python: str | None = None) -> list[str]:
-    """The command the CLI's launcher starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`."""
-    return [python or sys.executable, "-m", "rloo_studio.distributed", *accelerate_flags(num_processes),
-            "-m", "rloo_studio.cli", "train", *train_args]
+@dataclass
+class AccelerateConfig:
+    """What the launcher needs from a person's accelerate config file; the file itself is passed on unchanged."""
+    path: str
+    num_processes: int   # over all machines, as accelerate counts it
+    num_machines: int
+    machine_rank: int
+    distributed_type: str
+
+    @property
+    def local_processes(self) -> int:
+        return max(1, self.num_processes // self.num_machines)
+
+
+def read_accelerate_config(path: str) -> AccelerateConfig:
+    """Read `path` (YAML or JSON, as `accelerate config` writes it); refuse what cannot launch, with the key to fix."""
+    import yaml
+
+    file = os.path.abspath(path)
+    if not os.path.isfile(file):
+        raise StudioError(f"--accelerate-config {path}: no such file", "the accelerate config is read from this path",
+                          "write one with `accelerate config --config_file FILE`, or give the path of an existing one")
+    try:
+        with open(file, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise StudioError(f"--accelerate-config {path} could not be read ({type(exc).__name__}: {exc})",
+                          "it must be an accelerate config file (YAML)", "fix the file, or write a new one with `accelerate config`") from None
+    if not isinstance(data, dict):
+        raise StudioError(f"--accelerate-config {path} is not a mapping of settings", "accelerate config files are YAML mappings",
+                          "write one with `accelerate config --config_file FILE`")
+
+    def number(key: str, default: int, minimum: int) -> int:
+        value = data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise StudioError(f"{key}: {value!r} in {path} is not a whole number of at least {minimum}",
+                              "accelerate starts this many processes / machines", f"set {key}: {max(minimum, default)} (for example)")
+        return value
+
+    machines = number("num_machines", 1, 1)
+    processes = number("num_processes", 1, 1)
+    machine_rank = number("machine_rank", 0, 0)
+    if machine_rank >= machines:
+        raise StudioError(f"machine_rank: {machine_rank} in {path} is not below num_machines: {machines}",
+                          "machines are numbered 0 to num_machines - 1; machine 0 writes the run",
+                          f"set machine_rank between 0 and {machines - 1} on each machine")
+    if processes % machines:
+        raise StudioError(f"num_processes: {processes} in {path} is not a multiple of num_machines: {machines}",
+                          "accelerate counts num_processes over all machines and starts the same number on each",
+                          f"set num_processes: {machines * max(1, processes // machines)}")
+    if machines > 1 and not data.get("main_process_ip"):
+        raise StudioError(f"{path} asks for {machines} machines but names no main_process_ip",
+                          "the other machines connect to machine 0 at this address",
+                          "set main_process_ip to machine 0's address (and main_process_port to a free port)")
+    return AccelerateConfig(file, processes, machines, machine_rank, str(data.get("distributed_type", "NO")))
+
+
+def launcher_argv(num_processes: int, train_args: list[str], python: str | None = None,
+                  config_file: str | None = None) -> list[str]:
+    """The command the CLI's launcher starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`.
+
+    With `config_file` the person's accelerate config decides everything (no flags of ours are added)."""
+    flags = ["--config_file", config_file] if config_file else accelerate_flags(num_processes)
+    return [python or sys.executable, "-m", "rloo_studio.distributed", *flags, "-m", "rloo_studio.cli", "train", *train_args]
 
 
 def main(argv: list[str] | None = None) -> int:

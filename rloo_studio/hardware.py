@@ -3,15 +3,23 @@
 The probe imports torch, so it runs in a child process (`python -m rloo_studio.hardware`
 prints JSON): the app's own process stays light and a broken CUDA driver cannot take it down.
 Several GPUs are listed one by one; memory estimates are per device.
+
+The probe is also the self-check (`python -m rloo_studio.hardware --self-check`, run by the setup
+after installing, and by the app at start): an NVIDIA GPU that the driver lists but torch cannot
+use, or a bf16 that torch claims and the GPU cannot run, is a `problem` — what was found, why,
+and the command that fixes it — never a silent fall-back to the CPU.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 PROBE_TIMEOUT_S = 120  # importing torch on a cold disk can take a minute
 
@@ -34,6 +42,8 @@ class Hardware:
     torch: str | None = None
     cuda: str | None = None
     error: str | None = None  # why detection failed, if it did
+    driver_gpus: list[str] = field(default_factory=list)  # what nvidia-smi lists, e.g. "NVIDIA GeForce RTX 4090, 560.35.03, 24564 MiB"
+    problem: str | None = None  # the self-check failed: what, why, and the command that fixes it
 
     @property
     def has_gpu(self) -> bool:
@@ -42,6 +52,8 @@ class Hardware:
     def summary(self) -> str:
         """One readable line per device, for the app and the CLI."""
         ram = f", {self.ram_gb:.0f} GB RAM" if self.ram_gb else ""
+        if self.problem:
+            return f"⛔ {self.problem}\nCPU: {self.cpu_cores} cores{ram}"
         if not self.gpus:
             note = f" (GPU detection failed: {self.error})" if self.error else " — no CUDA GPU found"
             return f"CPU: {self.cpu_cores} cores{ram}{note}. Training runs on the CPU: the bundled demo takes about five minutes."
@@ -68,13 +80,65 @@ def _ram_gb() -> float | None:
         return None
 
 
+def nvidia_smi_gpus() -> list[str]:
+    """The GPUs the NVIDIA driver lists ("name, driver, memory"), without torch; [] when there is no working driver."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        result = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                                capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()] if result.returncode == 0 else []
+
+
+def _install_plan():
+    """The setup's install plan for this machine (bootstrap.py, standard library only), or None without it."""
+    path = Path(__file__).resolve().parents[1] / "bootstrap.py"
+    if not path.is_file():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location("_rloo_bootstrap", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+        return module.current_plan()
+    except Exception:  # noqa: BLE001 - the message below still says what to check
+        return None
+
+
+def gpu_problem(driver_gpus: list[str], torch_version: str | None, torch_cuda: str | None, cuda_available: bool,
+                python: str = sys.executable) -> str | None:
+    """Why a GPU the driver lists cannot be used by this torch, and the command that fixes it; None when it can."""
+    if not driver_gpus or cuda_available:
+        return None
+    found = f"The NVIDIA driver lists {'; '.join(driver_gpus)}, but torch {torch_version or '(not installed)'} cannot use it"
+    if torch_cuda is None:
+        why = "this torch is a CPU-only build (it has no CUDA), so training would run on the CPU"
+    else:
+        why = (f"this torch is built for CUDA {torch_cuda}, which needs a newer NVIDIA driver than the one installed "
+               "(or the driver is not loaded)")
+    plan = _install_plan()
+    if plan is not None and plan.error:
+        fix = plan.error
+    elif plan is not None and plan.index:
+        fix = (f"run `{python} -m pip install --force-reinstall {' '.join(plan.pip_args())}` "
+               f"(the {plan.build} build: {plan.why}), then start RLOO Studio again")
+    else:
+        fix = ("update the NVIDIA driver, or install torch from PyTorch's CUDA index "
+               f"(`{python} -m pip install --force-reinstall torch torchvision --index-url https://download.pytorch.org/whl/cu126`)")
+    return f"{found}: {why}. What to do: {fix}."
+
+
 def probe() -> Hardware:
     """Run in the child process: ask torch what is there."""
-    hw = Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb())
+    hw = Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), driver_gpus=nvidia_smi_gpus())
     try:
         import torch
     except Exception as exc:  # noqa: BLE001 - reported, not raised: the app still works on the CPU
         hw.error = f"torch could not be imported ({type(exc).__name__}: {exc})"
+        hw.problem = gpu_problem(hw.driver_gpus, None, None, False)
         return hw
     hw.torch, hw.cuda = torch.__version__, torch.version.cuda
     try:
@@ -85,11 +149,23 @@ def probe() -> Hardware:
             except Exception:  # noqa: BLE001 - some drivers refuse; total memory is still known
                 free = None
             with torch.cuda.device(i):
-                bf16 = bool(torch.cuda.is_bf16_supported())
+                # Without `including_emulation=False` torch answers yes on pre-Ampere GPUs too, where bf16 is
+                # emulated (slow); bf16 runs natively from compute capability 8.0 (Ampere).
+                bf16 = bool(torch.cuda.is_bf16_supported(including_emulation=False))
+                if bf16:
+                    try:  # claimed: make sure it really runs
+                        x = torch.ones(8, 8, device=f"cuda:{i}", dtype=torch.bfloat16)
+                        (x @ x).sum().item()
+                    except Exception as exc:  # noqa: BLE001
+                        hw.problem = (f"GPU {i} ({props.name}) claims bfloat16 support, but a bfloat16 operation failed "
+                                      f"({type(exc).__name__}: {exc}). What to do: train in float16 "
+                                      "(model.dtype=float16) and update the NVIDIA driver.")
+                        bf16 = False
             hw.gpus.append(Gpu(index=i, name=props.name, total_gb=props.total_memory / 1024**3, free_gb=free,
                                capability=f"{props.major}.{props.minor}", bf16=bf16))
     except Exception as exc:  # noqa: BLE001 - a broken driver: say so, carry on with the CPU
         hw.error = f"CUDA is installed but the GPU could not be queried ({type(exc).__name__}: {exc})"
+    hw.problem = hw.problem or gpu_problem(hw.driver_gpus, hw.torch, hw.cuda, bool(hw.gpus))
     return hw
 
 
@@ -97,7 +173,8 @@ def detect(timeout_s: float = PROBE_TIMEOUT_S) -> Hardware:
     """Detect the hardware from a child process; never raises (a failure is described in `error`)."""
     try:
         result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware"], capture_output=True, text=True,
-                                timeout=timeout_s, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                                encoding="utf-8", errors="replace", timeout=timeout_s,
+                                env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"})
         if result.returncode == 0:
             return Hardware.from_dict(json.loads(result.stdout.strip().splitlines()[-1]))
         tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -108,5 +185,18 @@ def detect(timeout_s: float = PROBE_TIMEOUT_S) -> Hardware:
         return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"{type(exc).__name__}: {exc}")
 
 
+def main(argv: list[str]) -> int:
+    """`--self-check`: print what was found, exit 1 with the problem; otherwise one JSON line (for `detect`)."""
+    hw = probe()
+    if "--self-check" in argv:
+        if hw.problem:
+            print(hw.problem, flush=True)
+            return 1
+        print(hw.summary().splitlines()[0], flush=True)
+        return 0
+    print(json.dumps(hw.to_dict()))
+    return 0
+
+
 if __name__ == "__main__":
-    print(json.dumps(probe().to_dict()))
+    sys.exit(main(sys.argv[1:]))

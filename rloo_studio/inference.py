@@ -1,7 +1,8 @@
 """The app's handle on the inference worker: start it, send requests, stream events, restart it.
 
 At most one inference worker runs (`python -m rloo_studio.engine.inference_worker`); it keeps a
-loaded model between chat messages. Requests are serialised by a lock — two browser sessions
+loaded model between chat messages, and the reward preview's model between previews. Requests
+are serialised by a lock — two browser sessions
 chatting take turns instead of racing on one model. A request that outlives its time limit
 kills the worker; a worker that died (out of memory, a crash, killed) is started afresh on the
 next request and the model it had loaded is loaded again, so the app stays usable. Starting
@@ -25,6 +26,7 @@ from typing import Iterator
 
 from . import runs
 from .errors import StudioError
+from .procs import own_group_kwargs, utf8_env
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -70,9 +72,9 @@ class InferenceWorker:
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                      text=True, encoding="utf-8", env=env, start_new_session=True)
+                                      text=True, encoding="utf-8", env=env, **own_group_kwargs())
         if log is not subprocess.DEVNULL:
             log.close()  # the child holds its own descriptor
         self._events = queue.Queue()
@@ -226,6 +228,38 @@ class InferenceWorker:
                     self.kill()
                 finally:
                     if self._pending:  # abandoned mid-request (the page went away): its late events must not reach the next one
+                        self.kill()
+                        self._pending = False
+
+    def preview(self, request: dict, guard=None) -> Iterator[dict]:
+        """Sample a reward preview's completions in the worker; yields progress events and one done event.
+
+        `request` holds the run config as a dict, its base_dir, and num_prompts or prompt/answer, seed.
+        The worker keeps the config's base model loaded between previews (engine.warm), so a second
+        preview of the same model samples at once. It holds the lock like a chat turn: a chat and a
+        preview never interleave on one model. A preview replaces the chat's loaded model in memory."""
+        with self._lock:
+            if self.reserved_by:
+                raise StudioError(f"{self.reserved_by} is running", "it needs the model memory the preview would take",
+                                  "wait for it to finish, then press Sample and score again")
+            refusal = guard() if guard else None
+            if refusal:
+                raise StudioError(refusal)
+            for attempt in (1, 2):
+                answered = False
+                try:
+                    for event in self._send({"op": "preview", **request}, LOAD_TIMEOUT_S):
+                        answered = True
+                        if event.get("event") == "done" and (event.get("result") or {}).get("chat_released"):
+                            self.loaded = None  # the next chat message loads its model again
+                        yield event
+                    return
+                except WorkerExited:
+                    if answered or attempt == 2:  # died mid-answer: report it; died while idle: one fresh start
+                        raise
+                    self.kill()
+                finally:
+                    if self._pending:
                         self.kill()
                         self._pending = False
 

@@ -21,9 +21,10 @@ from pathlib import Path
 from . import runs
 from .config import RewardSpec, RunConfig
 from .errors import StudioError
+from .procs import own_group_kwargs, utf8_env
 
 # Workers started by this process, by run directory: kept to reap them when they end (a child
-# that has exited but was never waited for still answers `kill(pid, 0)`, so it would look alive).
+# that has exited but was never waited for is a zombie until then).
 _children: dict[str, subprocess.Popen] = {}
 USER_REWARDS_FILE = runs.REWARDS_FILE
 # Checking "is anything training?" and starting a worker must not interleave between two sessions.
@@ -54,12 +55,12 @@ def _refuse_if_busy(runs_dir: str | Path) -> None:
 
 
 def _spawn(run_dir: Path, args: list[str]) -> subprocess.Popen:
-    env = {**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"}
+    env = utf8_env({**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"})
     log = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8")
     try:
         proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)  # survives the app's restart and its Ctrl-C
+                                **own_group_kwargs())  # survives the app's restart and its Ctrl-C
     finally:
         log.close()  # the child has its own copy of the descriptor
     _children[str(run_dir.resolve())] = proc

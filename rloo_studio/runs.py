@@ -169,21 +169,10 @@ def update_status(run_dir: str | Path, **fields: Any) -> dict:
 
 
 def pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A child that exited but was not yet waited for (a zombie) still answers kill(pid, 0).
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True  # no /proc (macOS, Windows): trust kill()
+    """True while the worker process `pid` runs (portable: see `procs.pid_alive`)."""
+    from .procs import pid_alive as alive
 
+    return alive(pid)
 
 
 def effective_state(status: dict) -> str:

@@ -228,10 +228,10 @@ def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = Tr
     candidates = [PROJECT_ROOT / "assets" / "demo-model"] if model == "demo" else [Path(model).expanduser(), Path(base_dir) / model]
     for folder in candidates:
         if (folder / "config.json").is_file():
-            return shape_from_config(json.loads((folder / "config.json").read_text()), model)
+            return shape_from_config(json.loads((folder / "config.json").read_text(encoding="utf-8")), model)
     cached = _hub_cached_config(model) if "/" in model else None
     if cached:
-        return shape_from_config(json.loads(cached.read_text()), model)
+        return shape_from_config(json.loads(cached.read_text(encoding="utf-8")), model)
     key = _normalise_id(model)
     for name, shape in KNOWN_MODELS.items():
         if name.lower() == key:
@@ -242,7 +242,7 @@ def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = Tr
     if "/" in model and allow_download and not os.environ.get("HF_HUB_OFFLINE"):
         downloaded = _download_config(model)
         if downloaded:
-            return shape_from_config(json.loads(downloaded.read_text()), model)
+            return shape_from_config(json.loads(downloaded.read_text(encoding="utf-8")), model)
     return None
 
 

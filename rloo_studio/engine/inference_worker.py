@@ -8,15 +8,23 @@ copy of stdout; the real stdout is pointed at stderr first, so that a library pr
     {"op": "load", "run_dir": ..., "checkpoint": "final"}        → progress…, done {result}
     {"op": "chat", "messages": [...], "sides": ["base", "tuned"],
      "sampling": {...}, "system_prompt": ...}                     → text…, reply (per side), done
+    {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...,
+     "seed": S}                                                   → progress…, done {groups, conversational,
+                                                                    tokenizer, loads, chat_released}
     {"op": "ping"} → done;   {"op": "shutdown"} → exits
 
 Every request ends with exactly one `done` or `error` event. An out-of-memory error is reported
 with advice and then the process exits, so the next request starts from a clean process (the
 client reloads the model). It knows nothing of Gradio.
+
+The preview samples with the config's base model, which `engine.warm` keeps loaded between
+previews (keyed by model, dtype and quantisation). At most one of the two is held: a preview
+drops the chat's model (and says so, so the client reloads it), loading a chat drops the preview's.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -32,6 +40,24 @@ def _is_oom(exc: BaseException) -> bool:
     return type(exc).__name__ in ("OutOfMemoryError", "OutOfMemory") or "out of memory" in str(exc).lower()
 
 
+def _preview(request: dict, send) -> dict:
+    """Sample the preview's completions with the (warm) base model: engine.preview.sample_groups, as the CLI does."""
+    from ..config import RunConfig
+    from . import warm
+    from .preview import pick_rows, sample_groups
+
+    cfg = RunConfig.from_dict(request["config"], request.get("base_dir") or ".")
+    seed = int(request.get("seed", 0))
+    if request.get("prompt"):
+        answer = request.get("answer")
+        rows = [{cfg.data.prompt_column: request["prompt"], **({"answer": answer} if answer not in (None, "") else {})}]
+    else:
+        rows = pick_rows(cfg, int(request.get("num_prompts", 4)), seed)
+    groups, conversational, tokenizer = sample_groups(cfg, rows, lambda msg: send({"event": "progress", "message": msg}), seed)
+    return {"groups": groups, "conversational": conversational, "tokenizer": str(tokenizer) if tokenizer is not None else None,
+            "num_generations": int(cfg.rloo_value("num_generations")), "loads": warm.loads, "pid": os.getpid()}
+
+
 def main() -> int:
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to the log, not into the protocol
@@ -40,6 +66,7 @@ def main() -> int:
         protocol.write(json.dumps(event) + "\n")
         protocol.flush()
 
+    from . import warm
     from .inference import ChatModel, Sampling
 
     chat = ChatModel()
@@ -59,7 +86,14 @@ def main() -> int:
                 return 0
             if op == "ping":
                 send({"event": "done", "result": {"loaded": chat.adapter_name, "adapters": list(chat.loaded), "base_loads": chat.base_loads}})
+            elif op == "preview":
+                chat_released = chat.model is not None
+                if chat_released:
+                    chat = ChatModel()  # one model in memory at a time
+                    gc.collect()
+                send({"event": "done", "result": {**_preview(request, send), "chat_released": chat_released}})
             elif op == "load":
+                warm.release()
                 result = chat.load(request["run_dir"], request.get("checkpoint", "final"),
                                    progress=lambda msg: send({"event": "progress", "message": msg}))
                 send({"event": "done", "result": result})

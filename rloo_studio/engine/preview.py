@@ -31,15 +31,15 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     """([{prompt, row, completions, completion_ids}], conversational, tokenizer source) for `rows`."""
     from ..data import to_trl_dataset, use_chat_format
     from .generate import generate_completions
-    from .model import load_model, resolve_model_source
+    from .model import resolve_model_source
     from .stack import import_training_stack
+    from .warm import load_preview_model
 
     k = int(cfg.rloo_value("num_generations"))
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
     temperature = cfg.rloo.get("temperature", 1.0)
     stack = import_training_stack("transformers")
-    progress(f"[preview] loading {cfg.model.name_or_path}")
-    loaded = load_model(cfg.model, None, stack, cfg.base_dir, for_training=False)
+    loaded = load_preview_model(cfg, stack, progress)  # kept loaded between previews in the inference worker
     tokenizer = loaded.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
     conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)

@@ -255,7 +255,9 @@ def _install_signal_handlers(stop_flag: dict) -> dict:
               "Send it again to stop at once.", file=sys.stderr, flush=True)
 
     previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    from ..procs import STOP_SIGNALS
+
+    for sig in STOP_SIGNALS:  # with SIGBREAK on Windows (the launcher's CTRL_BREAK_EVENT)
         try:
             previous[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread (e.g. inside a test runner thread)

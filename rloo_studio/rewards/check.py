@@ -12,6 +12,8 @@ import json
 import subprocess
 import sys
 
+from ..procs import utf8_env
+
 CHECK_TIMEOUT_S = 30
 FILENAME = "rewards.py"
 
@@ -27,7 +29,8 @@ def check_source(source: str, columns: list[str] | tuple[str, ...] = (), timeout
         return {"functions": [], "problems": [exc.message()]}
     try:
         done = subprocess.run([sys.executable, "-m", "rloo_studio.rewards.check"], input=json.dumps({"source": source, "columns": list(columns)}),
-                              capture_output=True, text=True, timeout=timeout_s)
+                              capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", env=utf8_env(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"functions": names, "problems": [f"loading the reward code took longer than {timeout_s:.0f} s.\nWhy: code at the top "
                                                  "level of the file (outside any function) runs when it is loaded, and something there "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
+from ..procs import utf8_env
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60
@@ -311,22 +313,39 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     return list(unique.values())
 
 
-def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S) -> dict:
-    """`score` in a child process with a time limit; problems come back in `problems`, never as exceptions."""
+def start_scorer(preimport: bool = True) -> subprocess.Popen:
+    """A scoring child; with `preimport` it imports what scoring may need (the tokenizer library) before it
+    reads its request.
+
+    Started ahead of time (after a preview, while the person reads the table) it makes the next
+    preview wait for nothing but the scoring itself; it is still a fresh process per request, with
+    the same memory and time limits. A child whose parent went away reads end-of-input and exits."""
+    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", *(["--preimport"] if preimport else [])],
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+                            env=utf8_env())
+
+
+def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subprocess.Popen | None = None) -> dict:
+    """`score` in a child process with a time limit; problems come back in `problems`, never as exceptions.
+
+    `proc`: a child from `start_scorer` to use (the time limit then counts from the request, not its start)."""
     started = time.time()
+    if proc is None or proc.poll() is not None:
+        proc = start_scorer(preimport=False)  # started now: import only what this request needs
     try:
-        done = subprocess.run([sys.executable, "-m", "rloo_studio.rewards.preview"], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        running = [line.split(" ", 1)[1] for line in stderr.splitlines() if line.startswith("CALLING ")]
+        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        running = [line.split(" ", 1)[1] for line in (stderr or "").splitlines() if line.startswith("CALLING ")]
         who = f"reward function `{running[-1]}`" if running else "loading the rewards"
         return {"problems": [f"{who} did not return within {timeout_s:.0f} s.\nWhy: it may loop forever, wait on the network, "
                              "or be far too slow for training (TRL calls it on every batch).\nWhat to do: make it return "
                              "promptly; the app stopped it and is unaffected."], "seconds": time.time() - started}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        tail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    lines = (stdout or "").strip().splitlines()
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        tail = ((stderr or "").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         return {"problems": [f"scoring failed: {tail}"], "seconds": time.time() - started}
     result = json.loads(lines[-1])
     result["seconds"] = time.time() - started
@@ -358,17 +377,19 @@ def _limit_memory() -> float | None:
     limit = preview_memory_limit_gib()
     if limit is None:
         return None
-    import resource
+    if os.name == "posix":
+        import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    wanted = int(limit * 2**30)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
-    except (ValueError, OSError):
-        return None
-    return wanted / 2**30
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        wanted = int(limit * 2**30)
+        if hard != resource.RLIM_INFINITY:
+            wanted = min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+        except (ValueError, OSError):
+            return None
+        return wanted / 2**30
+    return None  # Windows has no per-process data limit without a job object: the time limit still applies
 
 
 def _main() -> None:
@@ -376,7 +397,15 @@ def _main() -> None:
 
     global _MEMORY_LIMIT_GIB
     _MEMORY_LIMIT_GIB = _limit_memory()  # before the request is read and any reward code is imported
-    request = json.loads(sys.stdin.read())
+    if "--preimport" in sys.argv[1:]:  # started ahead of its request (start_scorer): do the slow import now
+        try:
+            from transformers import AutoTokenizer  # noqa: F401
+        except Exception:  # noqa: BLE001 - scoring reports it if it matters
+            pass
+    text = sys.stdin.read()
+    if not text.strip():
+        return  # the parent went away before sending a request (a standby child of an app that quit)
+    request = json.loads(text)
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # prints in reward code must not corrupt the answer
     try:

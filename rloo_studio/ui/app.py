@@ -16,6 +16,7 @@ import os
 import shlex
 import sys
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -37,9 +38,9 @@ from .data_tab import DataTab  # noqa: E402
 from .model_tab import ModelTab, estimate_markdown  # noqa: E402
 from ..jobs import absolute_paths  # noqa: E402
 from ..rewards.preview import score_in_child, tokenizer_source  # noqa: E402
-from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown  # noqa: E402
+from .rewards_tab import RewardsTab, pinned_groups, pinned_report, preview_tables, receives_markdown, sample_and_score  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
-from .chat_tab import ChatTab  # noqa: E402
+from .chat_tab import ChatTab, busy_message  # noqa: E402
 from .child import run_cli  # noqa: E402
 from .eval_tab import EvalTab  # noqa: E402
 from .export_tab import ExportTab  # noqa: E402
@@ -283,6 +284,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
         # ---- reward preview and pinned examples ---------------------------------------------------
         def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
+            clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
             cfg, problems = config_from_form(state, list(values))
             if cfg is None or problems:
                 return [problems_markdown(problems), None, None, ""]
@@ -291,10 +293,8 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
             code = values[code_index] or ""
             (folder / "rewards.py").write_text(code, encoding="utf-8")
             absolute_paths(cfg, folder).save(folder / "config.yaml")
-            args = ["preview", str(folder / "config.yaml"), "--json",
-                    "--timeout", str(PREVIEW_SCORE_TIMEOUT_S)]
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
-            if lines:
+            if lines:  # pasted completions: nothing to sample, the CLI scores them
                 if not (typed_prompt or "").strip():
                     return ["Type the prompt the pasted completions answer.", None, None, ""]
                 if len(lines) < 2:
@@ -303,28 +303,30 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                 if (typed_answer or "").strip():
                     item["answer"] = typed_answer.strip()
                 (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-                args += ["--completions", str(folder / "completions.jsonl")]
-            elif (typed_prompt or "").strip():
-                args += ["--prompt", typed_prompt.strip()] + (["--answer", typed_answer.strip()] if (typed_answer or "").strip() else [])
-            else:
-                args += ["--num-prompts", str(int(prompts_n))]
-            progress(0.05, desc="Starting the model worker…")
-            def on_stage(line: str) -> None:  # the worker reports its stages: loading, sampling, scoring
-                if line.startswith("[preview]"):
-                    stage = line[len("[preview]"):].strip()
-                    progress(0.3 if "loading" in stage else 0.6 if "sampling" in stage else 0.9, desc=stage)
-
-            finished = run_cli(args, on_stage, cwd=os.getcwd(), tail_lines=200)
-            if finished.returncode != 0 or not finished.stdout.strip():
-                message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
-                return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
-            result = json.loads(finished.stdout.strip().splitlines()[-1])
+                finished = run_cli(["preview", str(folder / "config.yaml"), "--json", "--timeout", str(PREVIEW_SCORE_TIMEOUT_S),
+                                    "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
+                if finished.returncode != 0 or not finished.stdout.strip():
+                    message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
+                    return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
+                result = json.loads(finished.stdout.strip().splitlines()[-1])
+            else:  # sampled in the inference worker, which keeps the model loaded between previews
+                progress(0.05, desc="Asking the model worker…" if worker.alive else "Starting the model worker…")
+                try:
+                    result = sample_and_score(worker, RunConfig.load(folder / "config.yaml"),
+                                              num_prompts=None if (typed_prompt or "").strip() else int(prompts_n),
+                                              prompt=(typed_prompt or "").strip() or None, answer=(typed_answer or "").strip() or None,
+                                              timeout_s=PREVIEW_SCORE_TIMEOUT_S, progress=progress,
+                                              guard=lambda: busy_message(runs_dir, "Sampling completions"))
+                except StudioError as exc:
+                    return [f"**Preview failed:** {exc.message()}".replace("\n", "  \n"), None, None, ""]
+            if result.get("problems"):
+                return [f"**Preview failed:** {result['problems'][0]}".replace("\n", "  \n"), None, None, ""]
             table, summary, findings = preview_tables(result)
             n = len(result.get("rows", []))
             how = ("your pasted completions" if lines else
                    f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo.get('temperature', 1.0)}, "
                    f"up to {cfg.rloo_value('max_completion_length')} tokens")
-            return [f"Scored {n} completions ({how}) in {result.get('seconds', 0):.1f} s.", table, summary, findings]
+            return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings]
 
         preview_inputs = [base, rewards_tab.preview_prompts, rewards_tab.preview_prompt, rewards_tab.preview_answer,
                           rewards_tab.preview_pasted] + form_inputs

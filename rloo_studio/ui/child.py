@@ -14,6 +14,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from ..procs import utf8_env
+
 
 @dataclass
 class Finished:
@@ -33,7 +35,8 @@ def run_cli(args: list[str], on_line=lambda line: None, cwd: str | None = None, 
 
 def run_command(argv: list[str], on_line=lambda line: None, cwd: str | None = None, tail_lines: int = 40) -> Finished:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, encoding="utf-8", errors="replace", cwd=cwd)
+                            stdin=subprocess.DEVNULL, text=True, encoding="utf-8", errors="replace", cwd=cwd,
+                            env=utf8_env())
     chunks: list[str] = []
     reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), name="cli-stdout", daemon=True)
     reader.start()

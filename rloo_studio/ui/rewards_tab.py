@@ -19,6 +19,7 @@ from ..config import RunConfig
 from ..jobs import USER_REWARDS_FILE
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
+from ..rewards.preview import score_in_child, start_scorer
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.templates import TEMPLATES, template
 from . import text
@@ -251,3 +252,34 @@ def _split(text: str) -> tuple[str, str]:
 
 def _num(value):
     return round(value + 0.0, 3) if isinstance(value, (int, float)) else value
+
+
+# A scoring child started after each preview for the next one (see rewards.preview.start_scorer).
+_standby_scorer: dict = {}
+
+
+def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, prompt: str | None = None,
+                     answer: str | None = None, timeout_s: float = 30, progress=lambda fraction, desc: None,
+                     seed: int = 0, guard=None) -> dict:
+    """*Sample and score* as the page runs it: completions are sampled in the inference worker, which keeps
+    the model loaded between previews, then scored in a child process with a time limit (`score_in_child`).
+
+    The result is `score_in_child`'s, plus `worker` (its pid and how many times it loaded a preview model).
+    `guard()` may refuse (e.g. a run is training and holds the memory)."""
+    request = {"config": cfg.to_dict(), "base_dir": str(cfg.base_dir), "num_prompts": num_prompts, "prompt": prompt,
+               "answer": answer, "seed": seed}
+    sampled = None
+    for event in worker.preview(request, guard=guard):
+        if event.get("event") == "progress":
+            stage = str(event.get("message", "")).removeprefix("[preview]").strip()
+            progress(0.3 if "load" in stage else 0.6, desc=stage)
+        elif event.get("event") == "done":
+            sampled = event.get("result") or {}
+    progress(0.9, desc="scoring with the reward functions")
+    score_request = {"groups": sampled["groups"], "num_generations": sampled["num_generations"],
+                     "conversational": sampled["conversational"], "tokenizer": sampled["tokenizer"],
+                     "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": None}
+    result = score_in_child(score_request, timeout_s=timeout_s, proc=_standby_scorer.pop("proc", None))
+    _standby_scorer["proc"] = start_scorer()
+    result["worker"] = {"pid": sampled.get("pid"), "loads": sampled.get("loads")}
+    return result

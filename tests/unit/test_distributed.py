@@ -156,3 +156,48 @@ def test_launcher_creates_the_run_and_reports_how_the_ranks_ended(tmp_path, caps
         assert code == cli.EXIT_FAILED and status["state"] == "failed"
         assert "training in 2 processes failed (exit code 3)" in status["error"]["what"]
         assert "training in 2 processes failed" in err and "train.log" in err and "Traceback" not in err
+
+
+# ---- --accelerate-config ---------------------------------------------------------------------------
+
+def _acc(tmp_path, text: str):
+    path = tmp_path / "acc.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_accelerate_config_is_read_and_passed_on_unchanged(tmp_path):
+    from rloo_studio.distributed import launcher_argv, read_accelerate_config
+
+    path = _acc(tmp_path, "distributed_type: FSDP\nnum_machines: 2\nmachine_rank: 1\nnum_processes: 4\n"
+                          "main_process_ip: 10.0.0.1\nmain_process_port: 29501\nfsdp_config: {fsdp_sharding_strategy: FULL_SHARD}\n")
+    acc = read_accelerate_config(path)
+    assert (acc.num_processes, acc.num_machines, acc.machine_rank, acc.local_processes) == (4, 2, 1, 2)
+    argv = launcher_argv(4, ["c.yaml", "--run-dir", "d"], python="py", config_file=acc.path)
+    # only --config_file: none of our own flags (they would override the person's settings)
+    assert argv == ["py", "-m", "rloo_studio.distributed", "--config_file", acc.path, "-m", "rloo_studio.cli", "train",
+                    "c.yaml", "--run-dir", "d"]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("num_machines: 2\nmachine_rank: 2\nnum_processes: 2\nmain_process_ip: 1.2.3.4\n", "machine_rank: 2"),
+    ("num_machines: 2\nmachine_rank: 0\nnum_processes: 3\nmain_process_ip: 1.2.3.4\n", "set num_processes: 2"),
+    ("num_machines: 2\nmachine_rank: 0\nnum_processes: 2\n", "main_process_ip"),
+    ("num_processes: zero\n", "num_processes: 'zero'"),
+])
+def test_an_accelerate_config_that_cannot_launch_is_refused_with_the_key(tmp_path, text, says):
+    from rloo_studio.distributed import read_accelerate_config
+
+    with pytest.raises(distributed.StudioError) as info:
+        read_accelerate_config(_acc(tmp_path, text))
+    assert says in info.value.message()
+
+
+def test_train_refuses_num_processes_with_an_accelerate_config(tmp_path, capsys):
+    from rloo_studio import cli
+
+    path = _acc(tmp_path, "num_processes: 2\n")
+    assert cli.main(["train", "c.yaml", "--num-processes", "2", "--accelerate-config", path]) == cli.EXIT_BAD_INPUT
+    assert "leave out --num-processes" in capsys.readouterr().err
+    assert cli.main(["train", "c.yaml", "--accelerate-config", str(tmp_path / "missing.yaml")]) == cli.EXIT_BAD_INPUT
+    assert "no such file" in capsys.readouterr().err

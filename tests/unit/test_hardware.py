@@ -42,3 +42,56 @@ def test_a_failed_probe_is_described_not_raised(monkeypatch):
     monkeypatch.setattr(subprocess, "run", broken)
     hw = detect(timeout_s=1)
     assert hw.gpus == [] and "took over 1 s" in hw.error and "GPU detection failed" in hw.summary()
+
+
+def _stand_in_nvidia_smi(folder, line: str, cap: str) -> None:
+    """Prints what the real tool prints for the two queries the probe and the install plan make."""
+    import stat
+
+    tool = folder / "nvidia-smi"
+    tool.write_text(f'#!/bin/sh\ncase "$1" in\n  --query-gpu=compute_cap) echo "{cap}" ;;\n  *) echo "{line}" ;;\nesac\n',
+                    encoding="utf-8")
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+
+
+def test_self_check_a_gpu_the_driver_lists_but_torch_cannot_use_is_a_problem_with_the_fix(tmp_path, monkeypatch):
+    """A stand-in nvidia-smi and this machine's torch (which has no usable CUDA here) → the message."""
+    import os
+
+    _stand_in_nvidia_smi(tmp_path, "NVIDIA GeForce RTX 3090, 560.35.03, 24576 MiB", "8.6")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("RLOO_TORCH_INDEX_URL", raising=False)
+    hw = detect()
+    if hw.gpus:
+        import pytest
+
+        pytest.skip("this machine has a usable CUDA GPU")
+    assert hw.driver_gpus == ["NVIDIA GeForce RTX 3090, 560.35.03, 24576 MiB"]
+    assert hw.problem and "NVIDIA GeForce RTX 3090" in hw.problem and "cannot use it" in hw.problem
+    # why (CPU-only wheel, or a CUDA build the driver is too old for) and the exact command from the install plan
+    assert ("CPU-only build" in hw.problem) or (f"built for CUDA {hw.cuda}" in hw.problem)
+    assert "-m pip install --force-reinstall torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cu126" in hw.problem
+    assert hw.summary().startswith("⛔ ")  # what the Model & hardware tab shows first
+
+    # The setup's self-check stops on it (exit 1, the same message).
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware", "--self-check"], capture_output=True, text=True)
+    assert result.returncode == 1 and "cannot use it" in result.stdout
+
+
+def test_self_check_passes_without_an_nvidia_driver(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware", "--self-check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_gpu_problem_names_a_cpu_only_wheel():
+    from rloo_studio.hardware import gpu_problem
+
+    text = gpu_problem(["NVIDIA GeForce RTX 4070, 581.57, 12282 MiB"], "2.14.1+cpu", None, False, python="python")
+    assert "CPU-only build" in text and "What to do:" in text
+    assert gpu_problem(["NVIDIA GeForce RTX 4070, 581.57, 12282 MiB"], "2.14.1", "13.0", True) is None
+    assert gpu_problem([], "2.14.1+cpu", None, False) is None

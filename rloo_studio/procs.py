@@ -1,0 +1,80 @@
+"""Portable process handling: is a process alive, start a child in its own group, interrupt or end it.
+
+One place for what differs between POSIX (Linux, macOS, WSL) and Windows, with each branch written
+out (`if os.name == "posix"` / `sys.platform == "win32"`); the rest of the package calls these
+functions and never POSIX-only ones (a unit test scans for them). Liveness and process trees come
+from psutil because `os.kill(pid, 0)` — the POSIX liveness probe — *terminates* the process on
+Windows (https://docs.python.org/3/library/os.html#os.kill: on Windows any signal other than the two
+console events ends the process). Training stops through the STOP file on every system; signals
+are only for the launcher's own children. Standard library and psutil only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+
+# The signals that ask a training process for a clean stop. Windows delivers CTRL_BREAK_EVENT
+# (sent to a child started in its own process group) as SIGBREAK.
+STOP_SIGNALS: tuple = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGBREAK,) if sys.platform == "win32" else ())
+
+
+def pid_alive(pid) -> bool:
+    """True while process `pid` runs (a zombie — exited, not yet waited for — counts as gone)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # another user's process: it exists
+
+
+def own_group_kwargs() -> dict:
+    """Popen arguments for a child in its own session / process group: the terminal's Ctrl-C and the
+    app's restart do not reach it, and `interrupt` can address it (and, on POSIX, its children)."""
+    if os.name == "posix":
+        return {"start_new_session": True}
+    return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+
+
+def utf8_env(env: dict | None = None) -> dict:
+    """A child's environment with Python's UTF-8 mode on: its output and files are UTF-8, not the
+    console code page (on Windows that is often cp1252 or cp437, which cannot print every prompt)."""
+    return {**(os.environ if env is None else env), "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}
+
+
+def interrupt(proc: subprocess.Popen, hard: bool = False) -> None:
+    """Ask a child started with `own_group_kwargs` (and its children) to stop; `hard` ends them at once."""
+    if proc.poll() is not None:
+        return
+    if hard:
+        kill_tree(proc.pid)
+        return
+    if os.name == "posix":
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the whole group: accelerate and its ranks
+        except ProcessLookupError:
+            pass
+    else:
+        proc.send_signal(signal.CTRL_BREAK_EVENT)  # reaches every process of the child's console group
+
+
+def kill_tree(pid: int) -> None:
+    """End process `pid` and everything it started (children first, so none is re-parented and left)."""
+    try:
+        parent = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    family = parent.children(recursive=True) + [parent]
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
