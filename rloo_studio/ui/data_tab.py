@@ -1,22 +1,29 @@
 """The Data tab: where the prompts come from (demo, a file, a hub dataset), column mapping, a preview.
 
-Turns its widgets into the `data` section of the RunConfig (`apply`) and back (`values_from`).
+Turns its widgets into the `data` section of the RunConfig (`apply`) and back (`values_from`);
+`wire` connects the preview to the whole form (the rewards' answer column and side panel follow it).
 Uploaded files are copied into the app's uploads folder under a cleaned name, so the path a run
 records stays valid and no upload can write outside that folder.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
 from ..data import is_hub_source, peek, peek_in_child
 from . import text
+from .rewards_tab import receives_markdown
+
+if TYPE_CHECKING:
+    from .form import PageForm
 
 MAX_UPLOAD_MB = 512  # larger datasets belong on the hub or a path typed in; the browser upload would crawl
 
@@ -85,6 +92,23 @@ class DataTab:
                            "Why: the browser sends it whole. What to do: type the file's path instead, or put the data on the hub.")
         original = getattr(file, "orig_name", None) or path.name
         return str(store_upload(str(path), original, self.uploads_dir))
+
+    def wire(self, demo: gr.Blocks, form: "PageForm") -> None:
+        def preview_data(state, *values):
+            cfg, problems = form.config_from(state, list(values))
+            data_cfg = cfg.data if cfg else None
+            if data_cfg is None:
+                return "**Please fix:**\n" + "\n".join(f"- {p}" for p in problems), None, [], gr.update(), gr.update()
+            summary, rows, headers, cols = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd())
+            table = {"headers": headers, "data": rows} if headers else None
+            prompt_choices = gr.update(choices=cols, value=data_cfg.prompt_column if data_cfg.prompt_column in cols else (cols[0] if cols else None)) if cols else gr.update()
+            answer_choices = gr.update(choices=cols + ["(none)"]) if cols else gr.update()
+            return summary, table, cols, prompt_choices, answer_choices
+
+        self.preview_button.click(preview_data, inputs=[form.base] + form.inputs,
+                                  outputs=[self.summary, self.table, form.columns, self.prompt_column, self.answer_column],
+                                  api_name="preview_data").then(
+            receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private")
 
     @property
     def inputs(self) -> list:

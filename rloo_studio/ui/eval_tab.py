@@ -19,7 +19,7 @@ import pandas as pd
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .pickers import busy_message, checkpoint_choices, tuned_runs
 from .child import run_cli
 
 EVAL_FILE = "eval.json"

@@ -16,7 +16,7 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .pickers import busy_message, checkpoint_choices, tuned_runs
 from .child import run_cli
 
 FORMATS = {

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from .. import jobs, runs
+from ..errors import StudioError
 from . import run_view, text
+
+if TYPE_CHECKING:
+    from .form import PageForm
 
 
 def runs_table(runs_dir: Path) -> list[list]:
@@ -51,6 +56,35 @@ class RunsTab:
             self.confirm = gr.Checkbox(False, label=text.DELETE_CONFIRM, elem_id="run-delete-confirm")
             self.delete = gr.Button("Delete run", variant="stop", elem_id="run-delete")
         self.message = gr.Markdown(elem_id="runs-message")
+
+    def wire(self, demo: gr.Blocks, form: "PageForm", resume) -> None:
+        """`resume(run_dir) -> (message, run_dir)` is the Train tab's resume (one rule for both buttons)."""
+        runs_dir = self.runs_dir
+        self.refresh.click(self.listing, inputs=self.picker, outputs=[self.table, self.picker], api_name="list_runs")
+        demo.load(self.listing, outputs=[self.table, self.picker], api_visibility="private")
+        self.picker.change(self.detail, inputs=self.picker, outputs=[self.status, self.plot, self.config, self.log], api_name="open_run")
+        self.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=self.picker, outputs=form.watched,
+                         api_name="watch_run")
+
+        def resume_from_runs(run_id):
+            if not run_id:
+                return "Pick a run first.", gr.update()
+            return resume(str(runs_dir / run_id))
+
+        self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run")
+
+        def delete(run_id, confirmed, current):
+            try:
+                message = self.delete_run(run_id, confirmed)
+            except StudioError as exc:
+                return [exc.message(), gr.update(), gr.update(), False, current]
+            table, picker = self.listing()
+            if current and Path(current).name == run_id and not Path(current).exists():
+                current = None
+            return [message, table, picker, False, current]
+
+        self.delete.click(delete, inputs=[self.picker, self.confirm, form.watched],
+                          outputs=[self.message, self.table, self.picker, self.confirm, form.watched], api_name="delete_run")
 
     def listing(self, selected: str | None = None):
         choices = run_choices(self.runs_dir)

@@ -2,17 +2,28 @@
 
 Turns its widgets into the `rloo` section of the RunConfig (`apply`) and back (`values_from`);
 keys of a preset that the form does not show (e.g. lr_scheduler_type) are kept as they were.
-The buttons are wired by the app, which owns the other tabs' inputs; `outputs` and `render`
-show a run directory, polled by a timer.
+`wire` connects Start / Stop / Resume and the config view to the whole form; `outputs` and
+`render` show a run directory, polled by the page's timer.
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import gradio as gr
 
+from .. import jobs, runs
 from ..config import RLOO_DEFAULTS, RunConfig
+from ..errors import StudioError
+from ..inference import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
+from .workspace import DRAFT_CONFIG, DRAFT_REWARDS
+
+if TYPE_CHECKING:
+    from .form import PageForm
 
 # What the form shows when a config leaves a key out: RLOO Studio's defaults, then TRL 1.15's.
 FORM_DEFAULTS = {**{"beta": 0.05, "temperature": 1.0, "num_iterations": 1, "epsilon": 0.2, "normalize_advantages": False, "top_p": 1.0},
@@ -66,6 +77,60 @@ class TrainTab:
             self.command = gr.Textbox(show_label=False, elem_id="train-command", buttons=["copy"])
             self.config_yaml = gr.Code(language="yaml", label="config.yaml", elem_id="train-config")
 
+    # ---- wiring ----------------------------------------------------------------------------------
+
+    def wire(self, demo: gr.Blocks, form: "PageForm", worker: InferenceWorker, timer: gr.Timer) -> None:
+        workspace, runs_dir = form.workspace, form.runs_dir
+
+        def show_config(state, *values):
+            cfg, problems = form.config_from(state, list(values))
+            if cfg is None:
+                return form.problems_markdown(problems), "", ""
+            path = workspace.write(DRAFT_CONFIG, cfg.to_yaml())
+            return form.problems_markdown(problems), f"rloo-studio train {shlex.quote(str(path))}", cfg.to_yaml()
+
+        def start(state, *values):
+            code = values[form.code_index]
+            cfg, problems = form.config_from(state, list(values))
+            if problems:
+                return [form.problems_markdown(problems), gr.update(), gr.update(), gr.update()]
+            est, device = form.estimate_for(cfg)
+            if est is not None and est.verdict == "exceeds":
+                return [f"**This will not fit {device}:** the estimated peak is {est.total_gib:.1f} GiB. Press **Shrink to fit** in "
+                        "the Model & hardware tab for settings that do, or choose a smaller model.", gr.update(), gr.update(), gr.update()]
+            workspace.write(DRAFT_CONFIG, cfg.to_yaml())
+            workspace.write(DRAFT_REWARDS, code or "")
+            try:
+                worker.shutdown()  # the training worker gets the GPU to itself
+                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
+            except StudioError as exc:
+                return [f"**Could not start:** {exc.message()}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
+            config_text = (run_dir / runs.CONFIG_FILE).read_text(encoding="utf-8")
+            return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
+
+        self.start.click(start, inputs=[form.base] + form.inputs, outputs=[self.problems, form.watched, self.command, self.config_yaml],
+                         api_name="start_training")
+
+        def stop(run_dir):
+            if not run_dir:
+                return "No run to stop."
+            return jobs.stop_run(run_dir)
+
+        self.stop.click(stop, inputs=form.watched, outputs=self.problems, api_name="stop_training")
+        self.resume.click(lambda run_dir: resume_run(worker, run_dir), inputs=form.watched, outputs=[self.problems, form.watched],
+                          api_name="resume_training")
+
+        def poll(run_dir):
+            view = jobs.view(run_dir) if run_dir and Path(run_dir).is_dir() else None
+            return TrainTab.render(view)
+
+        timer.tick(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status", show_progress="hidden")
+        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
+        self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
+                               api_name="show_config")
+
+    # ---- the form ----------------------------------------------------------------------------------
+
     @property
     def inputs(self) -> list:
         return [self.fields[k] for k in FIELD_ORDER] + [self.run_name]
@@ -98,3 +163,15 @@ class TrainTab:
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
         return [cfg.rloo.get(k, FORM_DEFAULTS[k]) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+
+
+def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str | None]:
+    """(message, the run to watch): the Train tab's Resume and the Runs tab's share it."""
+    if not run_dir:
+        return "No run to resume: open one in the Runs tab first.", run_dir
+    try:
+        worker.shutdown()
+        jobs.resume_run(run_dir)
+    except StudioError as exc:
+        return f"**Could not resume:** {exc.message()}".replace("\n", "  \n"), run_dir
+    return f"Resuming `{Path(run_dir).name}`.", run_dir

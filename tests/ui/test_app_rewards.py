@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client
 
 from apphelpers import Form, served_app
-from rloo_studio.ui import app as app_module
+from rloo_studio.ui import rewards_tab as rewards_module
 from rloo_studio.ui import text
 
 PINNED = {"headers": ["prompt", "completion", "answer", "min total", "max total"],
@@ -74,7 +74,7 @@ def test_pasted_completions_and_a_user_reward_are_scored(app):
 
 @pytest.mark.slow
 def test_a_hanging_reward_is_stopped_and_the_app_stays_responsive(app, monkeypatch):
-    monkeypatch.setattr(app_module, "PREVIEW_SCORE_TIMEOUT_S", 8)
+    monkeypatch.setattr(rewards_module, "PREVIEW_SCORE_TIMEOUT_S", 8)
     form = Form(app)
     form[text.CODE] = "def stuck(completions, **kwargs):\n    while True:\n        pass\n"
     form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "stuck", 1.0]]}

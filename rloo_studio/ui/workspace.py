@@ -1,0 +1,31 @@
+"""Where the app keeps what a person made outside runs: the drafts of the form and the reward code, uploads.
+
+Everything lives under RUNS/.studio (no status.json inside, so it is never listed as a run).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DRAFT_CONFIG = "draft-config.yaml"
+DRAFT_REWARDS = "draft-rewards.py"
+
+
+class Workspace:
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = runs_dir
+        self.dir = runs_dir / ".studio"
+        self.uploads = self.dir / "uploads"
+
+    def read(self, name: str) -> str | None:
+        path = self.dir / name
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def write(self, name: str, content: str) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / name
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, path)  # a crash mid-write leaves the previous draft whole
+        return path
