@@ -76,7 +76,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         train_tab.wire(demo, form, worker, timer)
         runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir))
         for tab in (chat_tab, eval_tab, export_tab):
-            tab.wire(demo)
+            tab.wire(demo, timer)
     return demo
 
 

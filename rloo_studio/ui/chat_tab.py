@@ -20,7 +20,7 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .pickers import busy_message, checkpoint_choices, tuned_runs
+from .pickers import RunPicker, busy_message, checkpoint_choices, default_checkpoint, not_final_note
 
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
@@ -88,8 +88,8 @@ class ChatTab:
                     "run's model: for a LoRA run, one model in memory with the adapter switched off and on. Both use the chat "
                     "template of training and the same sampling settings and seed. Each badge is checked while its reply is generated.")
         with gr.Row():
-            self.run = gr.Dropdown([], label="Run", elem_id="chat-run", scale=3)
-            self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the weights saved when the run ended", elem_id="chat-checkpoint", scale=2)
+            self.picker = RunPicker(runs_dir, "chat", checkpoint_info="final = the weights saved when the run ended")
+            self.run, self.checkpoint = self.picker.run, self.picker.checkpoint
             self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
         with gr.Accordion("Settings", open=False, elem_id="chat-settings"):
             self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
@@ -123,12 +123,13 @@ class ChatTab:
 
     # ---- wiring ----------------------------------------------------------------------------------
 
-    def wire(self, demo: gr.Blocks) -> None:
+    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
         settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed]
         panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
                  self.vote_a, self.vote_tie, self.vote_b]
-        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="chat_runs")
-        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="chat_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.picker.wire(demo, timer)
         self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
                         api_name="chat_pick_run")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
@@ -152,12 +153,9 @@ class ChatTab:
 
     # ---- handlers --------------------------------------------------------------------------------
 
-    def list_runs(self, current: str | None, current_checkpoint: str | None = None):
-        choices = tuned_runs(self.runs_dir)
-        value = current if current in choices else (choices[0] if choices else None)
-        ckpts = checkpoint_choices(self.runs_dir / value) if value else []
-        keep = current_checkpoint if value == current and current_checkpoint in ckpts else (ckpts[0] if ckpts else None)
-        return gr.update(choices=choices, value=value), gr.update(choices=ckpts, value=keep)
+    def list_runs(self, current: str | None, chosen: dict | None = None):
+        choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
+        return gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt)
 
     def pick_run(self, run_id: str | None, blind: bool):
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
@@ -169,7 +167,7 @@ class ChatTab:
                 system = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE).data.system_prompt or ""
             except (StudioError, OSError):
                 system = ""
-        return [gr.update(choices=ckpts, value=ckpts[0] if ckpts else None), system] + self.reset(blind)
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), system] + self.reset(blind)
 
     def render(self, session: dict, status: str = "", pending: dict | None = None, voting: bool = False) -> list:
         left_side, right_side = layout(session)
@@ -272,6 +270,8 @@ class ChatTab:
             return
         session["voted"] = not session["blind"]
         note = f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}."
+        not_final = not_final_note(self.runs_dir / run_id, checkpoint)
+        note += f" The tuned side is {not_final}." if not_final else ""
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
 
     def vote(self, run_id, checkpoint, session, choice: str) -> list:
