@@ -21,7 +21,9 @@ import yaml
 from .. import hardware
 from ..config import RunConfig
 from ..errors import ConfigError
+from ..jobs import USER_REWARDS_FILE
 from ..presets import Preset, get_preset, recommend
+from ..rewards.lint import syntax_problem, undefined_names
 from ..vram import estimate_config
 from . import text
 from .data_tab import DataTab
@@ -49,6 +51,18 @@ class HardwareCache:
     def get(self, timeout_s: float = hardware.PROBE_TIMEOUT_S) -> hardware.Hardware:
         self._done.wait(timeout_s)
         return self._result or hardware.Hardware(cpu_cores=os.cpu_count() or 1, error="still detecting")
+
+
+def code_problems(cfg: dict, code: str | None) -> list[str]:
+    """What the editor's lint shows, as a reason not to start: only when one of the person's functions is ticked."""
+    if not any(spec.get("file") == USER_REWARDS_FILE for spec in cfg.get("rewards", [])):
+        return []
+    where = f"“{text.CODE}” (Rewards tab)"
+    problem = syntax_problem(code or "")
+    if problem:
+        return [f"Rewards: {where} has a syntax error at line {problem['line']}, column {problem['column']}: {problem['message']}"]
+    return [f"Rewards: {where}: `{m['name']}` is not defined (in {m['function']}) — a typo, or a missing import?"
+            for m in undefined_names(code or "")]
 
 
 class PageForm:
@@ -91,6 +105,7 @@ class PageForm:
         problems += RewardsTab.apply(cfg, parts[2])
         problems += DataTab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
         problems += TrainTab.apply(cfg, parts[3])
+        problems += code_problems(cfg, values[self.code_index])
         cfg.setdefault("output", {})["runs_dir"] = str(self.runs_dir)
         try:
             config = RunConfig.from_dict(cfg, base_dir=state.get("base_dir") or os.getcwd(), source="the form")

@@ -6,6 +6,7 @@ Everything lives under RUNS/.studio (no status.json inside, so it is never liste
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 DRAFT_CONFIG = "draft-config.yaml"
@@ -23,9 +24,16 @@ class Workspace:
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def write(self, name: str, content: str) -> Path:
+        """Replace the file whole. Each write has its own temporary file: two writes at once (the editor's
+        autosave and *Check the code*) must not move each other's file away."""
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, path)  # a crash mid-write leaves the previous draft whole
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(content)
+            os.replace(tmp, path)  # a crash mid-write leaves the previous draft whole
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path

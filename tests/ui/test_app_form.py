@@ -196,3 +196,14 @@ def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits
         form.values = new_values
         assert form[text.PRECISION] == text.PRECISION_CHOICES[0]
         assert "— fits** on Test GPU" in form.call("/estimate")
+
+
+def test_start_refuses_reward_code_that_the_lint_flags(app, runs_dir):
+    form = Form(app)
+    form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if lenn(c) < 9 else 0.0 for c in completions]\n"
+    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "brief", 1.0]]}
+    problems = form.call("/start_training")[0]
+    assert "`lenn` is not defined (in brief)" in problems and text.CODE in problems
+    assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+    form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if len(c) < 9 else 0.0 for c in completions\n"
+    assert "syntax error at line 2" in form.call("/show_config")[0]
