@@ -21,6 +21,7 @@ from ..config import DataConfig, RunConfig
 from ..data import is_hub_source, peek, peek_in_child
 from . import text
 from .rewards_tab import receives_markdown
+from .wording import page_words
 
 if TYPE_CHECKING:
     from .form import PageForm
@@ -98,7 +99,7 @@ class DataTab:
             cfg, problems = form.config_from(state, list(values))
             data_cfg = cfg.data if cfg else None
             if data_cfg is None:
-                return "**Please fix:**\n" + "\n".join(f"- {p}" for p in problems), None, [], gr.update(), gr.update()
+                return "**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update()
             summary, rows, headers, cols = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd())
             table = {"headers": headers, "data": rows} if headers else None
             prompt_choices = gr.update(choices=cols, value=data_cfg.prompt_column if data_cfg.prompt_column in cols else (cols[0] if cols else None)) if cols else gr.update()
@@ -164,7 +165,7 @@ class DataTab:
             lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". Every column reaches your reward functions as a keyword argument of the same name.")
         for problem in result["problems"]:
-            lines.append("⚠️ " + problem.replace("\n", "  \n"))
+            lines.append("⚠️ " + page_words(problem).replace("\n", "  \n"))
         if cols and not result["problems"]:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]

@@ -18,6 +18,7 @@ from ..errors import StudioError
 from ..inference import InferenceWorker
 from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
 from .child import run_cli
+from .wording import page_words
 
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
@@ -86,7 +87,7 @@ class ExportTab:
             label = "" if checkpoint == "final" or fmt == "script" else f"-{checkpoint}"
             target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{fmt}{label}")
         except StudioError as exc:
-            return f"**Cannot export:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
+            return f"**Cannot export:** {page_words(exc.message())}".replace("\n", "  \n"), existing_exports(run_dir)
         heavy = fmt in ("merged", "gguf")  # merging loads the full base model
         if heavy:
             busy = busy_message(self.runs_dir, "Merging")
@@ -109,7 +110,7 @@ class ExportTab:
             return f"**Not started:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
         if finished.returncode != 0:
             error = finished.error_text(f"the export failed (exit code {finished.returncode})")
-            return f"**Export failed:** {error}".replace("\n", "  \n"), existing_exports(run_dir)
+            return f"**Export failed:** {page_words(error)}".replace("\n", "  \n"), existing_exports(run_dir)
         out = finished.stdout
         try:
             result = json.loads(out.strip().splitlines()[-1])

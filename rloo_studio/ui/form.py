@@ -30,6 +30,7 @@ from .data_tab import DataTab
 from .model_tab import ModelTab
 from .rewards_tab import RewardsTab
 from .train_tab import TrainTab
+from .wording import page_words
 from .workspace import DRAFT_CONFIG, DRAFT_REWARDS, Workspace
 
 
@@ -115,7 +116,7 @@ class PageForm:
 
     @staticmethod
     def problems_markdown(problems: list[str]) -> str:
-        return "**Please fix before starting:**\n" + "\n".join(f"- {p}" for p in problems) if problems else ""
+        return "**Please fix before starting:**\n" + "\n".join(f"- {page_words(p)}" for p in problems) if problems else ""
 
     @staticmethod
     def state_of(cfg: RunConfig) -> dict:

@@ -20,6 +20,7 @@ from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
+from .wording import page_words
 from .workspace import DRAFT_CONFIG, DRAFT_REWARDS
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class TrainTab:
                 worker.shutdown()  # the training worker gets the GPU to itself
                 run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
             except StudioError as exc:
-                return [f"**Could not start:** {exc.message()}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
+                return [f"**Could not start:** {page_words(exc.message())}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
             config_text = (run_dir / runs.CONFIG_FILE).read_text(encoding="utf-8")
             return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
 
@@ -173,5 +174,5 @@ def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str |
         worker.shutdown()
         jobs.resume_run(run_dir)
     except StudioError as exc:
-        return f"**Could not resume:** {exc.message()}".replace("\n", "  \n"), run_dir
+        return f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n"), run_dir
     return f"Resuming `{Path(run_dir).name}`.", run_dir
