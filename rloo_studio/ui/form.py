@@ -20,6 +20,7 @@ import yaml
 
 from .. import hardware
 from ..config import RunConfig
+from ..data import is_hub_source
 from ..errors import ConfigError
 from ..jobs import USER_REWARDS_FILE
 from ..presets import Preset, get_preset, recommend
@@ -134,10 +135,21 @@ class PageForm:
         suggested = recommend(self.presets, gpus[0].total_gb if gpus else None)
         if suggested:
             why = f" — the largest preset that fits your {gpus[0].total_gb:.0f} GB GPU" if gpus else ""
-            return suggested.load(), f"the {suggested.name} preset{why}"
-        if self.default_preset:
-            return get_preset(self.default_preset).load(), f"the {self.default_preset} preset"
-        return RunConfig(), "the defaults"
+            cfg, origin = suggested.load(), f"the {suggested.name} preset{why}"
+        elif self.default_preset:
+            cfg, origin = get_preset(self.default_preset).load(), f"the {self.default_preset} preset"
+        else:
+            return RunConfig(), "the defaults"
+        cfg.output.run_name = None  # a preset's run name would outlive its data: the name is derived at Start
+        return cfg, origin
+
+    @staticmethod
+    def run_name(cfg: RunConfig) -> str:
+        """The run's name when the person gave none: what it trains on and what model (e.g. `qa-demo`)."""
+        source = str(cfg.data.source or "").rstrip("/")
+        data = "demo" if source == "demo" else (Path(source).stem if not is_hub_source(source) else source.split("/")[-1])
+        model = Path(str(cfg.model.name_or_path).rstrip("/")).name
+        return data if data == model else f"{data}-{model}"
 
     # ---- the machine the estimate is for ----------------------------------------------------------------
 

@@ -119,17 +119,33 @@ class ModelTab:
         self.estimate_api = gr.Button(visible=False)
         self.estimate_api.click(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_name="estimate")
 
-        def apply_preset(name: str):
+        def apply_preset(name: str, state: dict, *values):
+            """A preset sets the model, memory and training settings; the data and rewards stay the person's."""
             try:
                 preset = get_preset(name)
                 cfg = preset.load()
             except StudioError as exc:
                 raise gr.Error(exc.message()) from None
-            form.workspace.write(DRAFT_CONFIG, cfg.to_yaml())
-            notes = f"**{preset.name}** — {preset.title}\n\n```\n{preset.notes}\n```" if preset.notes else f"**{preset.name}** — {preset.title}"
-            return [form.state_of(cfg), notes] + form.values_from(cfg)
+            cfg.output.run_name = None  # derived from the person's data and model at Start, never the preset's name
+            new_state = form.state_of(cfg)
+            for key in ("data", "rewards"):  # the preset's hidden keys for these must not come back either
+                if key in (state.get("config") or {}):
+                    new_state["config"][key] = state["config"][key]
+            new_values = form.values_from(cfg)
+            sizes = form.sizes
+            data_at, train_at = sizes[0], sum(sizes[:3])
+            kept = list(values[data_at:train_at])  # the data and rewards tabs, as the person left them
+            new_values[data_at:train_at] = kept
+            merged, _problems = form.config_from(new_state, new_values)
+            if merged is not None:
+                form.workspace.write(DRAFT_CONFIG, merged.to_yaml())
+            theirs = f"`{cfg.data.source}` and its rewards" if cfg.data.source else "its data and rewards"
+            kept_note = (f"\n\nYour data and rewards are kept (this preset was tested with {theirs}: choose them in the Data and "
+                         "Rewards tabs if you want them).")
+            notes = f"**{preset.name}** — {preset.title}" + (f"\n\n```\n{preset.notes}\n```" if preset.notes else "") + kept_note
+            return [new_state, notes] + new_values
 
-        self.apply_preset.click(apply_preset, inputs=self.preset, outputs=[form.base, self.preset_notes] + form.inputs,
+        self.apply_preset.click(apply_preset, inputs=[self.preset, form.base] + form.inputs, outputs=[form.base, self.preset_notes] + form.inputs,
                                 api_name="apply_preset").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
                                                               api_visibility="private")
 

@@ -101,6 +101,8 @@ class TrainTab:
                         "the Model & hardware tab for settings that do, or choose a smaller model.", gr.update(), gr.update(), gr.update()]
             workspace.write(DRAFT_CONFIG, cfg.to_yaml())
             workspace.write(DRAFT_REWARDS, code or "")
+            if not cfg.output.run_name:
+                cfg.output.run_name = form.run_name(cfg)
             try:
                 worker.shutdown()  # the training worker gets the GPU to itself
                 run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)

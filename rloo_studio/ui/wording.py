@@ -24,7 +24,7 @@ CONFIG_LABELS = {
     "params.answer_column": text.ANSWER_COLUMN, "answer_column": text.ANSWER_COLUMN,
     "output.run_name": text.RUN_NAME,
 }
-_KEY = re.compile(r"(?<![\w.])(?:(?:rloo|model|lora|data|output)\.[a-z_0-9]+|params\.answer_column|answer_column)(?![\w])")
+_KEY = re.compile(r"(?<![\w./])(?:(?:rloo|model|lora|data|output)\.[a-z_0-9]+|params\.answer_column|answer_column)(?![\w])")
 _FORMAT = re.compile(r"--format (\w+)")
 _GEN_BATCH = re.compile(r"rloo: the generation batch \((?:per_device_train_batch_size (\d+) x (\d+) process\(es\) x "
                         r"steps_per_generation (\d+)|generation_batch_size) = (\d+)\) is not divisible by num_generations (\d+)[^\n]*")
@@ -52,4 +52,4 @@ def page_words(problem: str) -> str:
     problem = _GEN_BATCH.sub(lambda m: _batch_problem(m), problem)
     problem = re.sub(r"^\s*(?:rloo|model|lora|data|output)\.[a-z_0-9]+(?=:)", lambda m: label(m.group(0).strip()), problem)
     problem = _FORMAT.sub(lambda m: f"the Export tab's Format “{m.group(1)}”", problem)
-    return _KEY.sub(lambda m: label(m.group(0)), problem)
+    return _KEY.sub(lambda m: label(m.group(0)) if m.group(0) in CONFIG_LABELS else m.group(0), problem)

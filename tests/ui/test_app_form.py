@@ -110,10 +110,13 @@ def test_uploaded_csv_is_stored_safely_and_previewed(app, tmp_path, runs_dir):
     form = Form(app)
     form[text.SOURCE] = text.SOURCE_CHOICES[1]
     form[text.LOCAL_PATH] = stored
-    summary, table, _, _ = form.call("/preview_data")
+    summary, table, prompt_column, answer_column = form.call("/preview_data")
     assert "**2 training rows**" in summary
-    assert "has no column `prompt`" in summary and "question, solution" in summary  # the preset's column is not there
+    # The preset's columns are not in this file: likely ones are chosen, and the summary says so.
+    assert f"“{text.PROMPT_COLUMN}” was `prompt`, which this data does not have" in summary and "it is now `question`" in summary
+    assert f"“{text.ANSWER_COLUMN}” was `answer`" in summary and "it is now `solution` (numeric_answer compare" in summary
     assert table["headers"] == ["question", "solution"]
+    assert prompt_column["value"] == "question" and answer_column["value"] == "solution"
     form[text.PROMPT_COLUMN] = "question"
     form[text.ANSWER_COLUMN] = "solution"
     form[text.TEST_SPLIT] = ""
@@ -149,7 +152,7 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(app):
     from gradio_client.exceptions import AppError
 
     with pytest.raises(AppError, match="nope is not in the list of choices.*cpu-demo"):
-        app.predict("nope", api_name="/apply_preset")
+        app.predict("nope", *Form(app).values, api_name="/apply_preset")
 
 
 def test_delete_needs_the_confirmation(app, runs_dir):

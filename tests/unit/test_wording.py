@@ -22,3 +22,8 @@ def test_config_keys_and_cli_flags_become_labels():
     assert page_words("rloo.max_steps: 0 trains nothing") == "“Training steps”: 0 trains nothing"
     assert "the Export tab's Format “merged”" in page_words("export it with --format merged (a copy)")
     assert text.ANSWER_COLUMN in page_words("the dataset has no column `answer` — set params.answer_column")
+
+
+def test_file_names_that_look_like_keys_are_left_alone():
+    assert page_words("data file not found: /nowhere/data.jsonl") == "data file not found: /nowhere/data.jsonl"
+    assert page_words("see data.jsonl") == "see data.jsonl"
