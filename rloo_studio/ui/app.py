@@ -74,7 +74,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         data_tab.wire(demo, form)
         rewards_tab.wire(demo, form)
         train_tab.wire(demo, form, worker, timer)
-        runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir))
+        runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir), timer)
         for tab in (chat_tab, eval_tab, export_tab):
             tab.wire(demo, timer)
     return demo

@@ -215,6 +215,7 @@ class ChatTab:
     def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed):
         problem = self._problem(run_id, checkpoint)
         if problem:
+            gr.Warning(problem.replace("**", ""))  # a toast: the status line below the panes may be out of sight
             yield self.render(session, problem) + [gr.update()]
             return
         if session["blind"] and not session.get("voted", True):

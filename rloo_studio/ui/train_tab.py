@@ -60,6 +60,9 @@ class TrainTab:
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
             self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training")
             self.resume = gr.Button(text.RESUME, elem_id="resume-training")
+        # What Stop / Resume / a refused Start said: shown next to the buttons while the run's state it speaks of lasts.
+        self.notice = gr.Markdown(elem_id="train-notice")
+        self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
         self.status = gr.Markdown(text.NO_RUN, elem_id="train-status")
         self.progress = gr.HTML(run_view.progress_html(None), elem_id="train-progress-box")
         with gr.Row():
@@ -82,6 +85,7 @@ class TrainTab:
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: InferenceWorker, timer: gr.Timer) -> None:
         workspace, runs_dir = form.workspace, form.runs_dir
+        self.runs_dir = runs_dir
 
         def show_config(state, *values):
             cfg, problems = form.config_from(state, list(values))
@@ -112,16 +116,22 @@ class TrainTab:
             return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
 
         self.start.click(start, inputs=[form.base] + form.inputs, outputs=[self.problems, form.watched, self.command, self.config_yaml],
-                         api_name="start_training")
+                         api_name="start_training").then(self.note_busy, inputs=[self.problems, self.notice_for],
+                                                         outputs=[self.problems, self.notice, self.notice_for], api_visibility="private")
 
         def stop(run_dir):
             if not run_dir:
-                return "No run to stop."
-            return jobs.stop_run(run_dir)
+                return "No run to stop.", {}
+            message = jobs.stop_run(run_dir)
+            return message, self.lasting(message, run_dir)
 
-        self.stop.click(stop, inputs=form.watched, outputs=self.problems, api_name="stop_training")
-        self.resume.click(lambda run_dir: resume_run(worker, run_dir), inputs=form.watched, outputs=[self.problems, form.watched],
-                          api_name="resume_training")
+        self.stop.click(stop, inputs=form.watched, outputs=[self.notice, self.notice_for], api_name="stop_training")
+
+        def resume(run_dir):
+            message, run_dir = resume_run(worker, run_dir)
+            return message, run_dir, self.lasting(message, run_dir)
+
+        self.resume.click(resume, inputs=form.watched, outputs=[self.notice, form.watched, self.notice_for], api_name="resume_training")
 
         def poll(run_dir):
             view = jobs.view(run_dir) if run_dir and Path(run_dir).is_dir() else None
@@ -129,8 +139,36 @@ class TrainTab:
 
         timer.tick(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status", show_progress="hidden")
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
+        timer.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for], api_name="train_notice",
+                   show_progress="hidden")
         self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
                                api_name="show_config")
+
+    # ---- transient messages ------------------------------------------------------------------------
+
+    @staticmethod
+    def lasting(message: str, run_dir: str | None) -> dict:
+        """A message that holds while `run_dir` stays in its present state."""
+        state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
+        return {"text": message, "run": run_dir, "state": state}
+
+    @staticmethod
+    def notice_now(notice_for: dict | None) -> list:
+        """[notice text, notice state] as the run folder says now: "" once the state the message spoke of has ended."""
+        if not notice_for or not notice_for.get("text"):
+            return [gr.skip(), notice_for or {}]
+        run_dir = notice_for.get("run")
+        state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
+        if state == notice_for.get("state"):
+            return [gr.skip(), notice_for]
+        return ["", {}]
+
+    def note_busy(self, problems: str, notice_for: dict):
+        """A Start refused because another run trains is a notice that ends with that run, not a lasting problem."""
+        busy = jobs.active_run(self.runs_dir)
+        if problems.startswith("**Could not start:**") and busy is not None:
+            return "", problems, self.lasting(problems, str(busy))
+        return gr.skip(), gr.skip(), notice_for
 
     # ---- the form ----------------------------------------------------------------------------------
 
