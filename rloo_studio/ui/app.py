@@ -19,7 +19,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import gradio as gr  # noqa: E402
 
-from .. import hardware  # noqa: E402
+from .. import hardware, jobs, runs  # noqa: E402
 from ..inference import InferenceWorker  # noqa: E402
 from ..presets import DEFAULT_CPU_PRESET, list_presets  # noqa: E402
 from . import text  # noqa: E402
@@ -36,6 +36,13 @@ from .workspace import DRAFT_REWARDS, Workspace  # noqa: E402
 
 POLL_SECONDS = 2.0
 CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
+# Readability rules that must hold however the app is launched (tests launch it without `css=`), so they are in the page.
+PAGE_CSS = """
+#preview-table table, #samples table { table-layout: fixed; width: 100%; }
+#preview-table th, #samples th, #eval-table th, #runs-table th { word-break: normal; overflow-wrap: normal; hyphens: none; }
+#preview-table td, #samples td { overflow-wrap: anywhere; }
+#run-banner { border: 2px solid #f97316; border-radius: 8px; padding: 4px 10px; background: #fff7ed; }
+"""
 
 
 def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known_hardware: hardware.Hardware | None = None) -> gr.Blocks:
@@ -49,8 +56,13 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
     default_preset = DEFAULT_CPU_PRESET if any(p.name == DEFAULT_CPU_PRESET for p in presets) else (presets[0].name if presets else None)
 
     with gr.Blocks(title=text.TITLE, analytics_enabled=False) as demo:
+        gr.HTML(f"<style>{PAGE_CSS}</style>", padding=False)
         gr.Markdown(f"# {text.TITLE}\n{text.INTRO}")
-        with gr.Tabs(elem_id="tabs"):
+        # Shown on every tab while a run trains: after a reload the page opens on tab 1, and the run must not be a secret.
+        with gr.Row(visible=False, elem_id="run-banner", equal_height=True) as banner_row:
+            banner = gr.Markdown(elem_id="run-banner-text")
+            open_train = gr.Button("Watch it in the Train tab", elem_id="run-banner-open", scale=0, min_width=220)
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("1 · Model & hardware", id="model", elem_id="tab-model"):
                 model_tab = ModelTab(presets, default_preset)
             with gr.Tab("2 · Data", id="data", elem_id="tab-data"):
@@ -77,6 +89,20 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir), timer)
         for tab in (chat_tab, eval_tab, export_tab):
             tab.wire(demo, timer)
+
+        def banner_now(watched):
+            active = jobs.active_run(runs_dir)
+            if active is None:
+                return gr.update(visible=False), "", gr.skip()
+            status = runs.read_status(active)
+            step = f"step {status.get('step', 0)}/{status.get('max_steps') or '?'}"
+            # The run that trains is the one the Train tab shows: a reload or another window re-attaches to it.
+            return gr.update(visible=True), f"**Run `{active.name}` is training** — {step}.", gr.skip() if watched else str(active)
+
+        demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")
+        timer.tick(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_visibility="private",
+                   show_progress="hidden")
+        open_train.click(lambda: gr.Tabs(selected="train"), outputs=tabs, api_visibility="private")
     return demo
 
 

@@ -113,17 +113,18 @@ class DataTab:
             cfg, problems = form.config_from(state, list(values))
             data_cfg = cfg.data if cfg else None
             if data_cfg is None:
-                return "**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update()
+                return "**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update(), None
             answer = form.split(values)[1][6]
             checking = [s.name for s in cfg.rewards if s.name in ANSWER_REWARDS]
-            summary, rows, cols, prompt_col, answer_col = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(), answer, checking)
+            summary, rows, cols, prompt_col, answer_col, train_rows = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(),
+                                                                                      answer, checking)
             table = {"headers": cols, "data": rows} if cols else None
             prompt_choices = gr.update(choices=cols, value=prompt_col) if cols else gr.update()
             answer_choices = gr.update(choices=cols + [NO_ANSWER], value=answer_col) if cols else gr.update()
-            return summary, table, cols, prompt_choices, answer_choices
+            return summary, table, cols, prompt_choices, answer_choices, train_rows
 
         self.preview_button.click(preview_data, inputs=[form.base] + form.inputs,
-                                  outputs=[self.summary, self.table, form.columns, self.prompt_column, self.answer_column],
+                                  outputs=[self.summary, self.table, form.columns, self.prompt_column, self.answer_column, form.data_rows],
                                   api_name="preview_data").then(
             receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private")
 
@@ -172,7 +173,7 @@ class DataTab:
 
     @staticmethod
     def preview(data_cfg: DataConfig, base_dir: str, answer: str | None = None, checking: list[str] | None = None
-                ) -> tuple[str, list[list], list[str], str, str | None]:
+                ) -> tuple[str, list[list], list[str], str, str | None, int | None]:
         """(summary markdown, rows, columns, prompt column, answer column) for the preview; hub sources are read in a child
         process. A prompt or answer column the data does not have is replaced by a likely one, and the summary says so."""
         read = (lambda c: peek_in_child(c, base_dir)) if is_hub_source(data_cfg.source, base_dir) else (lambda c: peek(c, base_dir))
@@ -208,7 +209,7 @@ class DataTab:
         if cols and not result["problems"] and not notes:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
-        return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col
+        return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
 
 
 def held_out_defaults(kind: str) -> tuple[str, float]:

@@ -76,6 +76,7 @@ class PageForm:
         self.base = gr.State({})      # {"config": dict, "base_dir": str}: the preset's keys no widget shows
         self.watched = gr.State(None)  # the run directory the Train tab shows
         self.columns = gr.State([])    # the data's columns from the last preview
+        self.data_rows = gr.State(None)  # the training rows the last preview counted (for the epochs warning)
         self.tabs = (model_tab, data_tab, rewards_tab, train_tab)
         self.inputs = [c for tab in self.tabs for c in tab.inputs]
         self.sizes = [len(tab.inputs) for tab in self.tabs]

@@ -111,7 +111,7 @@ class ModelTab:
                 device += "  \nWithout a GPU, the **cpu-demo** preset (the bundled model and data, offline) is the one that finishes in minutes."
             active = jobs.active_run(form.runs_dir)
             latest = active or next((r.path for r in runs.list_runs(form.runs_dir)), None)
-            notes = f"The form shows {origin}."
+            notes = f"The form shows {origin}.\n\n{method_note(cfg)}"
             return [device, form.state_of(cfg), str(latest) if latest else None, notes] + form.values_from(cfg)
 
         demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs, api_name="load_form").then(
@@ -142,7 +142,8 @@ class ModelTab:
             theirs = f"`{cfg.data.source}` and its rewards" if cfg.data.source else "its data and rewards"
             kept_note = (f"\n\nYour data and rewards are kept (this preset was tested with {theirs}: choose them in the Data and "
                          "Rewards tabs if you want them).")
-            notes = f"**{preset.name}** — {preset.title}" + (f"\n\n```\n{preset.notes}\n```" if preset.notes else "") + kept_note
+            notes = (f"**{preset.name}** — {preset.title}\n\n{method_note(cfg)}" + (f"\n\n```\n{preset.notes}\n```" if preset.notes else "")
+                     + kept_note)
             return [new_state, notes] + new_values
 
         self.apply_preset.click(apply_preset, inputs=[self.preset, form.base] + form.inputs, outputs=[form.base, self.preset_notes] + form.inputs,
@@ -203,7 +204,19 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
+    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
+        return head
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
     notes = "\n".join(f"- {n}" for n in est.notes)
     advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
+
+
+def method_note(cfg: RunConfig) -> str:
+    """Why the settings train what they train: a preset's choice between LoRA and the whole model, said in words."""
+    if cfg.lora is None:
+        return (f"**{text.METHOD}: {text.METHOD_CHOICES[1]}** — every weight is trained. Right for a tiny model such as the "
+                "bundled demo, where it learns more than an adapter in the same time; for real models choose "
+                f"“{text.METHOD_CHOICES[0]}”: training every weight needs several times the memory.")
+    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** (rank {cfg.lora.r}) — small added matrices are trained and the "
+            "model's own weights stay as they are: far less memory than training every weight.")

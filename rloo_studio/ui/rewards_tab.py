@@ -27,13 +27,15 @@ from ..rewards.preview import score_in_child, tokenizer_source
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
-from .workspace import DRAFT_REWARDS
+from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
     from .form import PageForm
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
 PINNED_TIMEOUT_S = 30
+PINNED_RUN_FILE = "pinned.json"  # the pinned examples as they were when the run started, in its folder
+EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]
 
 BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does"]
 PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
@@ -108,8 +110,8 @@ class RewardsTab:
 
         gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
         self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
-                                   value=[["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]],
-                                   elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+                                   value=[EXAMPLE_PIN], elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+        self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
     # ---- wiring ----------------------------------------------------------------------------------
@@ -191,6 +193,12 @@ class RewardsTab:
                        "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
             return pinned_report(groups, score_in_child(request, timeout_s=PINNED_TIMEOUT_S))
 
+        # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
+        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None, inputs=self.pinned,
+                           outputs=None, api_name="save_pinned", show_progress="hidden")
+        demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
+        self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
+                              api_name="add_pinned")
         pinned_inputs = [form.base, self.pinned] + form.inputs
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
@@ -296,17 +304,32 @@ def pinned_groups(table) -> list[dict]:
     return groups
 
 
+def saved_pins(draft: str | None) -> list[list]:
+    """The pinned examples kept in the drafts, or the one example a new workspace starts with."""
+    try:
+        rows = json.loads(draft) if draft else None
+    except ValueError:
+        rows = None
+    return rows if isinstance(rows, list) else [EXAMPLE_PIN]
+
+
 def pinned_report(groups: list[dict], result: dict) -> str:
     if result.get("problems"):
         return "⚠️ " + result["problems"][0].replace("\n", "  \n")
+    # A function that raised is left out of the total; a pin that passes without it would hide the error.
+    raised = {n: f["errors"][0]["error"] for n, f in result.get("functions", {}).items() if f.get("errors")}
     lines, passed = [], 0
     for g, row in zip(groups, result["rows"]):
         low, high = g["range"]
         total = row["total"]
-        ok = total is not None and (low in (None, "") or total >= float(low)) and (high in (None, "") or total <= float(high))
+        broken = [n for n in raised if row["rewards"].get(n) is None]
+        ok = (not broken and total is not None and (low in (None, "") or total >= float(low))
+              and (high in (None, "") or total <= float(high)))
         passed += ok
         shown = "None" if total is None else f"{total:.3f}"
-        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})")
+        why = "; ".join(f"`{n}` raised {raised[n]}" for n in broken)
+        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
+                     + (f" — {why}" if why else ""))
     return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)
 
 

@@ -123,7 +123,7 @@ class RunsTab:
         view = jobs.view(self.runs_dir / run_id)
         config_path = self.runs_dir / run_id / runs.CONFIG_FILE
         config = config_path.read_text(encoding="utf-8") if config_path.exists() else "# config.yaml is missing"
-        return [run_view.status_markdown(view), run_view.reward_frame(view), config, view.log_tail]
+        return [run_view.status_markdown(view), run_view.plot_update(run_view.reward_frame(view)), config, run_view.readable_log(view.log_tail)]
 
     def delete_run(self, run_id: str | None, confirmed: bool) -> str:
         if not run_id:

@@ -21,7 +21,8 @@ from ..inference import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
 from .wording import page_words
-from .workspace import DRAFT_CONFIG, DRAFT_REWARDS
+from .rewards_tab import PINNED_RUN_FILE
+from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
     from .form import PageForm
@@ -56,6 +57,7 @@ class TrainTab:
                     self.fields[key] = _field(key)
             self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
+        self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
         with gr.Row():
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
             self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training")
@@ -112,6 +114,9 @@ class TrainTab:
                 run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
             except StudioError as exc:
                 return [f"**Could not start:** {page_words(exc.message())}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
+            pins = workspace.read(DRAFT_PINNED)
+            if pins is not None:  # the pinned examples belong to the reward code the run trains with
+                (run_dir / PINNED_RUN_FILE).write_text(pins, encoding="utf-8")
             config_text = (run_dir / runs.CONFIG_FILE).read_text(encoding="utf-8")
             return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
 
@@ -139,6 +144,10 @@ class TrainTab:
 
         timer.tick(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status", show_progress="hidden")
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
+        sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps")]
+        for trigger in [form.data_rows.change] + [w.change for w in sizes]:
+            trigger(epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs, api_visibility="private",
+                    show_progress="hidden")
         timer.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for], api_name="train_notice",
                    show_progress="hidden")
         self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
@@ -182,8 +191,9 @@ class TrainTab:
 
     @staticmethod
     def render(view: RunView | None) -> list:
-        return [run_view.status_markdown(view), run_view.progress_html(view), run_view.reward_frame(view),
-                run_view.length_frame(view), run_view.samples_rows(view), view.log_tail if view else ""]
+        return [run_view.status_markdown(view), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
+                run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
+                run_view.readable_log(view.log_tail) if view else ""]
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
@@ -216,3 +226,25 @@ def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str |
     except StudioError as exc:
         return f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n"), run_dir
     return f"Resuming `{Path(run_dir).name}`.", run_dir
+
+
+MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn
+
+
+def epochs_markdown(train_rows, k, batch, max_steps) -> str:
+    """How many times each training prompt would be seen ("54 rows × 150 steps = 37 epochs"), said before Start."""
+    try:
+        rows, k, batch, steps = int(train_rows), int(k), int(batch), int(max_steps)
+    except (TypeError, ValueError):
+        return ""
+    if rows <= 0 or k <= 0 or batch < k or steps <= 0:
+        return ""
+    prompts = steps * (batch // k)
+    epochs = prompts / rows
+    line = (f"{rows} training rows × {steps} steps × {batch // k} prompts per step = **{epochs:.0f} epochs** "
+            f"(each prompt seen about {epochs:.0f} times).")
+    if epochs > MANY_EPOCHS:
+        return ("⚠️ " + line + " The model may learn these prompts' answers by heart rather than the skill: use fewer "
+                f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {max(1, round(MANY_EPOCHS * rows / (batch // k)))} for "
+                f"{MANY_EPOCHS} epochs) or more data.")
+    return line

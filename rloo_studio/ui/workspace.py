@@ -11,6 +11,7 @@ from pathlib import Path
 
 DRAFT_CONFIG = "draft-config.yaml"
 DRAFT_REWARDS = "draft-rewards.py"
+DRAFT_PINNED = "draft-pinned.json"  # the pinned examples, kept with the reward code
 
 
 class Workspace:

@@ -83,8 +83,11 @@ def test_a_run_is_named_after_its_data_and_model(app, tmp_path, runs_dir):
     form = own_csv(app, tmp_path, "qa.csv", "question,answer\n" + rows).fast_demo(steps=1)
     form[text.PROMPT_COLUMN], form[text.TEST_SPLIT], form[text.TEST_FRACTION] = "question", "", 0.1
     assert form[text.RUN_NAME] == ""  # the preset's "cpu-demo" is not offered as this run's name
+    pins = {"headers": ["prompt", "completion", "answer", "min total", "max total"], "data": [["What is 1+1?", "2", "2", 1.0, 9.0]]}
+    app.predict(pins, api_name="/save_pinned")
     assert form.call("/start_training")[0] == ""
     run_dir = only_run(runs_dir)
+    assert json.loads((run_dir / "pinned.json").read_text()) == pins["data"]  # the pinned examples go with the run
     app.predict(api_name="/stop_training")
     assert run_dir.name.endswith("-qa-demo")
     assert json.loads(json.dumps(yaml.safe_load((run_dir / "config.yaml").read_text())["data"]["test_fraction"])) == 0.1
