@@ -18,38 +18,17 @@ from pathlib import Path
 
 import gradio as gr
 
-from .. import jobs, runs
+from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
+from .pickers import RunPicker, busy_message, checkpoint_choices, default_checkpoint, not_final_note
 
-FINAL = "final"
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
 SAMPLED, GREEDY = "sampled", "greedy"
 ONE_SAMPLE_NOTE = ("One reply is one sample: with sampling, the next one can differ, and even a better greedy reply on one "
                    "question is an anecdote. Whether the tuned model is better shows in the **Evaluate** tab, over many prompts "
                    "with intervals.")
-
-
-# ---- what can be chatted with ---------------------------------------------------------------------
-
-def checkpoint_choices(run_dir: Path) -> list[str]:
-    """`final` (when the run saved its weights) and every checkpoint with weights, newest first."""
-    found = runs.evaluable_checkpoints(run_dir)
-    return [c.name for c in sorted(found, key=lambda c: (c.name != FINAL, -c.step))]
-
-
-def tuned_runs(runs_dir: Path) -> list[str]:
-    """Runs that have something to compare: final weights or a checkpoint."""
-    return [r.run_id for r in runs.list_runs(runs_dir) if checkpoint_choices(r.path)]
-
-
-def busy_message(runs_dir: Path, what: str) -> str | None:
-    busy = jobs.active_run(runs_dir)
-    if busy is None:
-        return None
-    return (f"**Run `{busy.name}` is training.** {what} would load a second model beside it, competing for the same "
-            "memory and slowing it down. Wait for it to finish, or stop it in the Train tab.")
 
 
 # ---- panes ----------------------------------------------------------------------------------------
@@ -114,8 +93,8 @@ class ChatTab:
                     "run's model: for a LoRA run, one model in memory with the adapter switched off and on. Both use the chat "
                     "template of training and the same sampling settings and seed. Each badge is checked while its reply is generated.")
         with gr.Row():
-            self.run = gr.Dropdown([], label="Run", elem_id="chat-run", scale=3)
-            self.checkpoint = gr.Dropdown([], label="Checkpoint", info="final = the weights saved when the run ended", elem_id="chat-checkpoint", scale=2)
+            self.picker = RunPicker(runs_dir, "chat", checkpoint_info="final = the weights saved when the run ended")
+            self.run, self.checkpoint = self.picker.run, self.picker.checkpoint
             self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
         with gr.Accordion("Settings", open=False, elem_id="chat-settings"):
             self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
@@ -153,12 +132,13 @@ class ChatTab:
 
     # ---- wiring ----------------------------------------------------------------------------------
 
-    def wire(self, demo: gr.Blocks) -> None:
+    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
         settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed, self.decoding]
         panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
                  self.vote_a, self.vote_tie, self.vote_b]
-        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="chat_runs")
-        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="chat_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.picker.wire(demo, timer)
         self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
                         api_name="chat_pick_run")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
@@ -182,12 +162,9 @@ class ChatTab:
 
     # ---- handlers --------------------------------------------------------------------------------
 
-    def list_runs(self, current: str | None, current_checkpoint: str | None = None):
-        choices = tuned_runs(self.runs_dir)
-        value = current if current in choices else (choices[0] if choices else None)
-        ckpts = checkpoint_choices(self.runs_dir / value) if value else []
-        keep = current_checkpoint if value == current and current_checkpoint in ckpts else (ckpts[0] if ckpts else None)
-        return gr.update(choices=choices, value=value), gr.update(choices=ckpts, value=keep)
+    def list_runs(self, current: str | None, chosen: dict | None = None):
+        choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
+        return gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt)
 
     def pick_run(self, run_id: str | None, blind: bool):
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
@@ -199,7 +176,7 @@ class ChatTab:
                 system = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE).data.system_prompt or ""
             except (StudioError, OSError):
                 system = ""
-        return [gr.update(choices=ckpts, value=ckpts[0] if ckpts else None), system] + self.reset(blind)
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), system] + self.reset(blind)
 
     def render(self, session: dict, status: str = "", pending: dict | None = None, voting: bool = False) -> list:
         left_side, right_side = layout(session)
@@ -247,6 +224,7 @@ class ChatTab:
     def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         problem = self._problem(run_id, checkpoint)
         if problem:
+            gr.Warning(problem.replace("**", ""))  # a toast: the status line below the panes may be out of sight
             yield self.render(session, problem) + [gr.update()]
             return
         if session["blind"] and not session.get("voted", True):
@@ -307,6 +285,8 @@ class ChatTab:
         else:
             note = (f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}: "
                     "one sample each; Retry draws another.")
+        not_final = not_final_note(self.runs_dir / run_id, checkpoint)
+        note += f" The tuned side is {not_final}." if not_final else ""
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
 
     def vote(self, run_id, checkpoint, session, choice: str) -> list:

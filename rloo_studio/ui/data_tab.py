@@ -1,23 +1,40 @@
 """The Data tab: where the prompts come from (demo, a file, a hub dataset), column mapping, a preview.
 
-Turns its widgets into the `data` section of the RunConfig (`apply`) and back (`values_from`).
+Turns its widgets into the `data` section of the RunConfig (`apply`) and back (`values_from`);
+`wire` connects the preview to the whole form (the rewards' answer column and side panel follow it).
 Uploaded files are copied into the app's uploads folder under a cleaned name, so the path a run
 records stays valid and no upload can write outside that folder.
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
+import os
 import re
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
 from ..data import is_hub_source, peek, peek_in_child
 from . import text
+from .rewards_tab import receives_markdown
+from .wording import page_words
 
+if TYPE_CHECKING:
+    from .form import PageForm
+
+ANSWER_REWARDS = ("numeric_answer", "exact_match")  # the builtins that compare with the answer column
+NO_ANSWER = "(none)"
+PROMPT_NAMES = ("prompt", "question", "q", "input", "instruction", "problem", "query", "text")
+ANSWER_NAMES = ("answer", "solution", "a", "output", "target", "label", "response")
+DEFAULT_TEST_FRACTION = 0.1  # a tenth of a single file held out for `rloo-studio eval`
+_NUMBER = re.compile(r"[-+]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?")
 MAX_UPLOAD_MB = 512  # larger datasets belong on the hub or a path typed in; the browser upload would crawl
 
 
@@ -73,7 +90,12 @@ class DataTab:
 
         self.kind.change(lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
                          inputs=self.kind, outputs=[self.file_group, self.hub_group], api_visibility="private")
-        self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data")
+        # A new data source gets its own held-out defaults: the demo's `test` split is not in the person's file.
+        self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data").then(
+            held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
+        self.kind.input(held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_name="source_defaults")
+        for person_edit in (self.local_path.input, self.hub_id.input):
+            person_edit(held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
 
     def _on_upload(self, file) -> str:
         if file is None:
@@ -85,6 +107,26 @@ class DataTab:
                            "Why: the browser sends it whole. What to do: type the file's path instead, or put the data on the hub.")
         original = getattr(file, "orig_name", None) or path.name
         return str(store_upload(str(path), original, self.uploads_dir))
+
+    def wire(self, demo: gr.Blocks, form: "PageForm") -> None:
+        def preview_data(state, *values):
+            cfg, problems = form.config_from(state, list(values))
+            data_cfg = cfg.data if cfg else None
+            if data_cfg is None:
+                return "**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update(), None
+            answer = form.split(values)[1][6]
+            checking = [s.name for s in cfg.rewards if s.name in ANSWER_REWARDS]
+            summary, rows, cols, prompt_col, answer_col, train_rows = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(),
+                                                                                      answer, checking)
+            table = {"headers": cols, "data": rows} if cols else None
+            prompt_choices = gr.update(choices=cols, value=prompt_col) if cols else gr.update()
+            answer_choices = gr.update(choices=cols + [NO_ANSWER], value=answer_col) if cols else gr.update()
+            return summary, table, cols, prompt_choices, answer_choices, train_rows
+
+        self.preview_button.click(preview_data, inputs=[form.base] + form.inputs,
+                                  outputs=[self.summary, self.table, form.columns, self.prompt_column, self.answer_column, form.data_rows],
+                                  api_name="preview_data").then(
+            receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private")
 
     @property
     def inputs(self) -> list:
@@ -116,7 +158,7 @@ class DataTab:
         answer = (answer_col or "").strip()
         # The answer column is a parameter of the answer-checking rewards: set it on those that take one.
         for spec in cfg.get("rewards", []):
-            if spec.get("name") in ("numeric_answer", "exact_match") and answer and answer != "(none)":
+            if spec.get("name") in ANSWER_REWARDS and answer and answer != NO_ANSWER:
                 spec.setdefault("params", {})["answer_column"] = answer
         return problems
 
@@ -124,24 +166,86 @@ class DataTab:
     def values_from(cfg: RunConfig) -> list:
         d = cfg.data
         kind = source_kind(d.source)
-        answer = next((s.params.get("answer_column", "answer") for s in cfg.rewards if s.name in ("numeric_answer", "exact_match")), "answer")
+        answer = next((s.params.get("answer_column", "answer") for s in cfg.rewards if s.name in ANSWER_REWARDS), "answer")
         return [kind, d.source if kind == text.SOURCE_CHOICES[1] else "", d.source if kind == text.SOURCE_CHOICES[2] else "",
                 d.config_name or "", d.split, d.prompt_column, answer, d.system_prompt or "", d.test_split or "", d.test_fraction,
                 d.max_train_samples or 0, d.prompt_format]
 
     @staticmethod
-    def preview(data_cfg: DataConfig, base_dir: str) -> tuple[str, list[list], list[str], list]:
-        """(summary markdown, rows, headers, columns) for the preview; hub sources are read in a child process."""
-        result = peek_in_child(data_cfg, base_dir) if is_hub_source(data_cfg.source, base_dir) else peek(data_cfg, base_dir)
+    def preview(data_cfg: DataConfig, base_dir: str, answer: str | None = None, checking: list[str] | None = None
+                ) -> tuple[str, list[list], list[str], str, str | None, int | None]:
+        """(summary markdown, rows, columns, prompt column, answer column) for the preview; hub sources are read in a child
+        process. A prompt or answer column the data does not have is replaced by a likely one, and the summary says so."""
+        read = (lambda c: peek_in_child(c, base_dir)) if is_hub_source(data_cfg.source, base_dir) else (lambda c: peek(c, base_dir))
+        result = read(data_cfg)
         cols = result["columns"]
+        notes = []
+        first_row = headerless_csv(data_cfg.source, base_dir)
+        if first_row:
+            shown = ", ".join(f"`{c}`" for c in first_row)
+            notes.append(f"⚠️ **This file seems to have no header row:** its first line ({shown}) looks like data, yet it was read "
+                         "as the column names, so that row is not trained on and the columns are named after it. Add a first line "
+                         "with the column names (e.g. `question,answer`) and upload it again.")
+        if cols and data_cfg.prompt_column not in cols:
+            guess = likely_column(cols, PROMPT_NAMES) or cols[0]
+            notes.append(f"⚠️ “{text.PROMPT_COLUMN}” was `{data_cfg.prompt_column}`, which this data does not have (its columns: "
+                         f"{', '.join(f'`{c}`' for c in cols)}): it is now `{guess}` — check that it holds the prompts.")
+            data_cfg = dataclasses.replace(data_cfg, prompt_column=guess)
+            result = read(data_cfg)
+        answer_col = answer
+        if cols and answer not in (None, "", NO_ANSWER) and answer not in cols:
+            answer_col = likely_column([c for c in cols if c != data_cfg.prompt_column], ANSWER_NAMES) or NO_ANSWER
+            uses = f" ({', '.join(checking)} compare the model's answer with it)" if checking else ""
+            notes.append(f"⚠️ “{text.ANSWER_COLUMN}” was `{answer}`, which this data does not have: it is now `{answer_col}`{uses} "
+                         "— check it.")
         lines = []
         if cols:
             held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
             lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". Every column reaches your reward functions as a keyword argument of the same name.")
+        lines += notes
         for problem in result["problems"]:
-            lines.append("⚠️ " + problem.replace("\n", "  \n"))
-        if cols and not result["problems"]:
+            lines.append("⚠️ " + page_words(problem).replace("\n", "  \n"))
+        if cols and not result["problems"] and not notes:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
-        return "\n\n".join(lines), rows, cols, cols
+        return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+
+
+def held_out_defaults(kind: str) -> tuple[str, float]:
+    """(held-out split, held-out fraction) for a newly chosen source: the demo has a `test` split; a single file
+    does not, so a tenth of it is held out for evaluation; a hub dataset usually has a `test` split."""
+    if kind == text.SOURCE_CHOICES[1]:
+        return "", DEFAULT_TEST_FRACTION
+    return "test", 0.0
+
+
+def likely_column(columns: list[str], names: tuple[str, ...]) -> str | None:
+    by_name = {c.strip().lower(): c for c in columns}
+    return next((by_name[n] for n in names if n in by_name), None)
+
+
+def headerless_csv(source: str, base_dir: str) -> list[str] | None:
+    """The first row of a .csv/.tsv file when it looks like data rather than column names, else None.
+
+    csv.Sniffer finds the delimiter; its `has_header` is not used: it only votes on columns whose type or
+    length differs between the first row and the rest, so a good header over two text columns gets no
+    vote and reads as missing. A header cell is a short name; a number, a question or a sentence is data.
+    """
+    path = Path(source) if Path(source).is_absolute() else Path(base_dir) / source
+    if path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
+        return None
+    try:
+        sample = path.read_text(encoding="utf-8-sig", errors="replace")[:8192]
+        try:
+            dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+        except csv.Error:
+            dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
+        first = next(csv.reader(io.StringIO(sample), dialect), [])
+    except (OSError, csv.Error):
+        return None
+    cells = [c.strip() for c in first]
+    if not cells:
+        return None
+    looks_like_data = any(_NUMBER.fullmatch(c) or c.endswith(("?", ".", "!")) or len(c.split()) > 4 or len(c) > 40 for c in cells)
+    return cells if looks_like_data or len(set(cells)) < len(cells) else None

@@ -24,7 +24,7 @@ from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..stats import fmt_interval, fmt_paired
-from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
 from .child import run_cli
 
 EVAL_FILE = "eval.json"
@@ -167,8 +167,8 @@ class EvalTab:
                     "and score them with the run's reward functions. Every number shows how many prompts it rests on and "
                     "its 95 % interval. Choose **all checkpoints** to see whether one checkpoint really is better than the last.")
         with gr.Row():
-            self.run = gr.Dropdown([], label="Run", elem_id="eval-run", scale=3)
-            self.checkpoint = gr.Dropdown([], label="Checkpoint", elem_id="eval-checkpoint", scale=2)
+            self.picker = RunPicker(runs_dir, "eval", extra=ALL)
+            self.run, self.checkpoint = self.picker.run, self.picker.checkpoint
             self.limit = gr.Number(50, precision=0, label="Prompts (at most)", elem_id="eval-limit", scale=1)
             self.split = gr.Textbox(label="Held-out data (optional)", info="A split name or a file; empty = the run's test split",
                                     elem_id="eval-split", scale=2)
@@ -194,24 +194,22 @@ class EvalTab:
         with gr.Accordion("Examples", open=False):
             self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True, elem_id="eval-examples")
 
-    def wire(self, demo: gr.Blocks) -> None:
+    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
         outputs = [self.summary, self.chart, self.table, self.examples]
-        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_name="eval_runs")
-        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="eval_runs")
+        demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
+        self.picker.wire(demo, timer)
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
         self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples,
                                                    self.base_tokens, self.select_split], outputs=outputs, api_name="evaluate")
 
-    def list_runs(self, current, current_checkpoint=None):
-        choices = tuned_runs(self.runs_dir)
-        value = current if current in choices else (choices[0] if choices else None)
-        return gr.update(choices=choices, value=value), self._checkpoints(value, current_checkpoint if value == current else None)
+    def list_runs(self, current, chosen=None):
+        choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
+        return gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt)
 
-    def _checkpoints(self, run_id, keep=None):
-        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
-        if len(ckpts) > 1:
-            ckpts = ckpts[:1] + [ALL] + ckpts[1:]
-        return gr.update(choices=ckpts, value=keep if keep in ckpts else (ckpts[0] if ckpts else None))
+    def _checkpoints(self, run_id):
+        ckpts = self.picker.checkpoints(run_id)
+        return gr.update(choices=ckpts, value=default_checkpoint(ckpts))
 
     def _report(self, run_id) -> dict | None:
         return runs.read_json(self.runs_dir / run_id / EVAL_FILE) if run_id else None
@@ -272,4 +270,5 @@ class EvalTab:
             report = json.loads(finished.stdout)
         except json.JSONDecodeError:
             report = self._report(run_id)
-        return self.render(report)
+        note = not_final_note(self.runs_dir / run_id, checkpoint)
+        return self.render(report, f"**Evaluated {note}.**  \n" + summary_markdown(report) if note else None)

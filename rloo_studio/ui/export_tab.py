@@ -16,8 +16,9 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .chat_tab import busy_message, checkpoint_choices, tuned_runs
+from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
 from .child import run_cli
+from .wording import page_words
 
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
@@ -46,8 +47,8 @@ class ExportTab:
         gr.Markdown("Take the tuned model with you. Every export is a new folder under the run's `exports/` with a model card "
                     "(README.md: base model, RLOO settings, reward functions and the evaluation table).")
         with gr.Row():
-            self.run = gr.Dropdown([], label="Run", elem_id="export-run", scale=3)
-            self.checkpoint = gr.Dropdown([], label="Checkpoint", elem_id="export-checkpoint", scale=2)
+            self.picker = RunPicker(runs_dir, "export")
+            self.run, self.checkpoint = self.picker.run, self.picker.checkpoint
             self.refresh = gr.Button("Refresh runs", elem_id="export-refresh", scale=1)
         self.format = gr.Radio(FORMAT_CHOICES, value="adapter", label="Format", elem_id="export-format")
         self.gguf_type = gr.Radio(GGUF_TYPES, value="f16", label="GGUF type", visible=False, elem_id="export-gguf-type",
@@ -59,26 +60,26 @@ class ExportTab:
         self.existing = gr.Dataframe(headers=["folder", "files", "MiB"], interactive=False, label="Exports of this run",
                                      elem_id="export-existing")
 
-    def wire(self, demo: gr.Blocks) -> None:
-        self.refresh.click(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint, self.existing],
+    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
+        self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint, self.existing],
                            api_name="export_runs")
-        demo.load(self.list_runs, inputs=[self.run, self.checkpoint], outputs=[self.run, self.checkpoint, self.existing],
+        demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint, self.existing],
                   api_visibility="private")
+        self.picker.wire(demo, timer)
         self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
         self.format.change(lambda fmt: gr.update(visible=fmt == "gguf"), inputs=self.format, outputs=self.gguf_type,
                            api_visibility="private")
         self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name, self.gguf_type],
                           outputs=[self.result, self.existing], api_name="export")
 
-    def list_runs(self, current, current_checkpoint=None):
-        choices = tuned_runs(self.runs_dir)
-        value = current if current in choices else (choices[0] if choices else None)
-        return [gr.update(choices=choices, value=value)] + self.pick_run(value, current_checkpoint if value == current else None)
+    def list_runs(self, current, chosen=None):
+        choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
+        return [gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt),
+                existing_exports(self.runs_dir / run) if run else []]
 
-    def pick_run(self, run_id, keep=None):
-        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
-        value = keep if keep in ckpts else (ckpts[0] if ckpts else None)
-        return [gr.update(choices=ckpts, value=value), existing_exports(self.runs_dir / run_id) if run_id else []]
+    def pick_run(self, run_id):
+        ckpts = self.picker.checkpoints(run_id)
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), existing_exports(self.runs_dir / run_id) if run_id else []]
 
     def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
         if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
@@ -95,7 +96,7 @@ class ExportTab:
             kind = f"gguf-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
             target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{kind}{label}")
         except StudioError as exc:
-            return f"**Cannot export:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
+            return f"**Cannot export:** {page_words(exc.message())}".replace("\n", "  \n"), existing_exports(run_dir)
         heavy = fmt in ("merged", "gguf")  # merging loads the full base model
         if heavy:
             busy = busy_message(self.runs_dir, "Merging")
@@ -120,15 +121,18 @@ class ExportTab:
             return f"**Not started:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
         if finished.returncode != 0:
             error = finished.error_text(f"the export failed (exit code {finished.returncode})")
-            return f"**Export failed:** {error}".replace("\n", "  \n"), existing_exports(run_dir)
+            return f"**Export failed:** {page_words(error)}".replace("\n", "  \n"), existing_exports(run_dir)
         out = finished.stdout
         try:
             result = json.loads(out.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):  # something else printed on stdout: the export itself succeeded
-            return f"**Exported `{fmt}`** to `{target}`. Its README.md says how to use it.", existing_exports(run_dir)
+            note = not_final_note(run_dir, checkpoint) if fmt != "script" else ""
+            return (f"**Exported {note}** as `{fmt}`" if note else f"**Exported `{fmt}`**") + f" to `{target}`. Its README.md says how to use it.", existing_exports(run_dir)
         files = result.get("files", [])
         shown = "\n".join(f"- `{f}`" for f in files[:25]) + (f"\n- … and {len(files) - 25} more" if len(files) > 25 else "")
-        return (f"**Exported `{fmt}`** ({result.get('checkpoint')}) in {result.get('seconds')} s to `{result.get('out')}`. "
+        note = not_final_note(run_dir, checkpoint) if fmt != "script" else ""
+        which = f"**Exported {note}** as `{fmt}`" if note else f"**Exported `{fmt}`** ({result.get('checkpoint')})"
+        return (f"{which} in {result.get('seconds')} s to `{result.get('out')}`. "
                 f"Its README.md says how to use it.\n\n{gguf_summary(result)}{shown}"), existing_exports(run_dir)
 
 

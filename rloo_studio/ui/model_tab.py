@@ -1,17 +1,27 @@
 """The Model & hardware tab: the detected device, the preset picker, the model and how to load and train it.
 
 Turns its widgets into the `model` and `lora` sections of the RunConfig (`apply`) and back
-(`values_from`). The preset picker is wired by the app, because a preset fills every tab.
+(`values_from`). `wire` connects the page load, the preset picker, the live memory estimate and
+Shrink to fit to the whole form, because a preset and the estimate concern every settings tab.
 """
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING
+
 import gradio as gr
 
-from ..config import LoraConfig, RunConfig
-from ..presets import Preset
-from ..vram import Estimate
+from .. import jobs, runs
+from ..config import LoraConfig, RunConfig, apply_overrides
+from ..errors import StudioError
+from ..presets import Preset, get_preset
+from ..vram import Estimate, shrink_to_fit
 from . import text
+from .workspace import DRAFT_CONFIG
+
+if TYPE_CHECKING:
+    from .form import PageForm
 
 POPULAR_MODELS = (
     "demo", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen2.5-0.5B-Instruct",
@@ -56,6 +66,91 @@ class ModelTab:
                 self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)
                 self.backend = gr.Dropdown(["auto", "unsloth", "transformers"], value="auto", label=text.BACKEND, info=text.BACKEND_INFO)
                 self.grad_ckpt = gr.Checkbox(True, label=text.GRAD_CKPT, info=text.GRAD_CKPT_INFO)
+
+    # ---- wiring ----------------------------------------------------------------------------------
+
+    def wire(self, demo: gr.Blocks, form: "PageForm") -> None:
+        estimate_inputs = [form.base] + form.inputs
+
+        def update_estimate(state, *values):
+            cfg, problems = form.config_from(state, list(values))
+            if cfg is None:
+                return form.problems_markdown(problems)
+            est, name = form.estimate_for(cfg)
+            return estimate_markdown(est, name)
+
+        def shrink(state, *values):
+            cfg, problems = form.config_from(state, list(values))
+            device_gib, bf16, name = form.device_of()
+            if cfg is None:
+                return [state, form.problems_markdown(problems)] + list(values)
+            if device_gib is None:
+                return [state, "No GPU was detected, so there is nothing to shrink to: the estimate shows what a GPU would need."] + list(values)
+            changes, est = shrink_to_fit(cfg, device_gib, bf16)
+            if not changes:
+                return [state, estimate_markdown(est, name)] + list(values)
+            new = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]),
+                                      base_dir=cfg.base_dir)
+            listed = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in changes.items())
+            verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
+            message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
+            return [form.state_of(new), message] + form.values_from(new)
+
+        train = form.train_tab.fields
+        for widget in self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")]:
+            widget.change(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private",
+                          show_progress="hidden", trigger_mode="always_last")
+        self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
+
+        # The page load: hardware, the form, the run to watch (a reload re-attaches to whatever trains).
+        def on_load():
+            cfg, origin = form.initial_config()
+            hw_now = form.hw.get()
+            device = hw_now.summary().replace("\n", "  \n")
+            if not hw_now.has_gpu:
+                device += "  \nWithout a GPU, the **cpu-demo** preset (the bundled model and data, offline) is the one that finishes in minutes."
+            active = jobs.active_run(form.runs_dir)
+            latest = active or next((r.path for r in runs.list_runs(form.runs_dir)), None)
+            notes = f"The form shows {origin}.\n\n{method_note(cfg)}"
+            return [device, form.state_of(cfg), str(latest) if latest else None, notes] + form.values_from(cfg)
+
+        demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs, api_name="load_form").then(
+            update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private")
+        self.estimate_api = gr.Button(visible=False)
+        self.estimate_api.click(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_name="estimate")
+
+        def apply_preset(name: str, state: dict, *values):
+            """A preset sets the model, memory and training settings; the data and rewards stay the person's."""
+            try:
+                preset = get_preset(name)
+                cfg = preset.load()
+            except StudioError as exc:
+                raise gr.Error(exc.message()) from None
+            cfg.output.run_name = None  # derived from the person's data and model at Start, never the preset's name
+            new_state = form.state_of(cfg)
+            for key in ("data", "rewards"):  # the preset's hidden keys for these must not come back either
+                if key in (state.get("config") or {}):
+                    new_state["config"][key] = state["config"][key]
+            new_values = form.values_from(cfg)
+            sizes = form.sizes
+            data_at, train_at = sizes[0], sum(sizes[:3])
+            kept = list(values[data_at:train_at])  # the data and rewards tabs, as the person left them
+            new_values[data_at:train_at] = kept
+            merged, _problems = form.config_from(new_state, new_values)
+            if merged is not None:
+                form.workspace.write(DRAFT_CONFIG, merged.to_yaml())
+            theirs = f"`{cfg.data.source}` and its rewards" if cfg.data.source else "its data and rewards"
+            kept_note = (f"\n\nYour data and rewards are kept (this preset was tested with {theirs}: choose them in the Data and "
+                         "Rewards tabs if you want them).")
+            notes = (f"**{preset.name}** — {preset.title}\n\n{method_note(cfg)}" + (f"\n\n```\n{preset.notes}\n```" if preset.notes else "")
+                     + kept_note)
+            return [new_state, notes] + new_values
+
+        self.apply_preset.click(apply_preset, inputs=[self.preset, form.base] + form.inputs, outputs=[form.base, self.preset_notes] + form.inputs,
+                                api_name="apply_preset").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
+                                                              api_visibility="private")
+
+    # ---- the form ----------------------------------------------------------------------------------
 
     @property
     def inputs(self) -> list:
@@ -109,7 +204,19 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
+    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
+        return head
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
     notes = "\n".join(f"- {n}" for n in est.notes)
     advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
+
+
+def method_note(cfg: RunConfig) -> str:
+    """Why the settings train what they train: a preset's choice between LoRA and the whole model, said in words."""
+    if cfg.lora is None:
+        return (f"**{text.METHOD}: {text.METHOD_CHOICES[1]}** — every weight is trained. Right for a tiny model such as the "
+                "bundled demo, where it learns more than an adapter in the same time; for real models choose "
+                f"“{text.METHOD_CHOICES[0]}”: training every weight needs several times the memory.")
+    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** (rank {cfg.lora.r}) — small added matrices are trained and the "
+            "model's own weights stay as they are: far less memory than training every weight.")

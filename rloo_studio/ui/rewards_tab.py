@@ -6,23 +6,40 @@ is only parsed (syntax with line and column, undefined names: `rewards.lint`); l
 signature check run in a child process (`rewards.check`); the preview samples completions in a
 child process (`rloo-studio preview`) and scores them in another one with a time limit
 (`rewards.preview`). The code is kept as a draft on every change and copied into each run as
-rewards.py, which the training worker loads unchanged.
+rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
+and the pinned examples to the whole form (they score with the form's rewards and model).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from ..config import RunConfig
-from ..jobs import USER_REWARDS_FILE
+from ..errors import StudioError
+from ..jobs import USER_REWARDS_FILE, absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
-from ..rewards.preview import score_in_child, start_scorer
 from ..rewards.lint import syntax_problem, undefined_names
+from ..rewards.preview import score_in_child, start_scorer, tokenizer_source
 from ..rewards.templates import TEMPLATES, template
 from . import text
+from .child import run_cli
+from .pickers import busy_message
+from .workspace import DRAFT_PINNED, DRAFT_REWARDS
+
+if TYPE_CHECKING:
+    from ..inference import InferenceWorker
+    from .form import PageForm
+
+PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
+PINNED_TIMEOUT_S = 30
+PINNED_RUN_FILE = "pinned.json"  # the pinned examples as they were when the run started, in its folder
+EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]
 
 BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does"]
 PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
@@ -97,9 +114,104 @@ class RewardsTab:
 
         gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
         self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
-                                   value=[["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]],
-                                   elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+                                   value=[EXAMPLE_PIN], elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+        self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
+
+    # ---- wiring ----------------------------------------------------------------------------------
+
+    def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
+        workspace = form.workspace
+
+        def check_code(code, user_table, cols):
+            workspace.write(DRAFT_REWARDS, code or "")
+            return RewardsTab.check_code(code, user_table, cols)
+
+        self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                         api_name="check_rewards")
+        # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
+        self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                       api_visibility="private", trigger_mode="always_last")
+        self.code.change(lambda code: workspace.write(DRAFT_REWARDS, code or "") and None, inputs=self.code,
+                         outputs=None, api_name="save_reward_draft", show_progress="hidden")
+
+        def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
+            clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
+            cfg, problems = form.config_from(state, list(values))
+            if cfg is None or problems:
+                return [form.problems_markdown(problems), None, None, ""]
+            folder = workspace.dir / "preview"
+            folder.mkdir(parents=True, exist_ok=True)
+            code = values[form.code_index] or ""
+            (folder / "rewards.py").write_text(code, encoding="utf-8")
+            absolute_paths(cfg, folder).save(folder / "config.yaml")
+            lines = [line for line in (pasted or "").splitlines() if line.strip()]
+            if lines:  # pasted completions: nothing to sample, the CLI scores them
+                if not (typed_prompt or "").strip():
+                    return ["Type the prompt the pasted completions answer.", None, None, ""]
+                if len(lines) < 2:
+                    return ["Paste at least two completions: RLOO compares each with the others.", None, None, ""]
+                item = {"prompt": typed_prompt.strip(), "completions": lines}
+                if (typed_answer or "").strip():
+                    item["answer"] = typed_answer.strip()
+                (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
+                finished = run_cli(["preview", str(folder / "config.yaml"), "--json", "--timeout", str(PREVIEW_SCORE_TIMEOUT_S),
+                                    "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
+                if finished.returncode != 0 or not finished.stdout.strip():
+                    message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
+                    return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
+                result = json.loads(finished.stdout.strip().splitlines()[-1])
+            else:  # sampled in the inference worker, which keeps the model loaded between previews
+                progress(0.05, desc="Asking the model worker…" if worker.alive else "Starting the model worker…")
+                try:
+                    result = sample_and_score(worker, RunConfig.load(folder / "config.yaml"),
+                                              num_prompts=None if (typed_prompt or "").strip() else int(prompts_n),
+                                              prompt=(typed_prompt or "").strip() or None, answer=(typed_answer or "").strip() or None,
+                                              timeout_s=PREVIEW_SCORE_TIMEOUT_S, progress=progress,
+                                              guard=lambda: busy_message(form.runs_dir, "Sampling completions"))
+                except StudioError as exc:
+                    return [f"**Preview failed:** {exc.message()}".replace("\n", "  \n"), None, None, ""]
+            if result.get("problems"):
+                return [f"**Preview failed:** {result['problems'][0]}".replace("\n", "  \n"), None, None, ""]
+            table, summary, findings = preview_tables(result)
+            n = len(result.get("rows", []))
+            how = ("your pasted completions" if lines else
+                   f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo.get('temperature', 1.0)}, "
+                   f"up to {cfg.rloo_value('max_completion_length')} tokens")
+            return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings]
+
+        preview_inputs = [form.base, self.preview_prompts, self.preview_prompt, self.preview_answer, self.preview_pasted] + form.inputs
+        self.preview_button.click(preview, inputs=preview_inputs,
+                                  outputs=[self.preview_status, self.preview_table, self.preview_summary, self.preview_findings],
+                                  api_name="preview_rewards")
+
+        def run_pinned(state, pinned, *values):
+            groups = pinned_groups(pinned)
+            if not groups:
+                return "No pinned examples yet: add rows with a prompt and a completion."
+            cfg, problems = form.config_from(state, list(values))
+            if cfg is None or problems:
+                return form.problems_markdown(problems)
+            request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
+                       "conversational": False, "probes": False, "source": values[form.code_index] or "",
+                       "rewards": [dict(s.__dict__) for s in cfg.rewards],
+                       "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
+            return pinned_report(groups, score_in_child(request, timeout_s=PINNED_TIMEOUT_S))
+
+        # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
+        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None, inputs=self.pinned,
+                           outputs=None, api_name="save_pinned", show_progress="hidden")
+        demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
+        self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
+                              api_name="add_pinned")
+        pinned_inputs = [form.base, self.pinned] + form.inputs
+        # The named endpoint first: events registered later with the same function get suffixed names.
+        self.pinned_run = gr.Button(visible=False)
+        self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_name="run_pinned")
+        for trigger in (self.code.blur, self.pinned.change, self.check.click):
+            trigger(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private", trigger_mode="always_last")
+
+    # ---- the form ----------------------------------------------------------------------------------
 
     @property
     def inputs(self) -> list:
@@ -197,17 +309,32 @@ def pinned_groups(table) -> list[dict]:
     return groups
 
 
+def saved_pins(draft: str | None) -> list[list]:
+    """The pinned examples kept in the drafts, or the one example a new workspace starts with."""
+    try:
+        rows = json.loads(draft) if draft else None
+    except ValueError:
+        rows = None
+    return rows if isinstance(rows, list) else [EXAMPLE_PIN]
+
+
 def pinned_report(groups: list[dict], result: dict) -> str:
     if result.get("problems"):
         return "⚠️ " + result["problems"][0].replace("\n", "  \n")
+    # A function that raised is left out of the total; a pin that passes without it would hide the error.
+    raised = {n: f["errors"][0]["error"] for n, f in result.get("functions", {}).items() if f.get("errors")}
     lines, passed = [], 0
     for g, row in zip(groups, result["rows"]):
         low, high = g["range"]
         total = row["total"]
-        ok = total is not None and (low in (None, "") or total >= float(low)) and (high in (None, "") or total <= float(high))
+        broken = [n for n in raised if row["rewards"].get(n) is None]
+        ok = (not broken and total is not None and (low in (None, "") or total >= float(low))
+              and (high in (None, "") or total <= float(high)))
         passed += ok
         shown = "None" if total is None else f"{total:.3f}"
-        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})")
+        why = "; ".join(f"`{n}` raised {raised[n]}" for n in broken)
+        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
+                     + (f" — {why}" if why else ""))
     return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)
 
 

@@ -6,7 +6,9 @@ Shared by the Train tab (the run being trained) and the Runs tab (any run). Pure
 
 from __future__ import annotations
 
+import ast
 import html
+import re
 import time
 
 import pandas as pd
@@ -15,7 +17,14 @@ from ..jobs import RunView
 from . import text
 
 REWARD_SERIES_PREFIX = "rewards/"
+# Colours far apart in hue (Okabe & Ito's palette for colour-blind readers, https://jfly.uni-koeln.de/color/), total first.
+PALETTE = ("#000000", "#E69F00", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442")
+LOG_METRICS = (("reward", "reward"), ("kl", "KL"), ("loss", "loss"), ("completions/mean_length", "mean length"),
+               ("grad_norm", "grad norm"), ("learning_rate", "learning rate"), ("epoch", "epoch"))
+_TQDM = re.compile(r"\s*\d+%\|[^|]*\|\s*\d+/\d+ \[[^\]]*\]")
+_LOGGED_DICT = re.compile(r"\{'[^{}]*\}")
 SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "KL penalty", "advantage"]
+
 
 
 def _duration(seconds: float | None) -> str:
@@ -70,6 +79,46 @@ def progress_html(view: RunView | None) -> str:
     return (f'<div id="train-progress" data-step="{view.step if view else 0}" style="width:100%;background:#e5e7eb;border-radius:6px;height:22px;">'
             f'<div style="width:{100 * fraction:.1f}%;background:#f97316;height:22px;border-radius:6px;color:white;'
             f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
+
+
+def readable_log(text: str) -> str:
+    """The training log without progress-bar redraws, and with the trainer's metric dicts as `name value · …`."""
+    lines: list[str] = []
+    for raw in re.split(r"[\r\n]+", text or ""):
+        line = _LOGGED_DICT.sub(lambda m: _metrics_line(m.group(0)), _TQDM.sub("", raw)).strip()
+        if line and (not lines or line != lines[-1]):
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _metrics_line(logged: str) -> str:
+    try:
+        metrics = ast.literal_eval(logged)
+    except (ValueError, SyntaxError):
+        return logged
+    shown = []
+    for key, name in LOG_METRICS:
+        value = metrics.get(key)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        shown.append(f"{name} {number:.4g}")
+    return "step metrics: " + " · ".join(shown) if shown else logged
+
+
+def plot_update(frame: pd.DataFrame | None):
+    """A line chart's data with a y range that leaves room above and below (a line at 1.0 is not cut by the frame)
+    and one distinct colour per series."""
+    import gradio as gr
+
+    if frame is None:
+        return gr.update(value=None)
+    low, high = float(frame["value"].min()), float(frame["value"].max())
+    pad = max(0.05, 0.08 * (high - low))
+    series = list(dict.fromkeys(frame["series"]))
+    return gr.update(value=frame, y_lim=[low - pad, high + pad],
+                     color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
 
 
 def reward_frame(view: RunView | None) -> pd.DataFrame | None:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from .. import jobs, runs
+from ..errors import StudioError
 from . import run_view, text
+
+if TYPE_CHECKING:
+    from .form import PageForm
 
 
 def runs_table(runs_dir: Path) -> list[list]:
@@ -43,6 +48,7 @@ class RunsTab:
         with gr.Row():
             self.watch = gr.Button("Watch in the Train tab", elem_id="run-watch")
             self.resume = gr.Button("Resume this run", elem_id="run-resume")
+        self.message = gr.Markdown(elem_id="runs-message")  # next to the buttons that cause its messages
         with gr.Accordion("Config", open=False):
             self.config = gr.Code(language="yaml", show_label=False, elem_id="run-detail-config")
         with gr.Accordion("Log (last lines)", open=False):
@@ -50,7 +56,61 @@ class RunsTab:
         with gr.Accordion("Delete", open=False):
             self.confirm = gr.Checkbox(False, label=text.DELETE_CONFIRM, elem_id="run-delete-confirm")
             self.delete = gr.Button("Delete run", variant="stop", elem_id="run-delete")
-        self.message = gr.Markdown(elem_id="runs-message")
+            self.delete_message = gr.Markdown(elem_id="runs-delete-message")
+        self.shown = gr.State(None)  # the runs' states the page shows: the poll sends only changes
+
+    def wire(self, demo: gr.Blocks, form: "PageForm", resume, timer: gr.Timer | None = None) -> None:
+        """`resume(run_dir) -> (message, run_dir)` is the Train tab's resume (one rule for both buttons)."""
+        runs_dir = self.runs_dir
+        detail_outputs = [self.status, self.plot, self.config, self.log]
+        self.refresh.click(self.listing, inputs=self.picker, outputs=[self.table, self.picker], api_name="list_runs").then(
+            self.detail, inputs=self.picker, outputs=detail_outputs, api_visibility="private")
+        demo.load(self.listing, outputs=[self.table, self.picker], api_visibility="private")
+        self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run")
+        self.table.select(self.row_clicked, inputs=None, outputs=self.picker, api_visibility="private")
+        if timer is not None:
+            # Every state shown is re-read from the run folders: the list and the open run's detail change together.
+            timer.tick(self.poll, inputs=[self.picker, self.shown], outputs=[self.table, self.picker] + detail_outputs + [self.shown],
+                       api_visibility="private", show_progress="hidden")
+        self.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=self.picker, outputs=form.watched,
+                         api_name="watch_run")
+
+        def resume_from_runs(run_id):
+            if not run_id:
+                return "Pick a run first.", gr.update()
+            message, run_dir = resume(str(runs_dir / run_id))
+            if message.startswith("**Could not"):
+                gr.Warning(message.replace("**", ""))
+            return message, run_dir
+
+        self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run")
+
+        def delete(run_id, confirmed, current):
+            try:
+                message = self.delete_run(run_id, confirmed)
+            except StudioError as exc:
+                return [exc.message(), gr.update(), gr.update(), False, current]
+            table, picker = self.listing()
+            if current and Path(current).name == run_id and not Path(current).exists():
+                current = None
+            return [message, table, picker, False, current]
+
+        self.delete.click(delete, inputs=[self.picker, self.confirm, form.watched],
+                          outputs=[self.delete_message, self.table, self.picker, self.confirm, form.watched], api_name="delete_run")
+
+    @staticmethod
+    def row_clicked(evt: gr.SelectData):
+        row = evt.row_value or []
+        return gr.update(value=row[0]) if row else gr.skip()
+
+    def poll(self, selected: str | None, shown):
+        """[table, picker, status, plot, config, log, shown], or skips when no run's state, step or reward changed."""
+        now = [[r.run_id, r.state, r.step, r.last_reward] for r in runs.list_runs(self.runs_dir)]
+        if now == shown:
+            return [gr.skip()] * 6 + [shown]
+        table, picker = self.listing(selected)
+        value = picker.get("value") if isinstance(picker, dict) else selected
+        return [table, picker] + self.detail(value) + [now]
 
     def listing(self, selected: str | None = None):
         choices = run_choices(self.runs_dir)
@@ -63,7 +123,7 @@ class RunsTab:
         view = jobs.view(self.runs_dir / run_id)
         config_path = self.runs_dir / run_id / runs.CONFIG_FILE
         config = config_path.read_text(encoding="utf-8") if config_path.exists() else "# config.yaml is missing"
-        return [run_view.status_markdown(view), run_view.reward_frame(view), config, view.log_tail]
+        return [run_view.status_markdown(view), run_view.plot_update(run_view.reward_frame(view)), config, run_view.readable_log(view.log_tail)]
 
     def delete_run(self, run_id: str | None, confirmed: bool) -> str:
         if not run_id:

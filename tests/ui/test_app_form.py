@@ -78,7 +78,9 @@ def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
     form["Batch per device (completions)"] = 12  # not a multiple of 8 completions per prompt
     problems = form.call("/start_training")[0]
     assert "Rewards: none chosen" in problems
-    assert "per_device_train_batch_size" in problems and "multiple" in problems
+    # In the page's words, with values to use; the config keys stay on the command line.
+    assert "“Completions per step” 12 is not divisible by “Completions per prompt (k)” 8" in problems and "use 8 or 16" in problems
+    assert "per_device_train_batch_size" not in problems and "num_generations" not in problems
     assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
 
 
@@ -108,10 +110,13 @@ def test_uploaded_csv_is_stored_safely_and_previewed(app, tmp_path, runs_dir):
     form = Form(app)
     form[text.SOURCE] = text.SOURCE_CHOICES[1]
     form[text.LOCAL_PATH] = stored
-    summary, table, _, _ = form.call("/preview_data")
+    summary, table, prompt_column, answer_column = form.call("/preview_data")
     assert "**2 training rows**" in summary
-    assert "has no column `prompt`" in summary and "question, solution" in summary  # the preset's column is not there
+    # The preset's columns are not in this file: likely ones are chosen, and the summary says so.
+    assert f"“{text.PROMPT_COLUMN}” was `prompt`, which this data does not have" in summary and "it is now `question`" in summary
+    assert f"“{text.ANSWER_COLUMN}” was `answer`" in summary and "it is now `solution` (numeric_answer compare" in summary
     assert table["headers"] == ["question", "solution"]
+    assert prompt_column["value"] == "question" and answer_column["value"] == "solution"
     form[text.PROMPT_COLUMN] = "question"
     form[text.ANSWER_COLUMN] = "solution"
     form[text.TEST_SPLIT] = ""
@@ -147,7 +152,7 @@ def test_an_unknown_preset_is_refused_with_the_known_ones(app):
     from gradio_client.exceptions import AppError
 
     with pytest.raises(AppError, match="nope is not in the list of choices.*cpu-demo"):
-        app.predict("nope", api_name="/apply_preset")
+        app.predict("nope", *Form(app).values, api_name="/apply_preset")
 
 
 def test_delete_needs_the_confirmation(app, runs_dir):
@@ -196,3 +201,14 @@ def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits
         form.values = new_values
         assert form[text.PRECISION] == text.PRECISION_CHOICES[0]
         assert "— fits** on Test GPU" in form.call("/estimate")
+
+
+def test_start_refuses_reward_code_that_the_lint_flags(app, runs_dir):
+    form = Form(app)
+    form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if lenn(c) < 9 else 0.0 for c in completions]\n"
+    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "brief", 1.0]]}
+    problems = form.call("/start_training")[0]
+    assert "`lenn` is not defined (in brief)" in problems and text.CODE in problems
+    assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+    form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if len(c) < 9 else 0.0 for c in completions\n"
+    assert "syntax error at line 2" in form.call("/show_config")[0]

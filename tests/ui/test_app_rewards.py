@@ -8,7 +8,7 @@ import time
 import pytest
 
 from apphelpers import Form, connect, served_app
-from rloo_studio.ui import app as app_module
+from rloo_studio.ui import rewards_tab as rewards_module
 from rloo_studio.ui import text
 
 PINNED = {"headers": ["prompt", "completion", "answer", "min total", "max total"],
@@ -43,6 +43,24 @@ def test_pinned_examples_pass_and_fail_like_unit_tests(app):
     assert "✅ `<think>47+28</think>75` → total 1.300" in report and "❌ `<think>47+28</think>65` → total 0.300" in report
 
 
+def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app, runs_dir):
+    app.predict(PINNED, api_name="/save_pinned")
+    reloaded = Client(app.src, verbose=False)  # a reload is a new session
+    table = reloaded.predict(api_name="/load_pinned")
+    assert [row[1] for row in table["data"]] == ["<think>47+28</think>75", "<think>47+28</think>65"]
+    grown = reloaded.predict(table, api_name="/add_pinned")
+    assert len(grown["data"]) == 3 and grown["data"][2][:3] == ["", "", ""]
+
+
+def test_a_pin_fails_when_one_of_the_functions_raises(app):
+    form = Form(app)
+    form[text.CODE] = "def broken(completions, **kwargs):\n    raise KeyError('answer')\n"
+    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "broken", 1.0]]}
+    one = {"headers": PINNED["headers"], "data": PINNED["data"][:1]}  # passes with the builtins alone (total 1.3)
+    report = app.predict(one, *form.values, api_name="/run_pinned")
+    assert report.startswith("**0/1 pinned examples pass**") and "`broken` raised" in report and "KeyError" in report
+
+
 @pytest.mark.slow
 def test_preview_samples_from_the_demo_model_and_shows_advantages(app):
     form = Form(app)
@@ -73,7 +91,7 @@ def test_pasted_completions_and_a_user_reward_are_scored(app):
 
 @pytest.mark.slow
 def test_a_hanging_reward_is_stopped_and_the_app_stays_responsive(app, monkeypatch):
-    monkeypatch.setattr(app_module, "PREVIEW_SCORE_TIMEOUT_S", 8)
+    monkeypatch.setattr(rewards_module, "PREVIEW_SCORE_TIMEOUT_S", 8)
     form = Form(app)
     form[text.CODE] = "def stuck(completions, **kwargs):\n    while True:\n        pass\n"
     form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "stuck", 1.0]]}

@@ -1,0 +1,55 @@
+"""The page's words for problems written in config words: a config key becomes the label the page shows.
+
+Config validation, the data check and the export speak to the command line (`rloo.num_generations`,
+`set data.prompt_column`, `--format merged`); the page shows the same problem with its own labels
+(“Completions per prompt (k)”, “Prompt column”, the Export tab's Format) and, where one fits, a
+value to use. The labels come from `text`, so each is written once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from . import text
+
+CONFIG_LABELS = {
+    **{f"rloo.{key}": label for key, (label, _help) in text.RLOO_FIELDS.items()},
+    "model.name_or_path": text.MODEL, "model.max_seq_length": text.MAX_SEQ, "model.backend": text.BACKEND,
+    "model.load_in_4bit": text.PRECISION, "model.dtype": text.PRECISION,
+    "lora.r": text.LORA_R, "lora.alpha": text.LORA_ALPHA, "lora.dropout": text.LORA_DROPOUT, "lora.target_modules": text.LORA_TARGETS,
+    "data.source": text.SOURCE, "data.prompt_column": text.PROMPT_COLUMN, "data.system_prompt": text.SYSTEM_PROMPT,
+    "data.test_split": text.TEST_SPLIT, "data.test_fraction": text.TEST_FRACTION, "data.max_train_samples": text.MAX_TRAIN,
+    "data.prompt_format": text.PROMPT_FORMAT, "data.split": text.SPLIT, "data.config_name": text.HUB_CONFIG,
+    "params.answer_column": text.ANSWER_COLUMN, "answer_column": text.ANSWER_COLUMN,
+    "output.run_name": text.RUN_NAME,
+}
+_KEY = re.compile(r"(?<![\w./])(?:(?:rloo|model|lora|data|output)\.[a-z_0-9]+|params\.answer_column|answer_column)(?![\w])")
+_FORMAT = re.compile(r"--format (\w+)")
+_GEN_BATCH = re.compile(r"rloo: the generation batch \((?:per_device_train_batch_size (\d+) x (\d+) process\(es\) x "
+                        r"steps_per_generation (\d+)|generation_batch_size) = (\d+)\) is not divisible by num_generations (\d+)[^\n]*")
+
+
+def label(key: str) -> str:
+    return f"“{CONFIG_LABELS[key]}”" if key in CONFIG_LABELS else f"`{key}`"
+
+
+def _batch_problem(m: re.Match) -> str:
+    k = int(m.group(5))
+    k_label, batch_label = label("rloo.num_generations"), label("rloo.per_device_train_batch_size")
+    if m.group(1) is None:  # a preset's generation_batch_size, which no widget shows
+        return f"the preset's generation batch {m.group(4)} is not divisible by {k_label} {k}: choose a k that divides it"
+    batch, factor = int(m.group(1)), int(m.group(2)) * int(m.group(3))
+    step = k // math.gcd(k, factor)  # batch × factor must be a multiple of k
+    low, high = batch // step * step, (batch // step + 1) * step
+    use = f"use {low} or {high}" if low > 0 else f"use {high}"
+    return (f"{batch_label} {batch} is not divisible by {k_label} {k}: every prompt needs all its {k} completions in one "
+            f"step — {use}")
+
+
+def page_words(problem: str) -> str:
+    """The problem with config keys replaced by the page's labels (the CLI keeps the original)."""
+    problem = _GEN_BATCH.sub(lambda m: _batch_problem(m), problem)
+    problem = re.sub(r"^\s*(?:rloo|model|lora|data|output)\.[a-z_0-9]+(?=:)", lambda m: label(m.group(0).strip()), problem)
+    problem = _FORMAT.sub(lambda m: f"the Export tab's Format “{m.group(1)}”", problem)
+    return _KEY.sub(lambda m: label(m.group(0)) if m.group(0) in CONFIG_LABELS else m.group(0), problem)

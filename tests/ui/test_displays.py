@@ -1,0 +1,62 @@
+"""What the page shows, checked on its pieces: a readable log, charts that show a line at 1.0 with distinct colours,
+the epochs warning, why a preset trains what it trains, no GPU table without a GPU, and a pin failed by a raising function."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rloo_studio.config import RunConfig
+from rloo_studio.ui import run_view, text
+from rloo_studio.ui.model_tab import estimate_markdown, method_note
+from rloo_studio.ui.rewards_tab import pinned_report
+from rloo_studio.ui.train_tab import epochs_markdown
+from rloo_studio.vram import estimate_config
+
+
+def test_the_log_has_no_raw_dicts_or_progress_redraws():
+    raw = ("[rloo-studio] backend: Unsloth\n  0%|          | 0/40 [00:00<?, ?it/s]  2%|▎   | 1/40 [00:48<31:32, 48.52s/it]"
+           "   {'loss': '3.539e-08', 'grad_norm': '3.594', 'reward': '0.6438', 'completions/mean_length': '9.875'}\n")
+    shown = run_view.readable_log(raw)
+    assert shown.splitlines() == ["[rloo-studio] backend: Unsloth",
+                                  "step metrics: reward 0.6438 · loss 3.539e-08 · mean length 9.875 · grad norm 3.594"]
+
+
+def test_reward_lines_at_one_are_inside_the_chart_and_colours_differ():
+    frame = pd.DataFrame({"step": [1, 2, 1, 2, 1, 2], "value": [0.2, 1.0, 0.0, 1.0, 0.5, 1.0],
+                          "series": ["total (weighted)"] * 2 + ["numeric_answer"] * 2 + ["think_format"] * 2})
+    update = run_view.plot_update(frame)
+    low, high = update["y_lim"]
+    assert low < 0.0 and high > 1.0
+    assert len(set(update["color_map"].values())) == 3
+
+
+def test_the_epochs_are_said_before_start():
+    warning = epochs_markdown(54, 8, 104, 150)
+    assert warning.startswith("⚠️ 54 training rows × 150 steps × 13 prompts per step = **36 epochs**")
+    assert "“Training steps”" in warning
+    assert not epochs_markdown(2000, 8, 128, 10).startswith("⚠️") and epochs_markdown(None, 8, 128, 10) == ""
+
+
+def test_the_method_a_preset_chose_is_explained():
+    full = RunConfig.from_dict({"model": {"name_or_path": "demo"}})
+    full.lora = None
+    assert text.METHOD_CHOICES[1] in method_note(full) and text.METHOD_CHOICES[0] in method_note(full)
+    assert "rank 16" in method_note(RunConfig.from_dict({"lora": {"r": 16}}))
+
+
+def test_no_gpu_memory_table_without_a_gpu():
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-0.6B"}, "lora": {"r": 16}})
+    shown = estimate_markdown(estimate_config(cfg, None, True), None)
+    assert "| part | GiB |" not in shown and "no GPU here" in shown
+    assert "| part | GiB |" in estimate_markdown(estimate_config(cfg, 16, True), "Test GPU")
+
+
+def test_a_pin_fails_when_a_function_raised_even_if_the_others_pass():
+    groups = [{"prompt": "p", "row": {}, "completions": ["<think>1</think>2"], "range": (1.0, 10.0)}]
+    result = {"functions": {"numeric_answer": {"errors": []}, "mine": {"errors": [{"error": "KeyError: 'answer'"}]}},
+              "rows": [{"total": 1.3, "rewards": {"numeric_answer": 1.3, "mine": None}}]}
+    report = pinned_report(groups, result)
+    assert report.startswith("**0/1 pinned examples pass**") and "`mine` raised KeyError: 'answer'" in report
+    result["functions"]["mine"]["errors"] = []
+    result["rows"][0]["rewards"]["mine"] = 0.0
+    assert pinned_report(groups, result).startswith("**1/1 pinned examples pass**")

@@ -1,0 +1,29 @@
+"""Problems written in config words reach the page in its own labels, with a value to use; the CLI keeps config words."""
+
+from __future__ import annotations
+
+from rloo_studio.config import RunConfig
+from rloo_studio.ui import text
+from rloo_studio.ui.wording import page_words
+
+
+def test_the_batch_problem_names_the_page_fields_and_values_to_use():
+    problems = RunConfig.from_dict({"rloo": {"num_generations": 8, "per_device_train_batch_size": 100}}).validate()
+    cli = [p for p in problems if "not divisible" in p]
+    assert cli and "num_generations 8" in cli[0]  # the command line keeps the config's words
+    page = page_words(cli[0])
+    assert page.startswith("“Completions per step” 100 is not divisible by “Completions per prompt (k)” 8:")
+    assert page.endswith("use 96 or 104") and "num_generations" not in page
+
+
+def test_config_keys_and_cli_flags_become_labels():
+    assert page_words("set data.prompt_column to the column that holds the prompts") == \
+        f"set “{text.PROMPT_COLUMN}” to the column that holds the prompts"
+    assert page_words("rloo.max_steps: 0 trains nothing") == "“Training steps”: 0 trains nothing"
+    assert "the Export tab's Format “merged”" in page_words("export it with --format merged (a copy)")
+    assert text.ANSWER_COLUMN in page_words("the dataset has no column `answer` — set params.answer_column")
+
+
+def test_file_names_that_look_like_keys_are_left_alone():
+    assert page_words("data file not found: /nowhere/data.jsonl") == "data file not found: /nowhere/data.jsonl"
+    assert page_words("see data.jsonl") == "see data.jsonl"
