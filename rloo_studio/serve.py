@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .errors import StudioError
+from .procs import pid_alive
 
 TOKEN_ENV = "RLOO_STUDIO_TOKEN"
 # Where each running app leaves its link: one file per port, readable by this user only.
@@ -122,18 +123,6 @@ def forget_launch(path: Path) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False  # os.kill(0 or -1, ...) would address process groups, not one process
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # exists but belongs to someone else, or cannot be asked: assume it runs
-    return True
-
-
 def saved_launches(runs_dir: str | Path) -> list[dict]:
     """The links of the apps running from this runs folder (files of apps that ended are skipped)."""
     folder = Path(runs_dir).expanduser() / LAUNCH_DIR
@@ -143,6 +132,6 @@ def saved_launches(runs_dir: str | Path) -> list[dict]:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(entry, dict) and "url" in entry and isinstance(entry.get("pid"), int) and _alive(entry["pid"]):
+        if isinstance(entry, dict) and "url" in entry and isinstance(entry.get("pid"), int) and pid_alive(entry["pid"]):
             found.append(entry)
     return found

@@ -79,7 +79,7 @@ def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
     problems = form.call("/start_training")[0]
     assert "Rewards: none chosen" in problems
     # In the page's words, with values to use; the config keys stay on the command line.
-    assert "“Completions per step” 12 is not divisible by “Completions per prompt (k)” 8" in problems and "use 8 or 16" in problems
+    assert "“Batch per device (completions)” 12 is not divisible by “Completions per prompt (k)” 8" in problems and "use 8 or 16" in problems
     assert "per_device_train_batch_size" not in problems and "num_generations" not in problems
     assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
 

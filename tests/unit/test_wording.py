@@ -12,7 +12,7 @@ def test_the_batch_problem_names_the_page_fields_and_values_to_use():
     cli = [p for p in problems if "not divisible" in p]
     assert cli and "num_generations 8" in cli[0]  # the command line keeps the config's words
     page = page_words(cli[0])
-    assert page.startswith("“Completions per step” 100 is not divisible by “Completions per prompt (k)” 8:")
+    assert page.startswith("“Batch per device (completions)” 100 is not divisible by “Completions per prompt (k)” 8:")
     assert page.endswith("use 96 or 104") and "num_generations" not in page
 
 
