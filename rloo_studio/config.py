@@ -100,6 +100,11 @@ class DataConfig:
     max_train_samples: int | None = _help("Use at most this many training rows (after shuffling); empty = all.", default=None)
 
 
+# A reward call gets this long on one batch before training gives up on it. Generous: a builtin takes
+# milliseconds, a reward model or a judge on a large batch seconds to a minute; a hang takes forever.
+REWARD_TIMEOUT_S = 120.0
+
+
 @dataclass
 class RewardSpec:
     name: str | None = _help("A builtin reward's name (see `rloo-studio rewards`).", default=None)
@@ -108,6 +113,9 @@ class RewardSpec:
     model: str | None = _help("A sequence-classification reward model (folder or hub id) whose score is the reward.", default=None)
     weight: float = _help("Weight of this reward in the total that RLOO optimises.", default=1.0)
     params: dict = _help("Parameters of a builtin reward, e.g. {answer_column: answer}.", default_factory=dict)
+    timeout_s: float = _help("Training: the longest one call of this reward on one batch may take, in seconds; a longer call "
+                             "ends the run as failed (its last checkpoint stays resumable) instead of hanging it.",
+                             default=REWARD_TIMEOUT_S)
 
     def label(self) -> str:
         if self.name:
@@ -176,7 +184,10 @@ class RunConfig:
             if dataclasses.is_dataclass(value):
                 value = dataclasses.asdict(value)
             elif f.name == "rewards":
-                value = [{k: v for k, v in dataclasses.asdict(r).items() if v not in (None, {}) or k == "weight"} for r in value]
+                # Unset fields and the default time limit stay out: a saved config reads like the one written by hand.
+                value = [{k: v for k, v in dataclasses.asdict(r).items()
+                          if (v not in (None, {}) or k == "weight") and not (k == "timeout_s" and v == REWARD_TIMEOUT_S)}
+                         for r in value]
             elif f.name == "lora" and value is None:
                 continue
             out[f.name] = copy.deepcopy(value)
@@ -248,6 +259,9 @@ class RunConfig:
                 problems.append(f"rewards[{i}].function: only meaningful together with `file`")
             if spec.params and not spec.name:
                 problems.append(f"rewards[{i}].params: only builtin rewards (`name`) take params")
+            if not isinstance(spec.timeout_s, (int, float)) or isinstance(spec.timeout_s, bool) or not spec.timeout_s > 0:
+                problems.append(f"rewards[{i}].timeout_s: {spec.timeout_s!r} is not a positive number of seconds; "
+                                f"use e.g. {REWARD_TIMEOUT_S:g} (the default) or more for a slow reward")
 
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")

@@ -494,6 +494,27 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
             log_file.close()
 
 
+def _reward_timeout_handler(run_dir: Path, main: bool):
+    """What happens when a reward call outlives its `timeout_s`: the run is recorded as failed with the function's
+    name, the limit and what to do, and the process ends at once with the bad-input exit code.
+
+    Called from a timer thread while the training thread is still inside the reward: it cannot be interrupted
+    (a sleep, a lock, a socket, C code), so the process exits without unwinding. Nothing is lost by that:
+    checkpoints are written whole or not at all (runs.checkpoint_complete), and every JSONL line is flushed."""
+    from ..rewards.runtime import timeout_error
+
+    def handler(name: str, timeout_s: float) -> None:
+        err = timeout_error(name, timeout_s, run_dir)
+        try:
+            if main:
+                runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
+            print(f"\nerror: {err.message()}", file=sys.stderr, flush=True)  # the terminal, and train.log when it is teed
+        finally:
+            os._exit(2)  # EXIT_BAD_INPUT: the person can fix it (the reward or its limit)
+
+    return handler
+
+
 def _is_oom(exc: BaseException, stack) -> bool:
     oom_type = getattr(stack.torch, "OutOfMemoryError", None) or getattr(stack.torch.cuda, "OutOfMemoryError", ())
     return isinstance(exc, oom_type) or "CUDA out of memory" in str(exc)
@@ -602,7 +623,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     recorder = SampleRecorder(
         [r.name for r in rewards], [r.weight for r in rewards], rloo_config.num_generations,
         cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main)
-    reward_funcs = [guard(r.func, r.name, r.source_file, recorder.on_values) for r in rewards]
+    on_timeout = _reward_timeout_handler(run_dir, main)
+    reward_funcs = [guard(r.func, r.name, r.source_file, recorder.on_values, r.timeout_s, on_timeout) for r in rewards]
     rloo_config.reward_weights = [r.weight for r in rewards]
 
     plan = _batch_plan(rloo_config)

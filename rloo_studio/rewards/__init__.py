@@ -27,6 +27,7 @@ class LoadedReward:
     weight: float
     name: str
     source_file: str | None   # the user's file, for error messages in its own line numbering
+    timeout_s: float | None = None  # the training-time limit of one call (RewardSpec.timeout_s)
 
 
 def think_end_token_id(tokenizer) -> int | None:
@@ -78,14 +79,14 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
             if spec.name not in BUILTIN_REWARDS:
                 raise RewardError(f"unknown builtin reward `{spec.name}`{did_you_mean(spec.name, BUILTIN_REWARDS)}",
                                   f"the builtins are: {', '.join(BUILTIN_REWARDS)}", "fix the name, or use `file:` for your own code")
-            loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only), float(spec.weight), spec.name, None))
+            loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only), float(spec.weight), spec.name, None, spec.timeout_s))
         elif spec.file:
             path = Path(spec.file)
             if not path.is_absolute():
                 path = Path(base_dir) / path
             functions = load_reward_file(path, [spec.function] if spec.function else None, extra)
             for name, fn in functions.items():
-                loaded.append(LoadedReward(fn, float(spec.weight), name, str(path)))
+                loaded.append(LoadedReward(fn, float(spec.weight), name, str(path), spec.timeout_s))
         elif spec.model:
             from .model_reward import reward_model_function  # imports torch/transformers: only when used
 
@@ -93,7 +94,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
                                                                                       chat_template_kwargs=chat_template_kwargs)
             name = "reward_model_" + Path(spec.model).name.replace("-", "_")
             fn.__name__ = fn.__qualname__ = name
-            loaded.append(LoadedReward(fn, float(spec.weight), name, None))
+            loaded.append(LoadedReward(fn, float(spec.weight), name, None, spec.timeout_s))
     names = [r.name for r in loaded]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -91,9 +91,49 @@ def check_reward_values(values, name: str, expected: int) -> list[float | None]:
     return out
 
 
+def timeout_error(name: str, timeout_s: float, run_dir=None) -> RewardError:
+    """What a reward call that outlived its time limit is reported as (training stops; the checkpoint stays)."""
+    resume = f"rloo-studio train --resume {run_dir}" if run_dir else "rloo-studio train --resume RUN_DIR"
+    return RewardError(
+        f"reward function `{name}` did not return within its time limit of {timeout_s:g} s on one batch, so training was stopped",
+        "a reward that hangs (waiting on a network call, a lock, an endless loop) would otherwise stop the run forever; "
+        "the last saved checkpoint is intact",
+        f"make the function faster or fix what it waits for, or give its reward entry a larger `timeout_s` "
+        f"(e.g. timeout_s: {max(600.0, 4 * timeout_s):g}); then continue with `{resume}`",
+    )
+
+
+class _Watchdog:
+    """Calls `on_timeout()` from a timer thread when the guarded call runs past `timeout_s`.
+
+    A thread cannot interrupt a call stuck in C code or a sleep, so the handler must end the process
+    itself (training records the failure first, see engine/train.py); a call that returns in time
+    cancels the timer."""
+
+    def __init__(self, timeout_s: float | None, on_timeout: Callable[[], None] | None):
+        self.timer = None
+        if timeout_s and on_timeout is not None:
+            self.timer = threading.Timer(timeout_s, on_timeout)
+            self.timer.daemon = True
+
+    def __enter__(self):
+        if self.timer is not None:
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.timer is not None:
+            self.timer.cancel()
+
+
 def guard(func: Callable, name: str, source_file: str | None = None,
-          on_values: Callable[[str, dict, list], None] | None = None) -> Callable:
-    """Wrap `func` with output checks and error messages; `on_values(name, kwargs, values)` sees results."""
+          on_values: Callable[[str, dict, list], None] | None = None,
+          timeout_s: float | None = None, on_timeout: Callable[[str, float], None] | None = None) -> Callable:
+    """Wrap `func` with output checks and error messages; `on_values(name, kwargs, values)` sees results.
+
+    With `timeout_s` and `on_timeout`, a call that runs longer than `timeout_s` calls `on_timeout(name,
+    timeout_s)` from a timer thread; it reports `timeout_error` and is expected to end the process."""
+    expire = (lambda: on_timeout(name, timeout_s)) if timeout_s and on_timeout is not None else None
 
     def finish(kwargs, values):
         checked = check_reward_values(values, name, len(kwargs["completions"]))
@@ -117,7 +157,8 @@ def guard(func: Callable, name: str, source_file: str | None = None,
         @functools.wraps(func)
         async def guarded_async(**kwargs):
             try:
-                values = await func(**kwargs)
+                with _Watchdog(timeout_s, expire):
+                    values = await func(**kwargs)
             except BaseException as exc:  # noqa: BLE001 - SystemExit from user code must not end training silently
                 fail(exc, kwargs)
             return finish(kwargs, values)
@@ -126,7 +167,8 @@ def guard(func: Callable, name: str, source_file: str | None = None,
         @functools.wraps(func)
         def guarded(**kwargs):
             try:
-                values = func(**kwargs)
+                with _Watchdog(timeout_s, expire):
+                    values = func(**kwargs)
             except BaseException as exc:  # noqa: BLE001
                 fail(exc, kwargs)
             return finish(kwargs, values)
