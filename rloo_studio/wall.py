@@ -104,7 +104,7 @@ class Policy:
             names = ", ".join(sorted(f"[{h}]" if ":" in h else h for h in self.hosts))
             return Refusal(403, f"RLOO Studio refused this request: it was addressed to host '{host}', but this app "
                                 f"answers only to {names} (a web page may be reaching it through DNS rebinding); "
-                                f"to use another name, start the app with --allowed-host {host or 'NAME'}."), False
+                                f"if you meant to use that name, start the app with --allowed-host {host or 'NAME'}."), False
         for origin in headers.get("origin", []):
             parts = urlsplit(origin.strip())
             try:

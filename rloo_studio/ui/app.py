@@ -111,8 +111,9 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs", auth: tuple[str, str] | None = None,
-          share: bool = False, inbrowser: bool = False, token: str | None = None, allowed_hosts: tuple[str, ...] = (),
+          share: bool = False, inbrowser: bool = False, *, token: str | None, allowed_hosts: tuple[str, ...] = (),
           relink_command: str = "rloo-studio ui --print-url") -> int:
+    """Build the page and serve it until Ctrl-C; `token` is required (None only for --no-token)."""
     demo = build_app(runs_dir)
     demo.queue(default_concurrency_limit=4)
     launch(demo, host=host, port=port, runs_dir=runs_dir, auth=auth, share=share, inbrowser=inbrowser, token=token,
