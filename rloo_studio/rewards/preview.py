@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from ..config import RewardSpec
 from ..procs import utf8_env
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
-SCORE_TIMEOUT_S = 60
+SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
+# Starting the child, importing the tokenizer library and loading the reward code, before any call. On a
+# busy laptop the imports alone have taken a minute; this only catches a reward file that hangs on import.
+LOAD_TIMEOUT_S = 600
 # Memory the scoring child may take for data (Linux RLIMIT_DATA). Generous: the child's own imports
 # (transformers and torch for the tokenizer) take about 1 GiB, and a reward model of ~3B parameters in
 # fp32 fits besides. It is there so a reward that allocates without bound fails inside the child with a
@@ -129,10 +133,15 @@ def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
 
 
 def _call(fn, kwargs: dict):
-    result = fn(**kwargs)
-    if asyncio.iscoroutine(result):
-        result = asyncio.run(result)
-    return result
+    # The parent times each call from CALLING to RETURNED (score_in_child): imports and loading do not count.
+    print(f"CALLING {getattr(fn, '__name__', 'reward')}", file=sys.stderr, flush=True)
+    try:
+        result = fn(**kwargs)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return result
+    finally:
+        print("RETURNED", file=sys.stderr, flush=True)
 
 
 def _check_values(name: str, values: Any, n: int) -> list[float | None]:
@@ -223,7 +232,6 @@ def score(request: dict) -> dict:
     errors: dict[str, list[dict]] = {}
     kwargs = batch(prompts, completions, rows, ids)
     for r in rewards:
-        print(f"CALLING {r.name}", file=sys.stderr, flush=True)  # the parent names the function if time runs out
         try:
             per_function[r.name] = _check_values(r.name, _call(r.func, kwargs), len(completions))
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: reported, never raised
@@ -326,26 +334,70 @@ def start_scorer(preimport: bool = True) -> subprocess.Popen:
                             env=utf8_env())
 
 
-def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subprocess.Popen | None = None) -> dict:
-    """`score` in a child process with a time limit; problems come back in `problems`, never as exceptions.
+def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subprocess.Popen | None = None,
+                   load_timeout_s: float = LOAD_TIMEOUT_S) -> dict:
+    """`score` in a child process with time limits; problems come back in `problems`, never as exceptions.
 
-    `proc`: a child from `start_scorer` to use (the time limit then counts from the request, not its start)."""
+    `timeout_s` limits each call of a reward function (from the child's CALLING line to its RETURNED
+    line), so a slow start of the child on a busy machine is not blamed on the reward;
+    `load_timeout_s` limits the time outside calls (start-up, imports, loading the reward file).
+    `proc`: a child from `start_scorer` to use."""
     started = time.time()
     if proc is None or proc.poll() is not None:
         proc = start_scorer(preimport=False)  # started now: import only what this request needs
+    err_lines: list[str] = []
+    out_chunks: list[str] = []
+    calling: dict = {}  # name and start of the call in progress, if any
+
+    def read_stderr() -> None:
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if line.startswith("CALLING "):
+                calling.update(name=line.split(" ", 1)[1], since=time.time())
+            elif line == "RETURNED":
+                calling.clear()
+            else:
+                err_lines.append(line)
+
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+    problem = None
     try:
-        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        running = [line.split(" ", 1)[1] for line in (stderr or "").splitlines() if line.startswith("CALLING ")]
-        who = f"reward function `{running[-1]}`" if running else "loading the rewards"
-        return {"problems": [f"{who} did not return within {timeout_s:.0f} s.\nWhy: it may loop forever, wait on the network, "
-                             "or be far too slow for training (TRL calls it on every batch).\nWhat to do: make it return "
-                             "promptly; the app stopped it and is unaffected."], "seconds": time.time() - started}
-    lines = (stdout or "").strip().splitlines()
+        proc.stdin.write(json.dumps(request))
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # the child ended already: its output says why
+    outside_calls = 0.0
+    last = time.time()
+    while proc.poll() is None:
+        time.sleep(0.05)
+        now = time.time()
+        call = dict(calling)
+        if call:
+            if now - call["since"] > timeout_s:
+                problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
+                           "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
+                           "What to do: make it return promptly; the app stopped it and is unaffected.")
+        else:
+            outside_calls += now - last
+            if outside_calls > load_timeout_s:
+                problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
+                           "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
+                           "move slow work out of the file's top level; the app stopped it and is unaffected.")
+        last = now
+        if problem:
+            proc.kill()
+            break
+    proc.wait()
+    for reader in readers:
+        reader.join(timeout=10)
+    if problem:
+        return {"problems": [problem], "seconds": time.time() - started}
+    lines = ("".join(out_chunks)).strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        tail = ((stderr or "").strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        tail = ([line for line in err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
         return {"problems": [f"scoring failed: {tail}"], "seconds": time.time() - started}
     result = json.loads(lines[-1])
     result["seconds"] = time.time() - started

@@ -227,6 +227,23 @@ def test_a_reward_that_sleeps_forever_is_stopped():
     assert "reward function `r` did not return within 6 s" in result["problems"][0]
 
 
+def test_a_slow_start_is_not_blamed_on_the_reward():
+    # Loading takes 4 s (as imports take on a busy machine); each call is quick: the 2 s limit is per call.
+    result = _score("import time\ntime.sleep(4)\ndef r(completions, **kwargs):\n    return [1.0 for _ in completions]\n",
+                    timeout_s=2)
+    assert not result.get("problems"), result.get("problems")
+    assert [row["rewards"]["r"] for row in result["rows"]] == [1.0, 1.0]
+
+
+def test_a_reward_file_that_hangs_while_loading_is_stopped():
+    result = score_in_child({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
+                             "source": "import time\ntime.sleep(3600)\ndef r(completions, **kwargs):\n    return [0.0]\n",
+                             "rewards": [{"file": "rewards.py"}]}, timeout_s=2, load_timeout_s=8)
+    problem = result["problems"][0]
+    assert problem.startswith("loading the rewards did not finish within 8 s.")
+    assert "top-level code" in problem and "move slow work out of the file's top level" in problem
+
+
 # ---- the app ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, stored", [
