@@ -186,18 +186,20 @@ class DataTab:
             notes.append(f"⚠️ **This file seems to have no header row:** its first line ({shown}) looks like data, yet it was read "
                          "as the column names, so that row is not trained on and the columns are named after it. Add a first line "
                          "with the column names (e.g. `question,answer`) and upload it again.")
-        if cols and data_cfg.prompt_column not in cols:
+        if cols and not first_row and data_cfg.prompt_column not in cols:  # (header-less: its "columns" are data)
             guess = likely_column(cols, PROMPT_NAMES) or cols[0]
             notes.append(f"⚠️ “{text.PROMPT_COLUMN}” was `{data_cfg.prompt_column}`, which this data does not have (its columns: "
                          f"{', '.join(f'`{c}`' for c in cols)}): it is now `{guess}` — check that it holds the prompts.")
             data_cfg = dataclasses.replace(data_cfg, prompt_column=guess)
             result = read(data_cfg)
         answer_col = answer
-        if cols and answer not in (None, "", NO_ANSWER) and answer not in cols:
+        missing = answer not in (None, "", NO_ANSWER) or checking  # "(none)" is a gap only when a reward needs the column
+        if cols and not first_row and missing and answer not in cols:
             answer_col = likely_column([c for c in cols if c != data_cfg.prompt_column], ANSWER_NAMES) or NO_ANSWER
             uses = f" ({', '.join(checking)} compare the model's answer with it)" if checking else ""
-            notes.append(f"⚠️ “{text.ANSWER_COLUMN}” was `{answer}`, which this data does not have: it is now `{answer_col}`{uses} "
-                         "— check it.")
+            if answer_col != answer:
+                notes.append(f"⚠️ “{text.ANSWER_COLUMN}” was `{answer or NO_ANSWER}`, which this data does not have: it is now "
+                             f"`{answer_col}`{uses} — check it.")
         lines = []
         if cols:
             held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"

@@ -52,15 +52,6 @@ def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app, 
     assert len(grown["data"]) == 3 and grown["data"][2][:3] == ["", "", ""]
 
 
-def test_a_pin_fails_when_one_of_the_functions_raises(app):
-    form = Form(app)
-    form[text.CODE] = "def broken(completions, **kwargs):\n    raise KeyError('answer')\n"
-    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "broken", 1.0]]}
-    one = {"headers": PINNED["headers"], "data": PINNED["data"][:1]}  # passes with the builtins alone (total 1.3)
-    report = app.predict(one, *form.values, api_name="/run_pinned")
-    assert report.startswith("**0/1 pinned examples pass**") and "`broken` raised" in report and "KeyError" in report
-
-
 @pytest.mark.slow
 def test_preview_samples_from_the_demo_model_and_shows_advantages(app):
     form = Form(app)
