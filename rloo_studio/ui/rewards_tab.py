@@ -396,17 +396,24 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
     request = {"config": cfg.to_dict(), "base_dir": str(cfg.base_dir), "num_prompts": num_prompts, "prompt": prompt,
                "answer": answer, "seed": seed}
     sampled = None
-    for event in worker.preview(request, guard=guard):
-        if event.get("event") == "progress":
-            stage = str(event.get("message", "")).removeprefix("[preview]").strip()
-            progress(0.3 if "load" in stage else 0.6, desc=stage)
-        elif event.get("event") == "done":
-            sampled = event.get("result") or {}
+    # The scoring child starts (and imports the tokenizer library) while the worker samples; its time
+    # limit counts from the request, so a slow import never eats the reward functions' time.
+    scorer = _standby_scorer.pop("proc", None) or start_scorer()
+    try:
+        for event in worker.preview(request, guard=guard):
+            if event.get("event") == "progress":
+                stage = str(event.get("message", "")).removeprefix("[preview]").strip()
+                progress(0.3 if "load" in stage else 0.6, desc=stage)
+            elif event.get("event") == "done":
+                sampled = event.get("result") or {}
+    except BaseException:
+        _standby_scorer["proc"] = scorer  # unused: it waits for the next preview
+        raise
     progress(0.9, desc="scoring with the reward functions")
     score_request = {"groups": sampled["groups"], "num_generations": sampled["num_generations"],
                      "conversational": sampled["conversational"], "tokenizer": sampled["tokenizer"],
                      "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": None}
-    result = score_in_child(score_request, timeout_s=timeout_s, proc=_standby_scorer.pop("proc", None))
+    result = score_in_child(score_request, timeout_s=timeout_s, proc=scorer)
     _standby_scorer["proc"] = start_scorer()
     result["worker"] = {"pid": sampled.get("pid"), "loads": sampled.get("loads")}
     return result
