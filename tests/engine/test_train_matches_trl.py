@@ -156,12 +156,6 @@ def _stop_resume_matches_uninterrupted(workspace, tmp_path, backend, rloo, stop_
     return result
 
 
-def test_default_settings_stop_after_3_and_resume_equals_6_uninterrupted_steps(workspace, tmp_path):
-    rloo = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 6,
-            "save_steps": 100, "beta": 0.0}
-    _stop_resume_matches_uninterrupted(workspace, tmp_path, "transformers", rloo, stop_at=3, expect_stop=3)
-
-
 def test_two_runs_with_one_seed_log_the_same_metrics_on_the_unsloth_backend(workspace, tmp_path):
     config = workspace.write_config(model={"backend": "auto"}, rloo={"per_device_train_batch_size": 4, "max_completion_length": 8,
                                                                      "max_steps": 2, "save_steps": 100})
