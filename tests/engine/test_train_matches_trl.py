@@ -156,10 +156,15 @@ def _stop_resume_matches_uninterrupted(workspace, tmp_path, backend, rloo, stop_
     return result
 
 
-def test_default_settings_stop_after_3_and_resume_equals_6_uninterrupted_steps(workspace, tmp_path):
-    rloo = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 6,
-            "save_steps": 100, "beta": 0.0}
-    _stop_resume_matches_uninterrupted(workspace, tmp_path, "auto", rloo, stop_at=3, expect_stop=3)
+def test_two_runs_with_one_seed_log_the_same_metrics_on_the_unsloth_backend(workspace, tmp_path):
+    config = workspace.write_config(model={"backend": "auto"}, rloo={"per_device_train_batch_size": 4, "max_completion_length": 8,
+                                                                     "max_steps": 2, "save_steps": 100})
+    first, second = tmp_path / "first", tmp_path / "second"
+    _train(workspace, first, config)
+    _train(workspace, second, config)
+    assert runs.read_status(first)["backend"] == "unsloth"
+    metrics = _comparable(runs.read_jsonl(first / runs.METRICS_FILE))
+    assert len(metrics) == 2 and metrics == _comparable(runs.read_jsonl(second / runs.METRICS_FILE))
 
 
 def test_two_passes_per_batch_stop_waits_for_the_cycle_end_and_resume_equals_uninterrupted(workspace, tmp_path):

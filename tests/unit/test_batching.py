@@ -53,3 +53,22 @@ def test_the_preview_says_what_beta_and_normalisation_change():
     assert "beta = 0.05" in kl and "same reward still moves" in kl and "Normalise" not in kl
     both = advantage_caveat(0.02, True)
     assert "beta = 0.02" in both and "Normalise advantages" in both and "standard deviation" in both
+
+
+def test_train_tab_line_and_samples_table_words():
+    from pathlib import Path
+
+    from rloo_studio.jobs import RunView
+    from rloo_studio.ui import run_view
+    from rloo_studio.ui.train_tab import batch_summary
+
+    assert batch_summary(4, 16, 2) == summary_line(batch_plan({"num_generations": 4, "per_device_train_batch_size": 16,
+                                                                "num_iterations": 2}))
+    assert "4 prompts × 4 completions" in batch_summary(4, 16, 2) and batch_summary(None, 16, 1) == ""
+    samples = [{"step": 1, "prompt": "p", "answer": "a", "rewards": {"r": 1.0}, "total": 1.0, "kl_penalty": 0.01234567,
+                "advantage": 0.5},
+               {"step": 2, "prompt": "p", "answer": "b", "rewards": {"r": 0.0}, "total": 0.0, "kl_penalty": None, "advantage": -0.5}]
+    view = RunView("r", Path("."), "running", {}, samples=samples)
+    rows = run_view.samples_rows(view)
+    kl, advantage = run_view.SAMPLE_HEADERS.index("KL penalty"), run_view.SAMPLE_HEADERS.index("advantage")
+    assert [(r[kl], r[advantage]) for r in rows] == [("", -0.5), (0.0123, 0.5)]
