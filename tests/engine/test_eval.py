@@ -40,14 +40,14 @@ def test_eval_reports_base_and_tuned_and_writes_eval_json(trained_run):
     assert report == json.loads((run_dir / "eval.json").read_text())
     n_test = round(len(ADDITION_ROWS) * 0.25)
     assert report["n_prompts"] == n_test
-    assert report["decoding"] == {"greedy": True, "max_new_tokens": 12}
+    assert report["decoding"]["mode"] == "greedy" and report["decoding"]["max_new_tokens"] == {"base": 12, "tuned": 12}
     for side in ("base", "tuned"):
         summary = report[side]
         assert set(summary["rewards"]) == {"numeric_answer", "think_format", "short_answer"}
         assert 0.0 <= summary["answer_accuracy"] <= 1.0 and 0.0 <= summary["format_rate"] <= 1.0
         assert summary["answer_accuracy"] == summary["rewards"]["numeric_answer"]
     wtl = report["tuned_vs_base"]
-    assert wtl["wins"] + wtl["ties"] + wtl["losses"] == n_test
+    assert wtl["wins"] + wtl["ties"] + wtl["losses"] == n_test == wtl["n"]
 
     # Fairness: the base side must be exactly what a fresh load of the base model generates.
     example = report["examples"][0]
@@ -101,3 +101,49 @@ def test_eval_refuses_a_limit_below_one_and_honours_an_explicit_test_split(train
 def test_eval_of_a_folder_that_is_not_a_run(tmp_path):
     result = run_cli("eval", tmp_path, cwd=tmp_path)
     assert result.returncode == 2 and "is not a run directory" in result.stderr
+
+
+def test_base_max_new_tokens_gives_the_base_a_larger_budget(trained_run, tmp_path):
+    """The tiny model rarely emits its end token: each side runs to its own budget, and says so."""
+    run_dir, _ = trained_run
+    result = run_cli("eval", run_dir, "--limit", "4", "--base-max-new-tokens", "40", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "token budget: base 40, tuned 12" in result.stdout
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["decoding"]["max_new_tokens"] == {"base": 40, "tuned": 12}
+    assert report["base"]["max_new_tokens"] == 40 and report["tuned"]["max_new_tokens"] == 12
+    base_tokens = [row["sides"]["base"]["tokens"] for row in report["per_prompt"]]
+    tuned_tokens = [row["sides"]["final"]["tokens"] for row in report["per_prompt"]]
+    assert max(base_tokens) > 12 and max(base_tokens) <= 40 and max(tuned_tokens) <= 12
+    # Truncation is measured against each side's own budget.
+    for row in report["per_prompt"]:
+        assert row["sides"]["base"]["truncated"] in (0.0, 1.0)
+        if row["sides"]["base"]["tokens"] < 40:
+            assert row["sides"]["base"]["truncated"] == 0.0
+    assert report["base"]["truncation_rate"] == sum(r["sides"]["base"]["truncated"] for r in report["per_prompt"]) / 4
+
+
+def test_sampled_pass_at_1_scores_the_mean_of_k_samples(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    result = run_cli("eval", run_dir, "--limit", "3", "--decoding", "sampled", "--samples", "2", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["decoding"]["mode"] == "sampled" and report["decoding"]["samples"] == 2
+    assert report["decoding"]["temperature"] == 1.0  # the run's temperature: TRL's default, not set in its config
+    for row in report["per_prompt"]:
+        for side in ("base", "final"):
+            record = row["sides"][side]
+            assert len(record["samples"]) == 2 and record["completion"] == record["samples"][0]["completion"]
+            assert record["total"] == pytest.approx(sum(s["total"] for s in record["samples"]) / 2)
+    sides = [line.split()[2] for line in result.stderr.splitlines() if line.startswith("[eval] base ")]
+    assert f"{2 * 3}/{2 * 3}" in sides  # a side counts k x prompts completions
+
+
+def test_eval_options_are_checked_before_any_model_loads(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    result = run_cli("eval", run_dir, "--samples", "3", cwd=tmp_path)
+    assert result.returncode == 2 and "--samples 3 needs sampled decoding" in result.stderr and "--decoding sampled" in result.stderr
+    result = run_cli("eval", run_dir, "--base-max-new-tokens", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "leaves the base no tokens" in result.stderr
+    result = run_cli("eval", run_dir, "--decoding", "beam", cwd=tmp_path)
+    assert result.returncode == 2 and "greedy, sampled" in result.stderr

@@ -19,6 +19,8 @@ import pytest
 import yaml
 from conftest import ROOT, only_run_dir, run_cli
 
+from rloo_studio import stats
+
 pytestmark = pytest.mark.slow
 
 LENGTH_REWARD = '''
@@ -126,9 +128,12 @@ def hand_side(per_prompt: list[dict], side: str) -> dict:
     }
 
 
+HAND_KEYS = ("answer_accuracy", "format_rate", "mean_reward", "mean_length_chars")
+
+
 def flat(summary: dict) -> dict:
-    """pytest.approx compares flat dicts only: rewards/<name> keys instead of the nested dict."""
-    out = {k: v for k, v in summary.items() if k != "rewards"}
+    """pytest.approx compares flat dicts only: rewards/<name> keys instead of the nested dict (intervals: checked apart)."""
+    out = {k: summary[k] for k in HAND_KEYS}
     out.update({f"rewards/{k}": v for k, v in summary["rewards"].items()})
     return out
 
@@ -160,22 +165,75 @@ def test_every_number_matches_a_hand_computation(eval_all):
     for entry in report["checkpoints"]:
         mine = hand_side(report["per_prompt"], entry["name"])
         assert flat(entry["summary"]) == pytest.approx(flat(mine["summary"]), rel=1e-12), entry["name"]
-        assert entry["tuned_vs_base"] == hand_versus(base["totals"], mine["totals"]), entry["name"]
+        versus = {k: entry["tuned_vs_base"][k] for k in ("wins", "ties", "losses")}
+        assert versus == hand_versus(base["totals"], mine["totals"]), entry["name"]
         for row, total in zip(report["per_prompt"], mine["totals"]):
             assert row["sides"][entry["name"]]["total"] == pytest.approx(total, rel=1e-12)
     final = hand_side(report["per_prompt"], "final")
     assert report["checkpoint"] == "final"
     assert flat(report["tuned"]) == pytest.approx(flat(final["summary"]), rel=1e-12)
-    assert report["tuned_vs_base"] == hand_versus(base["totals"], final["totals"])
-    best = max(report["checkpoints"], key=lambda e: hand_side(report["per_prompt"], e["name"])["summary"]["mean_reward"])
-    assert report["best"] == best["name"]
+    wtl = report["tuned_vs_base"]
+    assert {k: wtl[k] for k in ("wins", "ties", "losses")} == hand_versus(base["totals"], final["totals"])
+    assert wtl["n"] == N_PROMPTS and wtl["low"] <= wtl["mean_difference"] <= wtl["high"]
+
+
+def test_n_intervals_truncation_and_budgets_for_every_side(eval_all):
+    _, report = eval_all
+    assert report["decoding"] == {"mode": "greedy", "greedy": True, "samples": 1, "temperature": None, "top_p": None, "seed": None,
+                                  "max_new_tokens": {"base": MAX_TOKENS, "tuned": MAX_TOKENS}}
+    for name, summary in [("base", report["base"])] + [(e["name"], e["summary"]) for e in report["checkpoints"]]:
+        assert summary["n"] == N_PROMPTS and summary["max_new_tokens"] == MAX_TOKENS, name
+        flags = [row["sides"][name]["truncated"] for row in report["per_prompt"]]
+        for row in report["per_prompt"]:  # a completion that stopped before the budget was not cut off
+            record = row["sides"][name]
+            assert record["tokens"] <= MAX_TOKENS and (record["tokens"] == MAX_TOKENS or record["truncated"] == 0.0)
+        assert summary["truncation_rate"] == sum(flags) / N_PROMPTS, name
+        hits = round(summary["answer_accuracy"] * N_PROMPTS)
+        low, high = stats.wilson(hits, N_PROMPTS)
+        assert summary["intervals"]["answer_accuracy"] == {"low": low, "high": high, "n": N_PROMPTS}, name
+        low, high = stats.wilson(sum(flags), N_PROMPTS)
+        assert summary["intervals"]["truncation_rate"] == {"low": low, "high": high, "n": N_PROMPTS}, name
+        interval = summary["intervals"]["mean_reward"]
+        assert interval["n"] == N_PROMPTS and interval["low"] <= summary["mean_reward"] <= interval["high"], name
+
+
+def test_the_best_checkpoint_is_chosen_on_one_half_and_reported_on_the_other(eval_all):
+    _, report = eval_all
+    selection = report["selection"]
+    assert selection["method"] == "cross-fit halves" and selection["criterion"] == "mean_reward"
+    names = [e["name"] for e in report["checkpoints"]]
+    totals = {name: hand_side(report["per_prompt"], name)["totals"] for name in names}
+
+    def hand_mean(name, indices):
+        xs = [totals[name][i] for i in indices if totals[name][i] is not None]
+        return sum(xs) / len(xs)
+
+    first, second = selection["folds"]
+    assert first["chosen_on_prompts"] == second["reported_on_prompts"] and first["reported_on_prompts"] == second["chosen_on_prompts"]
+    assert not set(first["chosen_on_prompts"]) & set(first["reported_on_prompts"])
+    assert sorted(first["chosen_on_prompts"] + first["reported_on_prompts"]) == list(range(N_PROMPTS))
+    for fold in (first, second):
+        scores = [hand_mean(name, fold["chosen_on_prompts"]) for name in names]
+        assert fold["chosen"] == names[scores.index(max(scores))]  # the highest on its own half (ties: earliest step)
+        assert fold["reported"]["n"] == len(fold["reported_on_prompts"])
+        assert fold["reported"]["mean_reward"] == pytest.approx(hand_mean(fold["chosen"], fold["reported_on_prompts"]), rel=1e-12)
+    # The reported number: every prompt scored by the checkpoint chosen on the other half.
+    out_of_fold = [None] * N_PROMPTS
+    for fold in (first, second):
+        for i in fold["reported_on_prompts"]:
+            out_of_fold[i] = totals[fold["chosen"]][i]
+    assert selection["reported"]["mean_reward"] == pytest.approx(sum(out_of_fold) / N_PROMPTS, rel=1e-12)
+    versus = selection["chosen_vs_tuned"]
+    assert versus["tuned"] == "final" and versus["n"] == N_PROMPTS
+    assert report["best"] in (None, selection["chosen"])
+    assert (report["best"] is not None) == bool(versus["distinguishable"] and versus["mean_difference"] > 0
+                                                  and selection["chosen"] not in (None, "final"))
 
 
 def test_all_orders_checkpoints_by_step_generates_base_once_and_skips_a_cut_off_save(eval_all):
     result, report = eval_all
     assert [(e["name"], e["step"]) for e in report["checkpoints"]] == [("checkpoint-2", 2), ("checkpoint-4", 4), ("final", 4)]
     assert [s["name"] for s in report["skipped"]] == ["checkpoint-3"] and "cut off" in report["skipped"][0]["why"]
-    assert report["decoding"] == {"greedy": True, "max_new_tokens": MAX_TOKENS}
 
     lines = [line for line in result.stderr.splitlines() if line.startswith("[eval]")]
     n = report["n_prompts"]
@@ -189,12 +247,15 @@ def test_all_orders_checkpoints_by_step_generates_base_once_and_skips_a_cut_off_
         counts = [int(done) for side, done, _ in sides if side == name]
         assert counts[0] == 0 and counts[-1] == n and counts == sorted(counts) and len(counts) >= 3
 
-    # The table: one row per checkpoint, the best marked.
+    # The table: one row per checkpoint; the best marked only when the selection found one.
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.split() and line.split()[0] in
             ("base", "checkpoint-2", "checkpoint-4", "final")}
     assert set(rows) == {"base", "checkpoint-2", "checkpoint-4", "final"}
-    assert rows[report["best"]].rstrip().endswith("*")
-    assert sum(line.rstrip().endswith("*") for line in rows.values()) == 1
+    assert sum(line.rstrip().endswith("*") for line in rows.values()) == (1 if report["best"] else 0)
+    if report["best"]:
+        assert rows[report["best"]].rstrip().endswith("*")
+    assert f"token budget: base {MAX_TOKENS}, tuned {MAX_TOKENS}" in result.stdout
+    assert f"n = {n} prompts" in result.stdout and "Selection (cross-fit halves" in result.stdout
     for entry in report["checkpoints"]:
         v = entry["tuned_vs_base"]
         assert f"{v['wins']}/{v['ties']}/{v['losses']}" in rows[entry["name"]]
@@ -218,6 +279,39 @@ def test_final_alone_reports_what_all_reports_for_final(run, eval_all):
     assert alone["tuned"] == everything["checkpoints"][-1]["summary"] == everything["tuned"]
     assert alone["tuned_vs_base"] == everything["checkpoints"][-1]["tuned_vs_base"]
     assert alone["base"] == everything["base"]
+
+
+def test_six_prompts_name_no_best_checkpoint(run):
+    """Halves of 3 prompts cannot separate two checkpoints (the sign test's smallest p on 3 is 0.25)."""
+    run_dir, _ = run
+    result = run_cli("eval", run_dir, "--checkpoint", "all", "--limit", 6, cwd=run_dir.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["n_prompts"] == 6 and report["best"] is None
+    assert [len(f["chosen_on_prompts"]) for f in report["selection"]["folds"]] == [3, 3]
+    assert not report["selection"]["chosen_vs_tuned"]["distinguishable"] and not report["tuned_vs_base"]["distinguishable"]
+    assert stats.NOT_DISTINGUISHABLE in result.stdout and "best checkpoint" not in result.stdout
+    assert not any(line.rstrip().endswith("*") for line in result.stdout.splitlines())
+
+
+def test_a_validation_split_chooses_and_the_held_out_prompts_report(run, tmp_path):
+    run_dir, _ = run
+    validation = tmp_path / "validation.jsonl"
+    later = (ROOT / "assets" / "demo-data" / "test.jsonl").read_text().splitlines()[N_PROMPTS:N_PROMPTS + 4]  # not in --limit 4
+    validation.write_text("\n".join(later) + "\n")
+    result = run_cli("eval", run_dir, "--checkpoint", "all", "--limit", 4, "--select-split", validation, "--json", cwd=run_dir.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    selection = report["selection"]
+    assert selection["method"] == "validation split" and selection["select_split"] == str(validation)
+    assert selection["n_select"] == 4 and selection["overlap_prompts"] == 0
+    scores = selection["selection_scores"]
+    assert selection["chosen"] == max(scores, key=scores.get)  # chosen on the validation prompts' scores...
+    chosen = next(e for e in report["checkpoints"] if e["name"] == selection["chosen"])
+    assert selection["reported"] == chosen["summary"] and selection["reported"]["n"] == 4  # ...reported on the held-out ones
+    assert any(line.startswith("[eval] validation checkpoint-2 4/4") for line in result.stderr.splitlines())
+    refused = run_cli("eval", run_dir, "--select-split", validation, cwd=run_dir.parent)
+    assert refused.returncode == 2 and "add --checkpoint all" in refused.stderr
 
 
 def test_checkpoint_completions_equal_a_fresh_peft_load_of_the_folder(run, eval_all):
