@@ -1,14 +1,37 @@
 """RLOO Studio: RLOO (REINFORCE Leave-One-Out) fine-tuning of language models, as an app and a CLI.
 
-Layers, each importing only those to its right (tests check the first two rules):
+Layers, top to bottom; a module imports only from the layers below it (and from what its row in
+ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import in the package:
 
-    ui  ──────►  jobs, runs, presets, vram, rewards, config   (never torch at import)
-    cli ──────►  engine, runs, presets, vram, rewards, config
-    engine ───►  rewards, runs, config                         (never gradio, never ui)
-    rewards, runs, presets, vram ──► config
-    config ───►  (stdlib, yaml only)
+    front      ui (the Gradio page)       cli (the `rloo-studio` command; starts the ui and the engine)
+    engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
+    services   rewards/  data  vram  presets  jobs  inference  serve  wall  hardware  distributed
+    contract   runs (the run directory)  config (RunConfig)  batching  stats
+    base       errors  procs  demo_task  tinymodel
 
-Everything that touches a model lives in `rloo_studio.engine` and runs in its own process.
+The UI never imports the engine (it starts it as a child process through jobs, inference and
+child commands) and never imports torch at module level; the engine never imports gradio or the UI.
+See docs/architecture.md for what each module does.
 """
 
 __version__ = "0.1.0"
+
+BASE = {"errors", "procs"}
+
+# Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
+ALLOWED_IMPORTS: dict[str, set[str]] = {
+    "errors": set(), "procs": set(), "demo_task": set(), "tinymodel": set(),
+    "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
+    "wall": BASE, "serve": BASE, "hardware": BASE, "distributed": BASE,
+    "presets": BASE | {"config"},
+    "data": BASE | {"config", "demo_task"},
+    "vram": BASE | {"config", "data"},
+    "jobs": BASE | {"config", "runs"},
+    "inference": BASE | {"runs"},
+    "rewards": BASE | {"config", "data", "runs"},
+    "engine": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel"},
+    "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference",
+                  "serve", "wall", "hardware", "distributed"},
+    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference",
+                   "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel"},
+}

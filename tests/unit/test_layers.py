@@ -61,3 +61,52 @@ def test_ui_imports_no_engine_module():
         source = path.read_text()
         assert "engine" not in {m.strip(".").split(".")[0] for m in _module_level_imports(path)}, path
         assert "from ..engine" not in source and "rloo_studio.engine" not in source, path
+
+
+def _units_imported(path: Path, root: Path = PACKAGE) -> set[str]:
+    """The package's top-level units (`engine`, `runs`, ...) that `path` imports anywhere (functions included)."""
+    rel = path.relative_to(root).with_suffix("").parts
+    package = ["rloo_studio", *rel[:-1]]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = []
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - (node.level - 1)]
+            if node.module:
+                targets.append(base + node.module.split("."))
+            else:
+                targets += [base + [a.name] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rloo_studio"):
+            targets.append(node.module.split("."))
+        elif isinstance(node, ast.Import):
+            targets += [a.name.split(".") for a in node.names if a.name.startswith("rloo_studio")]
+        found.update(t[1] for t in targets if len(t) > 1)
+    return found
+
+
+def _unit(path: Path) -> str:
+    return path.relative_to(PACKAGE).with_suffix("").parts[0]
+
+
+def test_every_import_follows_the_layer_table():
+    from rloo_studio import ALLOWED_IMPORTS
+
+    units = {_unit(p) for p in PACKAGE.rglob("*.py")} - {"__init__"}
+    assert units == set(ALLOWED_IMPORTS), "every module is in the table of rloo_studio/__init__.py (and nothing else)"
+    wrong = []
+    for path in PACKAGE.rglob("*.py"):
+        unit = _unit(path)
+        if unit == "__init__":
+            continue
+        for imported in _units_imported(path) - {unit, "__init__"}:
+            if imported not in ALLOWED_IMPORTS[unit]:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports {imported}, which its layer may not use")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_layer_check_sees_imports_inside_functions(tmp_path):
+    # The check must catch a late (function-level) import that breaks the layers, not only module-level ones.
+    sample = tmp_path / "rloo_studio" / "ui" / "probe.py"
+    sample.parent.mkdir(parents=True)
+    sample.write_text("import json\n\ndef f():\n    from ..engine import train\n    from rloo_studio.runs import FINAL\n")
+    assert _units_imported(sample, tmp_path / "rloo_studio") == {"engine", "runs"}
