@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import make_adapter_run
+from helpers import make_adapter_run
 
 from rloo_studio.errors import StudioError
 from rloo_studio.inference import InferenceWorker

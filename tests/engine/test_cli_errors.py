@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import only_run_dir, run_cli
+from helpers import only_run_dir, run_cli
 
 
 def _assert_clean_failure(result, *fragments, code=2):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from rloo_studio.data import DEMO_DATA_DIR, load_rows
 from rloo_studio.engine.model import DEMO_MODEL_DIR, resolve_model_source

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 SHORT = ["--max-steps", "20", "--eval-every", "10", "--eval-size", "20", "--target-accuracy", "0", "--min-format", "0"]

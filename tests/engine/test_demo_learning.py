@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 from rloo_studio import runs
 

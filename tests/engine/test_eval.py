@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ADDITION_ROWS, USER_REWARDS, only_run_dir, run_cli
+from helpers import ADDITION_ROWS, USER_REWARDS, only_run_dir, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT, only_run_dir, run_cli
+from helpers import ROOT, only_run_dir, run_cli
 
 from rloo_studio import stats
 

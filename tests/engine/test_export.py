@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ADDITION_ROWS, ROOT, USER_REWARDS, only_run_dir, run_cli
+from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, only_run_dir, run_cli
 
 from rloo_studio.errors import StudioError
 

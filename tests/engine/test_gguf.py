@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, make_adapter_run, run_cli
+from helpers import ROOT, make_adapter_run, run_cli
 
 pytestmark = pytest.mark.slow
 

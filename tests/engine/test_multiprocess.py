@@ -18,7 +18,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import only_run_dir, run_cli
+from helpers import only_run_dir, run_cli
 
 from rloo_studio import runs
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from conftest import only_run_dir, run_cli
+from helpers import only_run_dir, run_cli
 
 from rloo_studio import runs
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 from rloo_studio import runs
 

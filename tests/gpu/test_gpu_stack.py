@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, only_run_dir
+from helpers import ROOT, only_run_dir
 
 pytestmark = pytest.mark.gpu
 

@@ -13,7 +13,7 @@ import yaml
 import sys
 from pathlib import Path
 
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
 

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from rloo_studio import runs
 from rloo_studio.engine.train import disk_full_error
 

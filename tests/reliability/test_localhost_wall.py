@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
 from apphelpers import BEARER, TOKEN, connect, free_port, page_url, served_app  # noqa: E402

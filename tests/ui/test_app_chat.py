@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from apphelpers import connect, served_app
-from conftest import make_adapter_run
+from helpers import make_adapter_run
 
 pytestmark = pytest.mark.slow
 

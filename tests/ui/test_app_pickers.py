@@ -12,7 +12,7 @@ import shutil
 import gradio as gr
 import pytest
 from apphelpers import served_app
-from conftest import make_adapter_run
+from helpers import make_adapter_run
 from gradio_client import Client
 
 from rloo_studio.ui.pickers import RunPicker

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 
 from apphelpers import BEARER, free_port, served_app
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 
 def _get(url: str, headers: dict | None = None) -> tuple[int, str]:

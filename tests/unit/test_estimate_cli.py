@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 
 def test_estimate_prints_the_breakdown_and_a_verdict(tmp_path):

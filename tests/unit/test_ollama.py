@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from rloo_studio.engine.ollama import SHAPES, modelfile, template_shape
 

@@ -1,0 +1,62 @@
+"""Helpers shared by the tests: the repository root, data and reward code for workspaces, running the CLI,
+making runs with known adapters. Imported as `from helpers import ...` (tests/ is on the test path);
+fixtures stay in conftest.py, which imports these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ADDITION_ROWS = [{"prompt": f"What is {a} + {b}?", "answer": str(a + b)} for a in range(3, 40, 3) for b in (2, 5, 7)]
+
+USER_REWARDS = '''
+def short_answer(completions, **kwargs):
+    """1.0 for completions under 12 characters."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [1.0 if len(t) < 12 else 0.0 for t in texts]
+'''
+
+
+def run_cli(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
+    """Run `rloo-studio ARGS` in a fresh process (as a person would) and capture its output."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "rloo_studio.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
+
+
+def only_run_dir(runs_root: Path) -> Path:
+    found = [p for p in Path(runs_root).iterdir() if p.is_dir()]
+    assert len(found) == 1, f"expected one run directory in {runs_root}, found {found}"
+    return found[0]
+
+
+def make_adapter_run(run_dir: Path, model_dir: Path, system_prompt: str | None = "Answer briefly.") -> Path:
+    """A finished run directory whose final adapter and checkpoint-1 have random non-zero LoRA weights.
+
+    A few steps of real training may leave greedy outputs unchanged; these adapters change them
+    for sure, so "adapter on" and "adapter off" can be told apart.
+    """
+    import yaml
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model": {"name_or_path": str(model_dir), "max_seq_length": 128},
+        "lora": {"r": 8, "alpha": 16},
+        "data": {"source": "demo", "system_prompt": system_prompt},
+        "rewards": [{"name": "numeric_answer"}],
+        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 16, "max_steps": 2},
+    }
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2, "model": str(model_dir)}))
+    code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
+            f"s({str(model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
+            f"s({str(model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300, cwd=ROOT)
+    (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
+    return run_dir
