@@ -12,15 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The tier's task: single-digit sums from the real-model preset's data, a few rows to keep steps short.
 TASK_DIR = ROOT / "assets" / "addition-data"
-# A reward with spread in nearly every group (the share of digits varies between any two samples), so
-# that two steps surely move the adapter; it also records what TRL hands reward functions.
+# A user reward file beside the builtins, as people write them: a graded score with spread in nearly every group.
 PROBE_REWARDS = '''
-import json, os
-
-def digit_share(completions, prompts, **kwargs):
+def digit_share(completions, **kwargs):
     """The share of digits among the completion's characters."""
-    with open(os.environ.get("REALMODEL_REWARD_LOG", os.devnull), "a") as fh:
-        fh.write(json.dumps({"completions": completions, "prompts": prompts}) + "\\n")
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
     return [sum(ch.isdigit() for ch in t) / max(1, len(t)) for t in texts]
 '''

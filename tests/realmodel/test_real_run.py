@@ -1,0 +1,96 @@
+"""SmolLM2-135M-Instruct trained and previewed through the command line: a 1-step fp32-LoRA run with
+`rloo-studio train`, and `rloo-studio preview` sampling with the chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from realtask import make_task_folder, run_cli
+
+from rloo_studio import runs
+
+SPECIAL_TEXT = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
+# The tier's user reward, plus a record of what TRL hands reward functions (prompts, completions).
+LOGGING_REWARDS = '''
+import json, os
+
+def digit_share(completions, prompts, **kwargs):
+    """The share of digits among the completion's characters."""
+    with open(os.environ.get("REALMODEL_REWARD_LOG", os.devnull), "a") as fh:
+        fh.write(json.dumps({"completions": completions, "prompts": prompts}) + "\\n")
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [sum(ch.isdigit() for ch in t) / max(1, len(t)) for t in texts]
+'''
+
+
+def _task_folder(folder, model_dir, **rloo):
+    config = make_task_folder(folder, model_dir, **rloo)
+    (folder / "rewards.py").write_text(LOGGING_REWARDS)
+    return config
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory, real_model_dir):
+    """One finished 1-step fp32-LoRA run, trained with `rloo-studio train`; (run_dir, reward_log)."""
+    folder = tmp_path_factory.mktemp("real-run")
+    config = _task_folder(folder, real_model_dir)
+    reward_log = folder / "reward-calls.jsonl"
+    done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
+                          text=True, timeout=3600, env=dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log)))
+    assert done.returncode == 0, done.stderr[-4000:]
+    [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
+    return run_dir, reward_log
+
+
+def _texts(completions) -> list[str]:
+    return [c[0]["content"] for c in completions]
+
+
+def test_fp32_lora_training_sees_chat_messages_ended_by_the_end_of_turn_token(real_run):
+    run_dir, reward_log = real_run
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "finished" and status["step"] == 1 and status["backend"] == "unsloth"
+    log = (run_dir / "train.log").read_text()
+    assert "(LoRA, float32)" in log  # not "(LoRA, float32, 4-bit)"
+    metrics = runs.read_jsonl(run_dir / "metrics.jsonl")
+    assert [m["step"] for m in metrics] == [1]
+    assert all("rewards/numeric_answer/mean" in m and "rewards/exact_match/mean" in m for m in metrics)
+
+    calls = [json.loads(line) for line in reward_log.read_text().splitlines()]
+    assert len(calls) == 1 and len(calls[0]["completions"]) == 4  # one call per step, with the step's 4 completions
+    for call in calls:
+        # Conversational prompts: TRL applied the chat template, and completions come back as assistant messages.
+        assert all(isinstance(p, list) and p[-1]["role"] == "user" for p in call["prompts"])
+        assert all(isinstance(c, list) and c[0]["role"] == "assistant" for c in call["completions"])
+        for text in _texts(call["completions"]):
+            assert not any(s in text for s in SPECIAL_TEXT), text  # decoded without special tokens
+            assert "\nuser\n" not in text and "\nassistant\n" not in text, text  # generation stopped at the end of its turn
+    samples = runs.read_jsonl(run_dir / "samples.jsonl")
+    assert samples and all(s["completion"] in {t for c in calls for t in _texts(c["completions"])} for s in samples)
+    assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_reward_preview_samples_chat_completions_that_end_at_the_end_of_turn(tmp_path, real_model_dir):
+    config = _task_folder(tmp_path, real_model_dir)
+    reward_log = tmp_path / "reward-calls.jsonl"
+    result = run_cli("preview", config, "rloo.max_completion_length=24", "rloo.num_generations=4", "--num-prompts", "2",
+                     "--json", cwd=tmp_path, env={"REALMODEL_REWARD_LOG": str(reward_log)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    rows = report["rows"]
+    assert len(rows) == 8 and {r["group"] for r in rows} == {0, 1}
+    for row in rows:
+        assert not any(s in row["completion"] for s in SPECIAL_TEXT), row["completion"]
+        assert "\nuser\n" not in row["completion"] and "\nassistant\n" not in row["completion"], row["completion"]
+        assert set(row["rewards"]) == {"numeric_answer", "exact_match", "digit_share"}
+    assert report["learnability"]["groups"] == 2
+    # The reward functions got what training gives them: chat prompts and assistant-message completions.
+    first = json.loads(reward_log.read_text().splitlines()[0])
+    assert _texts(first["completions"]) == [r["completion"] for r in rows]
+    assert all(isinstance(p, list) and p[-1]["role"] == "user" for p in first["prompts"])
+    print("preview completions:", [r["completion"] for r in rows])
