@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import served_app  # noqa: E402
+from apphelpers import page_url, served_app  # noqa: E402
 from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: E402,F401 - same browser, same skip rule
 
 
@@ -53,7 +53,7 @@ def test_own_csv_data_steps(runs_dir, tmp_path):
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(60_000)
-        page.goto(url)
+        page.goto(page_url(url))
         expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # the preset's method, explained
         expect(page.locator("#run-banner")).to_be_hidden()
 

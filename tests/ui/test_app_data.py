@@ -7,16 +7,16 @@ import json
 
 import pytest
 import yaml
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
-from apphelpers import Form, only_run, served_app
+from apphelpers import Form, connect, only_run, served_app
 from rloo_studio.ui import text
 
 
 @pytest.fixture
 def app(runs_dir):
     with served_app(runs_dir) as url:
-        yield Client(url, verbose=False)
+        yield connect(url)
 
 
 def own_csv(app, tmp_path, name: str, content: str) -> Form:

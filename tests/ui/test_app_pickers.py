@@ -11,9 +11,8 @@ import shutil
 
 import gradio as gr
 import pytest
-from apphelpers import served_app
+from apphelpers import connect, served_app
 from helpers import make_adapter_run
-from gradio_client import Client
 
 from rloo_studio.ui.pickers import RunPicker
 
@@ -59,7 +58,7 @@ def test_an_export_of_a_checkpoint_says_it_is_not_the_final_weights(tmp_path, ti
     runs_dir = tmp_path / "runs"
     make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
     with served_app(runs_dir) as url:
-        client = Client(url, verbose=False)
+        client = connect(url)
         run_update, ckpt_update, _existing = client.predict(None, api_name="/export_runs")
         assert run_update["value"] == RUN_ID and ckpt_update["value"] == "final"
         result, _ = client.predict(RUN_ID, "checkpoint-1", "adapter", "", api_name="/export")

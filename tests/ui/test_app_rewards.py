@@ -45,7 +45,7 @@ def test_pinned_examples_pass_and_fail_like_unit_tests(app):
 
 def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app, runs_dir):
     app.predict(PINNED, api_name="/save_pinned")
-    reloaded = Client(app.src, verbose=False)  # a reload is a new session
+    reloaded = connect(app.src)  # a reload is a new session
     table = reloaded.predict(api_name="/load_pinned")
     assert [row[1] for row in table["data"]] == ["<think>47+28</think>75", "<think>47+28</think>65"]
     grown = reloaded.predict(table, api_name="/add_pinned")

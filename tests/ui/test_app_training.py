@@ -47,11 +47,13 @@ def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
         assert f"`{run_dir.name}` — **finished**" in status and "Step 3/3" in status
         assert 'data-step="3"' in progress and "100%" in progress
         # A finished run's plot has data: one series for the total and one per reward function.
-        column = reward_plot["columns"].index("series")
-        series = {row[column] for row in reward_plot["data"]}
+        plot = reward_plot["value"]  # an update: the data plus its y range and colours
+        column = plot["columns"].index("series")
+        series = {row[column] for row in plot["data"]}
         assert {"total (weighted)", "numeric_answer", "brief_answer"} <= series
-        steps = {row[reward_plot["columns"].index("step")] for row in reward_plot["data"]}
+        steps = {row[plot["columns"].index("step")] for row in plot["data"]}
         assert steps == {1, 2, 3}
+        assert set(reward_plot["color_map"]) == series  # one colour per series
         metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
         assert [m["step"] for m in metrics] == [1, 2, 3]
         assert all("rewards/brief_answer/mean" in m for m in metrics)
