@@ -1,15 +1,32 @@
 """Set up the environment (as launch.py does, plus test tools) and run the test suite.
 
     python run_tests.py [pytest arguments]      e.g. python run_tests.py -m "not slow"
+    python run_tests.py -n 0 tests/unit         one process (the default is two, see below)
     python run_tests.py --print-install-plan    which torch build this machine gets, and why (installs nothing)
 
-The tests run offline: no model or dataset is downloaded; tiny models are built locally.
+The tests never reach a model hub: tiny models are built locally, and the real-model tier
+(tests/realmodel) builds its small instruct model once from a package on the Python package index
+(cached under ~/.cache/rloo-studio/).
 """
 
 import os
 import sys
 
 from bootstrap import setup_from_command_line
+
+# Two test processes (pytest-xdist), each test file kept in one: most of the suite's time is spent
+# waiting for child processes (training workers, the app, a browser) to import their libraries, so
+# two processes finish sooner even on two cores. More would mostly add memory: each holds torch.
+TEST_PROCESSES = 2
+
+
+def with_parallel_default(args: list[str]) -> list[str]:
+    """`args` plus `-n 2 --dist loadfile`, unless the caller chose the number of processes."""
+    chosen = any(a in ("-n", "--numprocesses") or a.startswith(("-n", "--numprocesses=")) for a in args)
+    if chosen or (os.cpu_count() or 1) < 2:
+        return args
+    return ["-n", str(TEST_PROCESSES), "--dist", "loadfile", *args]
+
 
 if __name__ == "__main__":
     args = setup_from_command_line(extras="test")
@@ -18,4 +35,4 @@ if __name__ == "__main__":
                       HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False")
     import pytest
 
-    sys.exit(pytest.main(args or ["-q"]))
+    sys.exit(pytest.main(with_parallel_default(args or ["-q"])))
