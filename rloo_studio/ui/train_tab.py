@@ -76,7 +76,7 @@ class TrainTab:
         for widget in batch_keys:
             widget.change(batch_summary, inputs=batch_keys, outputs=self.batch_summary, show_progress="hidden",
                           api_visibility="private")
-            self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
+        self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
         self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
         with gr.Row():

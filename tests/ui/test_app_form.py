@@ -30,6 +30,28 @@ def test_building_the_app_imports_no_model_library(tmp_path):
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 
 
+def test_each_tab_shows_each_field_once(tmp_path):
+    # A widget created in a loop by mistake appears several times on the page while only one copy is wired
+    # (seen: the run name, three times under the Train tab). Labels repeat across tabs, never within one.
+    import gradio as gr
+
+    from rloo_studio.ui.app import build_app
+
+    demo = build_app(tmp_path / "runs", detect_hardware=False)
+
+    def fields(block):
+        for child in getattr(block, "children", []) or []:
+            if isinstance(child, gr.components.Component) and getattr(child, "label", None):
+                yield child.label
+            yield from fields(child)
+
+    tabs = [b for b in demo.blocks.values() if isinstance(b, gr.Tab)]
+    assert len(tabs) >= 8
+    for tab in tabs:
+        labels = list(fields(tab))
+        assert labels and len(labels) == len(set(labels)), (tab.label, sorted(l for l in labels if labels.count(l) > 1))
+
+
 def test_the_form_opens_on_the_cpu_demo_preset(app):
     form = Form(app)
     assert "the cpu-demo preset" in form.notes
