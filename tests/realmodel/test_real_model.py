@@ -22,13 +22,13 @@ import json
 from transformers import AutoTokenizer
 from rloo_studio.config import DataConfig
 from rloo_studio.data import to_trl_dataset
-from rloo_studio.engine.generate import render_prompt
+from rloo_studio.engine.generate import prompt_token_ids
 tok = AutoTokenizer.from_pretrained({str(real_model_dir)!r})
 rows = [{{"prompt": "What is 4 + 3?", "answer": "7"}}]
 out = {{}}
 for system in (None, "Answer briefly."):
     prompt = to_trl_dataset(rows, DataConfig(source="x.jsonl", system_prompt=system), tok)["prompt"][0]
-    ids = tok(render_prompt(prompt, tok), add_special_tokens=False).input_ids
+    ids = prompt_token_ids([prompt], tok)[0]  # as TRL tokenises a training prompt
     out[str(system)] = {{"ids": ids, "text": tok.decode(ids)}}
 print(json.dumps(out))
 """

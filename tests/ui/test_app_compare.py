@@ -43,7 +43,7 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         # 4 prompts (halves of 2) can never show a difference: no best checkpoint, and the summary says why.
         assert "n = 4 held-out prompts" in summary and "token budget: base 24" in summary
         assert "not distinguishable at this size" in summary and "Best checkpoint" not in summary and report["best"] is None
-        points = chart["data"]  # long format: step, metric, value — base at step 0, then each checkpoint's step
+        points = chart["value"]["data"]  # an update (data and title); long format: step, metric, value — base at step 0, then each checkpoint's step
         metrics = {p[1] for p in points}
         assert {"mean reward", "answer accuracy", "format rate", "mean reward · 95 % low", "mean reward · 95 % high"} <= metrics
         assert {p[0] for p in points} == {0, 1, 2}
