@@ -484,7 +484,7 @@ def _cell(value, width: int = 8) -> str:
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from .config import RewardSpec, RunConfig
-    from .rewards.preview import score_in_child
+    from .rewards.preview import score_in_child, scoring_request
 
     quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
@@ -496,29 +496,26 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file="rewards.py", weight=1.0)]
-        from .engine.generate import chat_template_kwargs
         from .engine.preview import pick_rows, read_completions_file, sample_groups
 
         if args.completions:
             groups, k = read_completions_file(args.completions)
             from .engine.model import resolve_model_source
 
-            conversational = isinstance(groups[0]["prompt"], list)
             try:
-                tokenizer = resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+                tokenizer = str(resolve_model_source(cfg.model.name_or_path, cfg.base_dir))
             except StudioError:
                 tokenizer = None  # no model at hand: completion_ids fall back to characters
+            sampled = {"groups": groups, "num_generations": k, "conversational": isinstance(groups[0]["prompt"], list),
+                       "tokenizer": tokenizer}
         else:
-            k = int(cfg.rloo_value("num_generations"))
             if args.prompt:
                 rows = [{cfg.data.prompt_column: args.prompt, **({"answer": args.answer} if args.answer is not None else {})}]
             else:
                 rows = pick_rows(cfg, args.num_prompts, args.seed)
-            groups, conversational, tokenizer = sample_groups(cfg, rows, quiet, args.seed)
-        request = {"groups": groups, "num_generations": k, "conversational": conversational, "tokenizer": tokenizer,
-                   "rewards": [{k2: v for k2, v in s.__dict__.items()} for s in cfg.rewards], "base_dir": cfg.base_dir,
-                   "source": source, "chat_template_kwargs": chat_template_kwargs(cfg),
-                   "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
+            sampled = sample_groups(cfg, rows, quiet, args.seed)
+        request = scoring_request(cfg, sampled, source)
+        groups, k = request["groups"], request["num_generations"]
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
         result = score_in_child(request, timeout_s=args.timeout)
     except StudioError as exc:

@@ -208,6 +208,18 @@ class RunConfig:
             return RLOO_DEFAULTS[key]
         return (trl_defaults or TRL_FALLBACK_DEFAULTS).get(key)
 
+    def chat_template_kwargs(self) -> dict:
+        """`rloo.chat_template_kwargs`: what TRL passes to every `apply_chat_template` call (a mapping, or
+        a JSON string as RLOOConfig also accepts); {} when unset."""
+        value = self.rloo.get("chat_template_kwargs")
+        if value is None or value == "":
+            return {}
+        if isinstance(value, str):
+            import json
+
+            value = json.loads(value)
+        return dict(value)
+
     def resolve_path(self, value: str) -> Path:
         path = Path(value).expanduser()
         return path if path.is_absolute() else Path(self.base_dir) / path

@@ -50,8 +50,8 @@ def _as_dict(value) -> dict:
 
 
 def chat_template_kwargs(cfg) -> dict:
-    """The run's `rloo.chat_template_kwargs` (what TRL passes to every `apply_chat_template` call)."""
-    return _as_dict(cfg.rloo.get("chat_template_kwargs")) if cfg is not None else {}
+    """The run's `rloo.chat_template_kwargs` (RunConfig.chat_template_kwargs); {} without a config."""
+    return cfg.chat_template_kwargs() if cfg is not None else {}
 
 
 def is_conversational(prompt) -> bool:

@@ -9,8 +9,8 @@ copy of stdout; the real stdout is pointed at stderr first, so that a library pr
     {"op": "chat", "messages": [...], "sides": ["base", "tuned"],
      "sampling": {...}, "system_prompt": ...}                     → text…, reply (per side), done
     {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...,
-     "seed": S}                                                   → progress…, done {groups, conversational,
-                                                                    tokenizer, loads, chat_released}
+     "seed": S}                                                   → progress…, done {engine.preview.sample_groups
+                                                                    result, loads, pid, chat_released}
     {"op": "ping"} → done;   {"op": "shutdown"} → exits
 
 Every request ends with exactly one `done` or `error` event. An out-of-memory error is reported
@@ -53,9 +53,8 @@ def _preview(request: dict, send) -> dict:
         rows = [{cfg.data.prompt_column: request["prompt"], **({"answer": answer} if answer not in (None, "") else {})}]
     else:
         rows = pick_rows(cfg, int(request.get("num_prompts", 4)), seed)
-    groups, conversational, tokenizer = sample_groups(cfg, rows, lambda msg: send({"event": "progress", "message": msg}), seed)
-    return {"groups": groups, "conversational": conversational, "tokenizer": str(tokenizer) if tokenizer is not None else None,
-            "num_generations": int(cfg.rloo_value("num_generations")), "loads": warm.loads, "pid": os.getpid()}
+    sampled = sample_groups(cfg, rows, lambda msg: send({"event": "progress", "message": msg}), seed)
+    return {**sampled, "loads": warm.loads, "pid": os.getpid()}
 
 
 def main() -> int:

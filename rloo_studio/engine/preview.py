@@ -27,12 +27,19 @@ def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
     return random.Random(seed).sample(rows, min(num_prompts, len(rows)))
 
 
-def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> tuple[list[dict], bool, str]:
-    """([{prompt, row, completions, completion_ids}], conversational, tokenizer source) for `rows`."""
+def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> dict:
+    """What scoring needs of the sampled completions for `rows` (`rewards.preview.scoring_request` takes it):
+
+    groups: [{prompt, row, completions, completion_ids, probe_completion_ids}], conversational,
+    tokenizer (its source), think_end_token_id. The token ids and the `</think>` id come from the
+    tokenizer loaded here, so the scoring child need not load one (importing transformers takes
+    seconds: the difference between a live preview and a wait)."""
     from ..data import to_trl_dataset, use_chat_format
     from .generate import generate_completions
     from .model import resolve_model_source
     from .stack import import_training_stack
+    from ..rewards import think_end_token_id
+    from ..rewards.preview import group_probes, written_completion_ids
     from .warm import load_preview_model
 
     k = int(cfg.rloo_value("num_generations"))
@@ -55,7 +62,12 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     groups = [{"prompt": prompts[i], "row": {c: v for c, v in rows[i].items() if c != cfg.data.prompt_column},
                "completions": out.texts[i * k:(i + 1) * k], "completion_ids": out.completion_ids[i * k:(i + 1) * k]}
               for i in range(len(prompts))]
-    return groups, conversational, resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
+    for group in groups:
+        group["probe_completion_ids"] = {kind: written_completion_ids(text, tokenizer)
+                                         for kind, text in group_probes(group).items()}
+    return {"groups": groups, "conversational": conversational,
+            "tokenizer": str(resolve_model_source(cfg.model.name_or_path, cfg.base_dir)),
+            "think_end_token_id": think_end_token_id(tokenizer)}
 
 
 def preview_out_of_memory(cfg: RunConfig, num_prompts: int, exc: BaseException) -> OutOfMemory:

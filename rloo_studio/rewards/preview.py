@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
+from .builtin import NEEDS_THINK_END_TOKEN_ID
 from ..procs import utf8_env
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
@@ -90,6 +91,12 @@ def probe_completions(prompt_text: str, answer: str | None) -> dict[str, str]:
         "rambling": ("Let me think about this very carefully. " * 60).strip(),
         "prompt echoed": prompt_text,
     }
+
+
+def group_probes(group: dict) -> dict[str, str]:
+    """The probe completions for one prompt group: built from its prompt and its answer column, if any."""
+    answer = next((str(v) for c, v in (group.get("row") or {}).items() if c in ("answer", "solution", "target")), None)
+    return probe_completions(_prompt_text(group["prompt"]), answer)
 
 
 # Any of these beside config.json makes a loadable tokenizer (fast, sentencepiece, BPE or WordPiece files).
@@ -180,6 +187,40 @@ def _error_detail(exc: BaseException, name: str, filename: str | None, completio
     return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
 
 
+class _TokenizerOnDemand:
+    """The request's tokenizer, loaded the first time something needs it (text without token ids, a
+    builtin without its `</think>` id): sampled previews bring both, and importing transformers for
+    nothing costs seconds on every click."""
+
+    def __init__(self, source: str | None):
+        self.source = source
+        self._tokenizer = None
+
+    def get(self):
+        if self._tokenizer is None and self.source:
+            missing = missing_tokenizer_error(self.source)
+            if missing is not None:
+                raise missing
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.source)
+        return self._tokenizer
+
+
+def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
+    """The request `score` takes for completions of a run's config: `sampled` is what
+    `engine.preview.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
+    `num_generations` there wins over the config's, for hand-written completions),
+    `source` the editor's reward code, if any. The run's β, normalisation and chat-template options
+    come along, so the preview says what training will add to these advantages."""
+    return {"groups": sampled["groups"], "num_generations": int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
+            "conversational": bool(sampled.get("conversational")), "tokenizer": sampled.get("tokenizer"),
+            "think_end_token_id": sampled.get("think_end_token_id"),
+            "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
+            "chat_template_kwargs": cfg.chat_template_kwargs(),
+            "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
+
+
 def score(request: dict) -> dict:
     """Score in this process (the child calls this). See the module docstring for the request and result."""
     from . import build_rewards
@@ -197,20 +238,19 @@ def score(request: dict) -> dict:
     base_dir = request.get("base_dir", ".")
     specs = [RewardSpec(**s) for s in request["rewards"]]
     columns = sorted({c for g in groups for c in (g.get("row") or {})})
-    tokenizer = None
-    if request.get("tokenizer"):
-        missing = missing_tokenizer_error(request["tokenizer"])
-        if missing is not None:
-            raise missing
-        from transformers import AutoTokenizer  # only for completion_ids and the </think> token
-
-        tokenizer = AutoTokenizer.from_pretrained(request["tokenizer"])
-    rewards = build_rewards(specs, base_dir, tokenizer, columns, chat_template_kwargs=request.get("chat_template_kwargs"))
+    tokenizer = _TokenizerOnDemand(request.get("tokenizer"))
+    think_id = request.get("think_end_token_id")
+    if isinstance(think_id, int):  # found by the sampler's tokenizer: the builtins that need it take it from here
+        specs = [RewardSpec(**{**s.__dict__, "params": {"think_end_token_id": think_id, **s.params}})
+                 if s.name in NEEDS_THINK_END_TOKEN_ID else s for s in specs]
+    needs_tokenizer = any(s.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in s.params for s in specs)
+    rewards = build_rewards(specs, base_dir, tokenizer.get() if needs_tokenizer else None, columns,
+                            chat_template_kwargs=request.get("chat_template_kwargs"))
 
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         kwargs: dict[str, Any] = {
             "prompts": prompts, "completions": [_as_completion(c, conversational) for c in completions],
-            "completion_ids": ids if ids is not None else [written_completion_ids(c, tokenizer) for c in completions],
+            "completion_ids": ids if ids is not None else [written_completion_ids(c, tokenizer.get()) for c in completions],
             "trainer_state": TrainerStateStub(),
             "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None,  # TRL passes these too
         }
@@ -226,7 +266,7 @@ def score(request: dict) -> dict:
         completions += list(g["completions"])
         rows += [g.get("row") or {}] * k
         # Sampled completions bring the ids they were generated as (end token included, as TRL passes them).
-        ids += g.get("completion_ids") or [written_completion_ids(c, tokenizer) for c in g["completions"]]
+        ids += g.get("completion_ids") or [written_completion_ids(c, tokenizer.get()) for c in g["completions"]]
 
     per_function: dict[str, list[float | None]] = {}
     errors: dict[str, list[dict]] = {}
@@ -301,9 +341,10 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
             continue  # a constant reward is reported by the learnability check, not as a hack
         median = statistics.median(real)
         for g in groups[:3]:
-            answer = next((str(v) for c, v in (g.get("row") or {}).items() if c in ("answer", "solution", "target")), None)
-            probes = probe_completions(_prompt_text(g["prompt"]), answer)
-            kwargs = batch([g["prompt"]] * len(probes), list(probes.values()), [g.get("row") or {}] * len(probes))
+            probes = group_probes(g)
+            known = g.get("probe_completion_ids") or {}  # tokenised where the completions were sampled
+            ids = [known[kind] for kind in probes] if all(kind in known for kind in probes) else None
+            kwargs = batch([g["prompt"]] * len(probes), list(probes.values()), [g.get("row") or {}] * len(probes), ids)
             try:
                 values = _check_values(r.name, _call(r.func, kwargs), len(probes))
             except BaseException:  # noqa: BLE001 - a reward that crashes on a probe is reported by the normal call
@@ -321,15 +362,13 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     return list(unique.values())
 
 
-def start_scorer(preimport: bool = True) -> subprocess.Popen:
-    """A scoring child; with `preimport` it imports what scoring may need (the tokenizer library) before it
-    reads its request.
+def start_scorer() -> subprocess.Popen:
+    """A scoring child, waiting for its request.
 
     Started ahead of time (after a preview, while the person reads the table) it makes the next
     preview wait for nothing but the scoring itself; it is still a fresh process per request, with
     the same memory and time limits. A child whose parent went away reads end-of-input and exits."""
-    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", *(["--preimport"] if preimport else [])],
-                            stdin=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
                             env=utf8_env())
 
@@ -344,7 +383,7 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subp
     `proc`: a child from `start_scorer` to use."""
     started = time.time()
     if proc is None or proc.poll() is not None:
-        proc = start_scorer(preimport=False)  # started now: import only what this request needs
+        proc = start_scorer()
     err_lines: list[str] = []
     out_chunks: list[str] = []
     calling: dict = {}  # name and start of the call in progress, if any
@@ -449,11 +488,6 @@ def _main() -> None:
 
     global _MEMORY_LIMIT_GIB
     _MEMORY_LIMIT_GIB = _limit_memory()  # before the request is read and any reward code is imported
-    if "--preimport" in sys.argv[1:]:  # started ahead of its request (start_scorer): do the slow import now
-        try:
-            from transformers import AutoTokenizer  # noqa: F401
-        except Exception:  # noqa: BLE001 - scoring reports it if it matters
-            pass
     text = sys.stdin.read()
     if not text.strip():
         return  # the parent went away before sending a request (a standby child of an app that quit)

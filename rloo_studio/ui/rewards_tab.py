@@ -25,7 +25,7 @@ from ..jobs import USER_REWARDS_FILE, absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import score_in_child, start_scorer, tokenizer_source
+from ..rewards.preview import score_in_child, scoring_request, start_scorer, tokenizer_source
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
@@ -396,8 +396,8 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
     request = {"config": cfg.to_dict(), "base_dir": str(cfg.base_dir), "num_prompts": num_prompts, "prompt": prompt,
                "answer": answer, "seed": seed}
     sampled = None
-    # The scoring child starts (and imports the tokenizer library) while the worker samples; its time
-    # limit counts from the request, so a slow import never eats the reward functions' time.
+    # A scoring child started after the previous preview (or now, while the worker samples) waits for
+    # the request; its time limit counts from the request, so a slow start never eats the rewards' time.
     scorer = _standby_scorer.pop("proc", None) or start_scorer()
     try:
         for event in worker.preview(request, guard=guard):
@@ -410,10 +410,7 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
         _standby_scorer["proc"] = scorer  # unused: it waits for the next preview
         raise
     progress(0.9, desc="scoring with the reward functions")
-    score_request = {"groups": sampled["groups"], "num_generations": sampled["num_generations"],
-                     "conversational": sampled["conversational"], "tokenizer": sampled["tokenizer"],
-                     "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": None}
-    result = score_in_child(score_request, timeout_s=timeout_s, proc=scorer)
+    result = score_in_child(scoring_request(cfg, sampled), timeout_s=timeout_s, proc=scorer)
     _standby_scorer["proc"] = start_scorer()
     result["worker"] = {"pid": sampled.get("pid"), "loads": sampled.get("loads")}
     return result

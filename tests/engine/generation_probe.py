@@ -171,8 +171,8 @@ def main(root: Path) -> None:
         case = {"trl": trl_reference(run_dir, prompts)}
         report, calls = taken(lambda: evaluate_run(run_dir, limit=4, progress=lambda line: None))
         case["eval"] = {"calls": calls, "per_prompt": report["per_prompt"]}
-        (groups, _conv, _tok), calls = taken(lambda: sample_groups(cfg, [dict(r) for r in ROWS[:2]], progress=lambda m: None, seed=0))
-        case["preview"] = {"calls": calls, "groups": groups}
+        sampled, calls = taken(lambda: sample_groups(cfg, [dict(r) for r in ROWS[:2]], progress=lambda m: None, seed=0))
+        case["preview"] = {"calls": calls, "groups": sampled["groups"]}
         model = ChatModel()
         model.load(run_dir)
         replies = {}

@@ -33,3 +33,35 @@ def test_two_previews_reuse_one_worker_process_and_one_load(workspace, tmp_path)
     finally:
         worker.shutdown()
     assert worker.pid is None  # freed, as before training starts
+
+
+def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_runs_beta(workspace, tmp_path):
+    """The sampler brings every token id scoring needs (completions, probes, the `</think>` id), so the
+    scoring child never imports transformers on a click; the ids are the tokenizer's own. The request
+    carries the run's β, so the page says what KL adds to the advantages shown."""
+    from transformers import AutoTokenizer
+
+    from rloo_studio.rewards import think_end_token_id
+    from rloo_studio.rewards.preview import group_probes, score, scoring_request, written_completion_ids
+
+    cfg = RunConfig.load(workspace.write_config())
+    cfg.rloo["beta"] = 0.05
+    worker = InferenceWorker(log_path=tmp_path / "inference.log")
+    try:
+        sampled = next(e["result"] for e in worker.preview({"config": cfg.to_dict(), "base_dir": str(cfg.base_dir),
+                                                             "num_prompts": 2, "seed": 0}) if e.get("event") == "done")
+    finally:
+        worker.shutdown()
+    tokenizer = AutoTokenizer.from_pretrained(sampled["tokenizer"])
+    assert sampled["think_end_token_id"] == think_end_token_id(tokenizer) is not None
+    for group in sampled["groups"]:
+        assert group["probe_completion_ids"] == {kind: written_completion_ids(text, tokenizer)
+                                                 for kind, text in group_probes(group).items()}
+
+    request = scoring_request(cfg, sampled)
+    request["tokenizer"] = str(tmp_path / "no-tokenizer-here")  # loading it would fail: nothing may need it
+    (tmp_path / "no-tokenizer-here").mkdir()
+    (tmp_path / "no-tokenizer-here" / "config.json").write_text("{}")
+    result = score(request)
+    assert len(result["rows"]) == 2 * int(cfg.rloo_value("num_generations"))
+    assert "beta = 0.05" in result["advantage_note"]
