@@ -168,7 +168,11 @@ class RunConfig:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', exc)}"], f"config {path}") from None
+            problem = f"not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+            if "'\\t'" in problem:  # PyYAML's words for a tab; editors insert them silently
+                problem += (" — YAML allows only spaces there, not a tab: replace the tab with spaces (indent "
+                            "two per level, lined up with the lines around it)")
+            raise ConfigError([problem], f"config {path}") from None
         except UnicodeDecodeError:
             raise ConfigError(["the file is not UTF-8 text"], f"config {path}") from None
         if overrides:

@@ -10,8 +10,10 @@ column, which TRL passes to the reward functions by name.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from .procs import utf8_env
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # Endings that can only be files (never a hub id): reported as unsupported or missing, not sent to the hub.
+HEADERLESS_WHAT = "the CSV file has no header row"
+_NUMBER = re.compile(r"[-+]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?")
 FILE_LIKE_SUFFIXES = LOCAL_SUFFIXES + (".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".gz", ".zip")
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_DATA_DIR = PROJECT_ROOT / "assets" / "demo-data"
@@ -54,9 +58,26 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
+# What the first bytes of a file that is not text say it is (file signatures), for the message.
+_NOT_TEXT = ((b"PK\x03\x04", "a zip archive, most likely an Excel workbook (.xlsx) renamed",
+              "open it in Excel or LibreOffice and save it with File › Save As › “CSV UTF-8 (comma delimited)”"),
+             (b"\xd0\xcf\x11\xe0", "an Excel 97–2003 workbook (.xls) renamed",
+              "open it in Excel or LibreOffice and save it with File › Save As › “CSV UTF-8 (comma delimited)”"))
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
 def _check_utf8(path: Path) -> None:
-    """Report the first byte that is not UTF-8 by its position in the whole file and its line."""
+    """Report the first byte that is not UTF-8 by its position in the whole file and its line; a workbook
+    renamed to .csv and a UTF-16 file (what Windows tools call "Unicode") are named as such."""
     raw = path.read_bytes()
+    for signature, what, fix in _NOT_TEXT:
+        if raw.startswith(signature):
+            raise DataError(f"{path} is not a text file: it is {what} to {path.suffix}",
+                            "renaming a file does not convert it; data files must be plain UTF-8 text", fix)
+    if raw.startswith(_UTF16_BOMS) or (len(raw) >= 4 and raw[1:4:2] == b"\0\0" and raw[0:4:2] != b"\0\0"):
+        raise DataError(f"{path} is UTF-16 text (what Windows programs call “Unicode”), not UTF-8",
+                        "data files must be UTF-8",
+                        "save it again as UTF-8: in a spreadsheet choose “CSV UTF-8”, in Notepad choose Encoding: UTF-8")
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -95,6 +116,43 @@ def _read_local(path: Path) -> list[dict]:
             raise
         raise DataError(f"{path} could not be read: {exc}", "", "check that the file is complete and in the format its extension says") from None
     raise DataError(f"{path}: unsupported file type {suffix!r}", f"supported: {', '.join(LOCAL_SUFFIXES)}", "convert the file")
+
+
+def headerless_csv(source: str, base_dir: str) -> list[str] | None:
+    """The first row of a .csv/.tsv file when it looks like data rather than column names, else None.
+
+    csv.Sniffer finds the delimiter; its `has_header` is not used: it only votes on columns whose type or
+    length differs between the first row and the rest, so a good header over two text columns gets no
+    vote and reads as missing. A header cell is a short name; a number, a question or a sentence is data.
+    """
+    path = Path(source).expanduser()
+    path = path if path.is_absolute() else Path(base_dir) / path
+    if path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
+        return None
+    try:
+        sample = path.read_text(encoding="utf-8-sig", errors="replace")[:8192]
+        try:
+            dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+        except csv.Error:
+            dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
+        first = next(csv.reader(io.StringIO(sample), dialect), [])
+    except (OSError, csv.Error):
+        return None
+    cells = [c.strip() for c in first]
+    if not cells:
+        return None
+    looks_like_data = any(_NUMBER.fullmatch(c) or c.endswith(("?", ".", "!")) or len(c.split()) > 4 or len(c) > 40 for c in cells)
+    return cells if looks_like_data or len(set(cells)) < len(cells) else None
+
+
+def _check_header(cfg: DataConfig, base_dir: Path, columns: list[str]) -> None:
+    """A CSV without a header row, read with its first row as the column names, names the problem."""
+    first = headerless_csv(cfg.source, base_dir) if cfg.prompt_column not in columns else None
+    if first:
+        raise DataError(f"{HEADERLESS_WHAT}: its first line ({', '.join(first)}) looks like data, yet was read as the column names",
+                        f"a CSV file's first line must name its columns, and the prompts must be in a column named "
+                        f"`{cfg.prompt_column}` (data.prompt_column)",
+                        f"add a first line with the column names, e.g. `{cfg.prompt_column},answer`")
 
 
 def _looks_local(source: str) -> bool:
@@ -147,6 +205,7 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
     train = _read_source(cfg.source, cfg, base_dir, cfg.split)
     if not train:
         raise DataError(f"the dataset {cfg.source!r} has no rows", "", "check the file or split")
+    _check_header(cfg, base_dir, list(dict.fromkeys(k for row in train[:1000] for k in row)))
     columns = _check_prompts(train, cfg, "the dataset")
 
     test: list[dict] | None = None

@@ -8,6 +8,8 @@ This module does not know about data, rewards or the trainer.
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +50,7 @@ def resolve_model_source(name_or_path: str, base_dir: str | Path = ".") -> str:
                 raise ModelError(f"{candidate} is not a model folder (no config.json)",
                                  "a Hugging Face model folder holds config.json, weights and tokenizer files",
                                  "point model.name_or_path at the folder that contains config.json")
-            missing = missing_tokenizer_error(candidate)
+            missing = missing_tokenizer_error(candidate) or missing_shards_error(candidate)
             if missing is not None:  # found here, before torch is imported, rather than as a loader error
                 raise missing
             return str(candidate.resolve())
@@ -56,6 +58,26 @@ def resolve_model_source(name_or_path: str, base_dir: str | Path = ".") -> str:
         raise ModelError(f"model folder not found: {name_or_path}", "it is neither an existing folder nor a hub id like Qwen/Qwen3-0.6B",
                          "check the path (relative to the config file) or the model id")
     return name_or_path
+
+
+def missing_shards_error(folder: Path) -> ModelError | None:
+    """A ModelError when a sharded model's index (`*.safetensors.index.json`, `*.bin.index.json`) lists
+    weight files the folder lacks — an interrupted download or copy — else None."""
+    for index in sorted(folder.glob("*.index.json")):
+        try:
+            files = sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
+        except (OSError, ValueError, AttributeError):
+            return ModelError(f"the model folder {folder} has an unreadable {index.name}",
+                              "it lists which file holds each weight, and it is not valid JSON",
+                              "download or copy the model folder again")
+        absent = [f for f in files if not (folder / f).is_file()]
+        if absent:
+            shown = ", ".join(absent[:3]) + (f" and {len(absent) - 3} more" if len(absent) > 3 else "")
+            return ModelError(f"the model folder {folder} is missing {shown} ({len(absent)} of the {len(files)} weight files "
+                              f"that {index.name} lists)",
+                              "a download or copy of the model stopped before the end",
+                              "download or copy the missing file(s) into the folder again (or the whole model)")
+    return None
 
 
 def choose_dtype(requested: str, torch, cuda: bool) -> str:

@@ -107,8 +107,9 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
 
 
 def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
-                       dataset_columns: Sequence[str] | None = None) -> list[str]:
-    """Every problem with the reward specs (names, params, files, functions, columns) — no model needed."""
+                       dataset_columns: Sequence[str] | None = None, rows: Sequence[dict] | None = None) -> list[str]:
+    """Every problem with the reward specs (names, params, files, functions, columns) — no model needed.
+    With the training `rows`: an answer column that is empty in every row (every completion would score 0)."""
     problems: list[str] = []
     names: list[str] = []
     for i, spec in enumerate(specs):
@@ -123,6 +124,10 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         if column and dataset_columns is not None and column not in dataset_columns:
             problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{did_you_mean(column, dataset_columns)}"
                             f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
+        elif column and rows and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
+            problems.append(f"rewards[{i}] ({spec.label()}): the column `{column}` is empty in all {len(rows)} training rows, "
+                            f"so {spec.label()} would score every completion 0 and RLOO would learn nothing — fill in the "
+                            "answers, point params.answer_column at the column that holds them, or use a reward that needs no answer")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — TRL logs each reward under "

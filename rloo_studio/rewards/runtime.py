@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 from ..errors import RewardError
 from .builtin import completion_text, split_thinking
 from .scoring import weighted_totals
-from .user import describe_call_error
+from .user import describe_call_error, missing_module_fix
 
 
 def check_reward_values(values, name: str, expected: int) -> list[float | None]:
@@ -150,7 +150,7 @@ def guard(func: Callable, name: str, source_file: str | None = None,
         raise RewardError(
             f"reward function `{name}` raised {type(exc).__name__}" + (f": {exc}" if str(exc) else ""),
             f"at {describe_call_error(exc, name, source_file)}; first completion of the batch: {first!r}",
-            "fix the function so it handles every completion (return None for ones it cannot score)",
+            missing_module_fix(exc) or "fix the function so it handles every completion (return None for ones it cannot score)",
         ) from exc
 
     if asyncio.iscoroutinefunction(func):

@@ -155,9 +155,19 @@ def _user_frames(exc: BaseException, filename: str) -> str:
     return "; ".join(f"{filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
 
 
+def missing_module_fix(exc: BaseException) -> str | None:
+    """What to do when reward code imports a module that is not installed (at load time or inside a call):
+    install it into the environment the app and its runs use (this Python's), else None."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    return (f"install the missing module into the app's environment (`{sys.executable} -m pip install {top}`; a few packages "
+            f"have another install name, e.g. scikit-learn for sklearn), or remove the import")
+
+
 def _hint_for(exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError):
-        return f"install the missing module (`pip install {exc.name}`) in the app's environment, or remove the import"
+        return missing_module_fix(exc) or "remove the import"
     if isinstance(exc, SystemExit):
         return "do not call sys.exit()/exit() in reward code; return values instead"
     return "fix the code at the line shown"

@@ -8,9 +8,7 @@ records stays valid and no upload can write outside that folder.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import os
 import re
 import shutil
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
-from ..data import is_hub_source, peek, peek_in_child
+from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child
 from . import text
 from .rewards_tab import receives_markdown
 from .wording import page_words
@@ -34,7 +32,6 @@ NO_ANSWER = "(none)"
 PROMPT_NAMES = ("prompt", "question", "q", "input", "instruction", "problem", "query", "text")
 ANSWER_NAMES = ("answer", "solution", "a", "output", "target", "label", "response")
 DEFAULT_TEST_FRACTION = 0.1  # a tenth of a single file held out for `rloo-studio eval`
-_NUMBER = re.compile(r"[-+]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?")
 MAX_UPLOAD_MB = 512  # larger datasets belong on the hub or a path typed in; the browser upload would crawl
 
 
@@ -207,6 +204,8 @@ class DataTab:
                          ". Every column reaches your reward functions as a keyword argument of the same name.")
         lines += notes
         for problem in result["problems"]:
+            if first_row and problem.startswith(HEADERLESS_WHAT):
+                continue  # said above, in the page's words
             lines.append("⚠️ " + page_words(problem).replace("\n", "  \n"))
         if cols and not result["problems"] and not notes:
             lines.append("✅ Ready to train.")
@@ -225,29 +224,3 @@ def held_out_defaults(kind: str) -> tuple[str, float]:
 def likely_column(columns: list[str], names: tuple[str, ...]) -> str | None:
     by_name = {c.strip().lower(): c for c in columns}
     return next((by_name[n] for n in names if n in by_name), None)
-
-
-def headerless_csv(source: str, base_dir: str) -> list[str] | None:
-    """The first row of a .csv/.tsv file when it looks like data rather than column names, else None.
-
-    csv.Sniffer finds the delimiter; its `has_header` is not used: it only votes on columns whose type or
-    length differs between the first row and the rest, so a good header over two text columns gets no
-    vote and reads as missing. A header cell is a short name; a number, a question or a sentence is data.
-    """
-    path = Path(source) if Path(source).is_absolute() else Path(base_dir) / source
-    if path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
-        return None
-    try:
-        sample = path.read_text(encoding="utf-8-sig", errors="replace")[:8192]
-        try:
-            dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
-        except csv.Error:
-            dialect = csv.excel_tab if path.suffix.lower() == ".tsv" else csv.excel
-        first = next(csv.reader(io.StringIO(sample), dialect), [])
-    except (OSError, csv.Error):
-        return None
-    cells = [c.strip() for c in first]
-    if not cells:
-        return None
-    looks_like_data = any(_NUMBER.fullmatch(c) or c.endswith(("?", ".", "!")) or len(c.split()) > 4 or len(c) > 40 for c in cells)
-    return cells if looks_like_data or len(set(cells)) < len(cells) else None

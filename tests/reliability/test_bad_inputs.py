@@ -47,6 +47,88 @@ def test_bad_data_files(tmp_path, name, content, expected):
     assert expected in err and "What to do" in err
 
 
+def _xlsx_bytes() -> bytes:
+    """The start of a real .xlsx: a zip archive with the workbook's parts."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    return buffer.getvalue()
+
+
+# Files a person really sends: (name, bytes, what, why, what to do) — each part of the message is checked.
+@pytest.mark.parametrize("name, content, what, why, fix", [
+    ("noheader.csv", b"What is 1+1?,2\nWhat is 2+2?,4\nWhat is 3+3?,6\n",
+     "the CSV file has no header row: its first line (What is 1+1?, 2) looks like data, yet was read as the column names",
+     "a CSV file's first line must name its columns", "add a first line with the column names, e.g. `prompt,answer`"),
+    ("workbook.csv", _xlsx_bytes(), "is not a text file: it is a zip archive, most likely an Excel workbook (.xlsx) renamed to .csv",
+     "renaming a file does not convert it", "save it with File › Save As › “CSV UTF-8 (comma delimited)”"),
+    ("unicode.csv", "prompt,answer\nWhat is 1+1?,2\n".encode("utf-16"), "is UTF-16 text (what Windows programs call “Unicode”), not UTF-8",
+     "data files must be UTF-8", "in Notepad choose Encoding: UTF-8"),
+    ("unicode-no-bom.csv", "prompt,answer\nWhat is 1+1?,2\n".encode("utf-16-le"), "is UTF-16 text", "data files must be UTF-8",
+     "save it again as UTF-8"),
+    ("empty-answers.csv", ("prompt,answer\n" + "".join(f"What is {i}+1?,\n" for i in range(20))).encode(),
+     "rewards[0] (numeric_answer): the column `answer` is empty in all", "would score every completion 0 and RLOO would learn nothing",
+     "fill in the answers, point params.answer_column at the column that holds them"),
+])
+def test_files_a_person_really_sends(tmp_path, name, content, what, why, fix):
+    (tmp_path / name).write_bytes(content)
+    err = train_fails(tmp_path, f"data.source={tmp_path / name}", "data.test_split=")
+    assert what in err and why in err and fix in err, err
+
+
+def test_a_config_indented_with_a_tab(tmp_path):
+    text = PRESET.read_text(encoding="utf-8").replace("  name_or_path:", "\tname_or_path:", 1)
+    (tmp_path / "c.yaml").write_text(text)
+    err = train_fails(tmp_path, config=tmp_path / "c.yaml")
+    line = text[:text.index("\tname_or_path")].count("\n") + 1
+    assert f"not valid YAML at line {line}, column 1" in err  # what, and where
+    assert "YAML allows only spaces there, not a tab: replace the tab with spaces" in err  # why, and what to do
+
+
+def test_a_sharded_model_folder_missing_one_shard(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "sharded"
+    folder.mkdir()
+    for f in (ROOT / "assets" / "demo-model").iterdir():
+        if f.name != "model.safetensors":
+            (folder / f.name).write_bytes(f.read_bytes())
+    tensors = load_file(ROOT / "assets" / "demo-model" / "model.safetensors")
+    keys = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": keys[:len(keys) // 2], "model-00002-of-00002.safetensors": keys[len(keys) // 2:]}
+    for shard, names in shards.items():
+        save_file({k: tensors[k] for k in names}, folder / shard, metadata={"format": "pt"})
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {k: shard for shard, names in shards.items() for k in names}}))
+    (folder / "model-00002-of-00002.safetensors").unlink()  # the download stopped before the end
+    err = train_fails(tmp_path, f"model.name_or_path={folder}")
+    assert (f"the model folder {folder} is missing model-00002-of-00002.safetensors (1 of the 2 weight files that "
+            "model.safetensors.index.json lists)") in err
+    assert "download or copy the missing file(s) into the folder again" in err
+
+
+def test_a_reward_importing_a_missing_package_when_called(tmp_path):
+    """The file loads (the import is inside the function), so the pre-flight check passes; the first call in
+    training fails with the install command for this environment, not "fix the function"."""
+    from rloo_studio.errors import RewardError
+    from rloo_studio.rewards.runtime import guard
+    from rloo_studio.rewards.user import load_reward_file
+
+    (tmp_path / "rewards.py").write_text("def needs_pkg(completions, **kwargs):\n    import not_a_real_pkg_xyz.sub\n"
+                                         "    return [1.0] * len(completions)\n")
+    functions = load_reward_file(tmp_path / "rewards.py")
+    with pytest.raises(RewardError) as failed:  # the wrapper training calls TRL's reward functions through
+        guard(functions["needs_pkg"], "needs_pkg", str(tmp_path / "rewards.py"))(completions=["a"], prompts=["p"])
+    message = failed.value.message()
+    assert "reward function `needs_pkg` raised ModuleNotFoundError: No module named 'not_a_real_pkg_xyz'" in message
+    assert f"rewards.py:2 in needs_pkg: import not_a_real_pkg_xyz.sub" in message
+    assert f"`{sys.executable} -m pip install not_a_real_pkg_xyz`" in message
+
+
 def test_numbers_as_answers_are_fine(tmp_path):
     rows = [{"prompt": f"What is {i}+1?", "answer": i + 1} for i in range(20)]  # ints, not strings
     (tmp_path / "ints.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
