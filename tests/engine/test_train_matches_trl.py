@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, run_cli
+from helpers import ROOT, STOPPING_REWARDS, run_cli
 
 from rloo_studio import runs
 
@@ -109,19 +109,6 @@ def test_samples_hold_trls_advantages_and_lora_stays_fp32(workspace, tmp_path, c
     assert trl["lora_A_changed"] > 0.9, trl["lora_A_changed"]
 
 
-# A reward that also touches the run's STOP file when it scores the completions of a chosen step: a stop
-# request at an exact step, the way the app's Stop button makes one (the reward values do not change).
-STOPPING_REWARDS = '''
-import os
-from pathlib import Path
-
-def length(completions, trainer_state=None, **kwargs):
-    """The completion's length in characters / 10: it differs within a group, so every step moves the adapter."""
-    if os.environ.get("STOP_FILE") and trainer_state.global_step + 1 == int(os.environ["STOP_AT"]):
-        Path(os.environ["STOP_FILE"]).touch()
-    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-    return [len(t) / 10 for t in texts]
-'''
 VARYING_KEYS = {"time", "step_time"}  # wall-clock measurements
 
 
