@@ -361,7 +361,7 @@ def restore_trained_adapter(model, checkpoint: Path) -> bool:
     checkpoint = Path(checkpoint)
     if not hasattr(model, "load_adapter") or not getattr(model, "active_adapters", None):
         return False
-    if not any((checkpoint / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin")):
+    if not any((checkpoint / name).is_file() for name in runs.ADAPTER_WEIGHT_FILES):
         return False
     active = model.active_adapters[0]
     model.load_adapter(str(checkpoint), active, is_trainable=True)
