@@ -346,6 +346,29 @@ def _name_checkpoint_on_disk_full(trainer, run_dir: Path) -> None:
     trainer._save_checkpoint = save_checkpoint
 
 
+def restore_trained_adapter(model, checkpoint: Path) -> bool:
+    """Load the adapter a checkpoint saved at its top level into the model's active adapter; True when it did.
+
+    transformers 5.17's `Trainer._load_from_checkpoint` loads a PEFT checkpoint's adapters from its
+    sub-folders when it has any, and then not the active adapter saved beside them. TRL 1.15's
+    RLOOTrainer adds a frozen "ref" adapter (the KL reference: a copy of the adapter before training),
+    saved in checkpoint-N/ref/, so a resume loaded only that one and went on training the freshly
+    initialised adapter with step N's optimizer state: the steps trained before the stop were lost.
+    PEFT loads an existing adapter's weights in place (set_peft_model_state_dict copies into the
+    tensors), so the parameters stay the ones the optimizer is built on, in their dtype (fp32).
+    Loading it again where transformers already did is harmless: the same values.
+    """
+    checkpoint = Path(checkpoint)
+    if not hasattr(model, "load_adapter") or not getattr(model, "active_adapters", None):
+        return False
+    if not any((checkpoint / name).is_file() for name in runs.ADAPTER_WEIGHT_FILES):
+        return False
+    active = model.active_adapters[0]
+    model.load_adapter(str(checkpoint), active, is_trainable=True)
+    model.set_adapter(active)
+    return True
+
+
 def keep_adapters_in_fp32(model, torch) -> int:
     """Cast trainable LoRA parameters that are in 16-bit back to fp32; returns how many were cast.
 
@@ -636,6 +659,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if loaded.lora:
         keep_adapters_in_fp32(trainer.model, stack.torch)
     record_trained_advantages(trainer, recorder, stack.torch)
+    if checkpoint is not None and loaded.lora:
+        restore_trained_adapter(trainer.model, checkpoint)
     _name_checkpoint_on_disk_full(trainer, run_dir)
     if world_size() > 1:
         import torch.distributed as dist

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT, run_cli
+from helpers import ROOT, STOPPING_REWARDS, run_cli
 
 from rloo_studio import runs
 
@@ -109,19 +109,6 @@ def test_samples_hold_trls_advantages_and_lora_stays_fp32(workspace, tmp_path, c
     assert trl["lora_A_changed"] > 0.9, trl["lora_A_changed"]
 
 
-# A reward that also touches the run's STOP file when it scores the completions of a chosen step: a stop
-# request at an exact step, the way the app's Stop button makes one (the reward values do not change).
-STOPPING_REWARDS = '''
-import os
-from pathlib import Path
-
-def short_answer(completions, trainer_state=None, **kwargs):
-    """1.0 for completions under 12 characters."""
-    if os.environ.get("STOP_FILE") and trainer_state.global_step + 1 == int(os.environ["STOP_AT"]):
-        Path(os.environ["STOP_FILE"]).touch()
-    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-    return [1.0 if len(t) < 12 else 0.0 for t in texts]
-'''
 VARYING_KEYS = {"time", "step_time"}  # wall-clock measurements
 
 
@@ -154,6 +141,18 @@ def _stop_resume_matches_uninterrupted(workspace, tmp_path, backend, rloo, stop_
     assert _comparable(runs.read_jsonl(parts / runs.METRICS_FILE)) == uninterrupted
     assert runs.read_jsonl(parts / runs.SAMPLES_FILE) == runs.read_jsonl(whole / runs.SAMPLES_FILE)
     return result
+
+
+def test_default_settings_stop_after_1_and_resume_equals_2_uninterrupted_steps(workspace, tmp_path):
+    # Every step generates (num_iterations 1, one generation per step) and moves the adapter, so step 2 of
+    # the resumed run trains on the checkpoint's adapter and optimizer state, and beta > 0 (TRL's default)
+    # also needs the checkpoint's KL reference. On one CPU the same operations give the same bits: exact.
+    rloo = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 2,
+            "save_steps": 100, "beta": 0.05}
+    _stop_resume_matches_uninterrupted(workspace, tmp_path, "transformers", rloo, stop_at=1, expect_stop=1)
+    metrics = runs.read_jsonl(tmp_path / "whole" / runs.METRICS_FILE)
+    assert all(m["grad_norm"] > 0 for m in metrics), "a step that does not move the adapter cannot show a resume losing it"
+    assert "kl" in metrics[-1]
 
 
 def test_two_runs_with_one_seed_log_the_same_metrics_on_the_unsloth_backend(workspace, tmp_path):

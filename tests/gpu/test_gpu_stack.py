@@ -10,17 +10,12 @@ import sys
 import pytest
 import yaml
 
-from helpers import ROOT, only_run_dir
+from helpers import ROOT, cuda_available, only_run_dir
 
 pytestmark = pytest.mark.gpu
 
 
-def _cuda() -> bool:
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True)
-    return probe.stdout.strip() == "True"
-
-
-if not _cuda():
+if not cuda_available():
     pytest.skip("needs a CUDA GPU (benchmarks/gpu_check.py runs these on one)", allow_module_level=True)
 
 

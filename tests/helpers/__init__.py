@@ -23,6 +23,27 @@ def short_answer(completions, **kwargs):
 '''
 
 
+# A reward that also touches the run's STOP file when it scores the completions of a chosen step: a stop
+# request at an exact step, the way the app's Stop button makes one (the reward values do not change).
+STOPPING_REWARDS = '''
+import os
+from pathlib import Path
+
+def length(completions, trainer_state=None, **kwargs):
+    """The completion's length in characters / 10: it differs within a group, so every step moves the adapter."""
+    if os.environ.get("STOP_FILE") and trainer_state.global_step + 1 == int(os.environ["STOP_AT"]):
+        Path(os.environ["STOP_FILE"]).touch()
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [len(t) / 10 for t in texts]
+'''
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU, asked in a child process (this one never imports torch before unsloth)."""
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True)
+    return probe.stdout.strip() == "True"
+
+
 def run_cli(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
     """Run `rloo-studio ARGS` in a fresh process (as a person would) and capture its output."""
     full_env = dict(os.environ, **(env or {}))

@@ -47,6 +47,21 @@ def test_cycle_boundaries(rloo, boundaries):
     assert [s for s in range(1, 7) if at_cycle_boundary(s, plan)] == boundaries
 
 
+def test_a_resume_starts_from_the_last_checkpoint_that_ends_a_cycle(tmp_path):
+    from rloo_studio.engine.train import resume_checkpoint
+
+    for step in (2, 4, 5):  # 5: the final checkpoint of a run whose max_steps ends mid-cycle
+        folder = tmp_path / "checkpoints" / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        (folder / "trainer_state.json").write_text("{}")
+    two_passes = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    assert resume_checkpoint(tmp_path, two_passes) == (4, tmp_path / "checkpoints" / "checkpoint-4")
+    defaults = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4})
+    assert resume_checkpoint(tmp_path, defaults) == (5, tmp_path / "checkpoints" / "checkpoint-5")
+    three = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "steps_per_generation": 3})
+    assert resume_checkpoint(tmp_path, three) is None  # no checkpoint ends a cycle: start from step 0
+
+
 def test_the_preview_says_what_beta_and_normalisation_change():
     assert advantage_caveat(0.0, False) is None and advantage_caveat(None, None) is None
     kl = advantage_caveat(0.05, False)
