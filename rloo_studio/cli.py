@@ -18,10 +18,9 @@ from pathlib import Path
 from . import runs
 from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, is_launched_rank, rank
 from .errors import StudioError
+from .paths import DEMO_PRESET, PROJECT_ROOT
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEMO_PRESET = PROJECT_ROOT / "presets" / "cpu-demo.yaml"
 
 
 def _fail(exc: StudioError) -> int:

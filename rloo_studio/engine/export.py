@@ -45,6 +45,7 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
 from . import gguf_check, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
 
@@ -53,7 +54,6 @@ EXPORTS_DIR = runs.EXPORTS_DIR
 resolve_export_dir = runs.resolve_export_dir  # the app checks names typed by a person with it; it lives with the run-directory contract
 EVAL_FILE = "eval.json"
 ENGINE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = ENGINE_DIR.parents[1]
 SCRIPT_TEMPLATE = ENGINE_DIR / "script_template.py"
 BUILTIN_REWARDS_SOURCE = ENGINE_DIR.parent / "rewards" / "builtin.py"
 
@@ -268,7 +268,6 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
     from .. import data as data_module
     from ..distributed import accelerate_config_yaml, launch_command
-    from .model import DEMO_MODEL_DIR
 
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
     # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.
@@ -289,10 +288,10 @@ def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
 
     d = cfg.data
     if d.source == "demo":
-        out.data.source = copy_data(data_module.DEMO_DATA_DIR / f"{d.split}.jsonl")
+        out.data.source = copy_data(DEMO_DATA_DIR / f"{d.split}.jsonl")
         out.data.split = "train"
         if d.test_split and not data_module._looks_local(d.test_split):
-            out.data.test_split = copy_data(data_module.DEMO_DATA_DIR / f"{d.test_split}.jsonl")
+            out.data.test_split = copy_data(DEMO_DATA_DIR / f"{d.test_split}.jsonl")
     else:
         local = cfg.resolve_path(d.source)
         if local.is_file():
