@@ -157,7 +157,7 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
             if not args.run_dir:
                 raise StudioError(f"machine_rank {machine} needs --run-dir: the run directory machine 0 creates",
                                   "every machine trains the same run, which machine 0 writes",
-                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /shared/runs/my-run")
+                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /mnt/team/runs/my-run")
             run_dir = Path(args.run_dir).resolve()
             _wait_for_run_dir(run_dir)
             rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
