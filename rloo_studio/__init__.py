@@ -7,7 +7,7 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
     services   rewards/  data  vram  presets  jobs  inference  serve  wall  hardware  distributed
     contract   runs (the run directory)  config (RunConfig)  batching  stats
-    base       errors  procs  demo_task  tinymodel
+    base       errors  procs  paths (the project root and its bundled folders)  demo_task  tinymodel
 
 The UI never imports the engine (it starts it as a child process through jobs, inference and
 child commands) and never imports torch at module level; the engine never imports gradio or the UI.
@@ -16,19 +16,19 @@ See docs/architecture.md for what each module does.
 
 __version__ = "0.1.0"
 
-BASE = {"errors", "procs"}
+BASE = {"errors", "procs", "paths"}
 
 # Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
 ALLOWED_IMPORTS: dict[str, set[str]] = {
-    "errors": set(), "procs": set(), "demo_task": set(), "tinymodel": set(),
+    "errors": set(), "procs": set(), "paths": set(), "demo_task": set(), "tinymodel": set(),
     "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
     "wall": BASE, "serve": BASE, "hardware": BASE, "distributed": BASE,
     "presets": BASE | {"config"},
     "data": BASE | {"config", "demo_task"},
-    "vram": BASE | {"config", "data"},
+    "vram": BASE | {"config"},
     "jobs": BASE | {"config", "runs"},
     "inference": BASE | {"runs"},
-    "rewards": BASE | {"config", "data", "runs"},
+    "rewards": BASE | {"config", "runs"},
     "engine": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel"},
     "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference",
                   "serve", "wall", "hardware", "distributed"},

@@ -18,10 +18,9 @@ from pathlib import Path
 from . import runs
 from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, is_launched_rank, rank
 from .errors import StudioError
+from .paths import DEMO_PRESET, PROJECT_ROOT
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEMO_PRESET = PROJECT_ROOT / "presets" / "cpu-demo.yaml"
 
 
 def _fail(exc: StudioError) -> int:
@@ -158,7 +157,7 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
             if not args.run_dir:
                 raise StudioError(f"machine_rank {machine} needs --run-dir: the run directory machine 0 creates",
                                   "every machine trains the same run, which machine 0 writes",
-                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /shared/runs/my-run")
+                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /mnt/team/runs/my-run")
             run_dir = Path(args.run_dir).resolve()
             _wait_for_run_dir(run_dir)
             rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
@@ -369,7 +368,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _print_base_vs_tuned(report)
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
-    print(f"Saved {Path(args.run_dir) / 'eval.json'}")
+    print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}")
     return EXIT_OK
 
 
@@ -455,7 +454,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     gguf = json.loads((folder / "gguf-check.json").read_text(encoding="utf-8")) if args.format == "gguf" else None
     if args.json:
-        report = {"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or "final",
+        report = {"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or runs.FINAL,
                   "out": str(folder.resolve()), "files": list_files(folder), "seconds": round(time.time() - started, 1)}
         if gguf:
             report["gguf"] = gguf
@@ -689,7 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory under runs/")
     p.add_argument("--split", help="held-out data: a split name or a file (default: the run's test split / fraction)")
     p.add_argument("--limit", type=int, help="evaluate at most this many prompts")
-    p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N|all",
+    p.add_argument("--checkpoint", default=runs.FINAL, metavar=f"{runs.FINAL}|checkpoint-N|all",
                    help="which weights to compare with base: the final adapter (default), one trainer checkpoint, "
                         "or all of them (base generated once) to pick the best")
     p.add_argument("--decoding", default="greedy", metavar="greedy|sampled",
@@ -715,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for --format gguf: f16 (half precision) or q8_0 (8-bit, half the size, nearly lossless); "
                         "for Q4_K_M see docs/export.md")
     p.add_argument("--out", help="the folder to write (must not exist or be empty; default: RUN_DIR/exports/FORMAT[-checkpoint-N])")
-    p.add_argument("--checkpoint", default="final", metavar="final|checkpoint-N", help="which weights to export (default: final)")
+    p.add_argument("--checkpoint", default=runs.FINAL, metavar=f"{runs.FINAL}|checkpoint-N", help=f"which weights to export (default: {runs.FINAL})")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
     p.set_defaults(func=cmd_export)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from .config import DataConfig, did_you_mean
 from .errors import DataError
+from .paths import DEMO_DATA_DIR
 from .procs import utf8_env
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
@@ -27,8 +28,6 @@ LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 HEADERLESS_WHAT = "the CSV file has no header row"
 _NUMBER = re.compile(r"[-+]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?")
 FILE_LIKE_SUFFIXES = LOCAL_SUFFIXES + (".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".gz", ".zip")
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEMO_DATA_DIR = PROJECT_ROOT / "assets" / "demo-data"
 
 
 @dataclass

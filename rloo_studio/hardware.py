@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+
+from .paths import BOOTSTRAP_SCRIPT
 
 PROBE_TIMEOUT_S = 120  # importing torch on a cold disk can take a minute
 
@@ -95,7 +96,7 @@ def nvidia_smi_gpus() -> list[str]:
 
 def _install_plan():
     """The setup's install plan for this machine (bootstrap.py, standard library only), or None without it."""
-    path = Path(__file__).resolve().parents[1] / "bootstrap.py"
+    path = BOOTSTRAP_SCRIPT
     if not path.is_file():
         return None
     try:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from .config import RunConfig
 from .errors import ConfigError
+from .paths import PRESETS_DIR
 
-PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
 DEFAULT_CPU_PRESET = "cpu-demo"
 
 

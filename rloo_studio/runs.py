@@ -37,6 +37,8 @@ STOP_FILE = "STOP"  # its presence asks the worker to stop after the current ste
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_DIR = "adapter"
 MODEL_DIR = "model"  # full fine-tuning writes the whole model here instead of adapter/
+FINAL = "final"  # the name of the run's final adapter/ (or model/) wherever a checkpoint is named (eval, export, chat)
+EVAL_FILE = "eval.json"  # what `rloo-studio eval` writes: base vs the chosen weights
 
 
 def slugify(text: str, max_len: int = 32) -> str:
@@ -102,21 +104,28 @@ def append_jsonl(path: str | Path, records: list[dict] | dict) -> None:
         os.fsync(fh.fileno())
 
 
-def write_json_atomic(path: str | Path, data: dict) -> None:
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Replace the file whole: write a temporary file in the same folder, flush it to disk, rename it over `path`.
+
+    A crash mid-write leaves the previous version whole (a rename within one folder is atomic), and each
+    call has its own temporary file, so two writers at once (the editor's autosave and *Check the code*)
+    never move each other's file away. The one atomic writer of the package.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(_clean(data), fh, default=_json_default, ensure_ascii=False, indent=2)
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | Path, data: dict) -> None:
+    write_text_atomic(path, json.dumps(_clean(data), default=_json_default, ensure_ascii=False, indent=2))
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -201,41 +210,73 @@ def clear_stop(run_dir: str | Path) -> None:
 
 # ---- checkpoints -------------------------------------------------------------------------------
 
-_complete_cache: dict[tuple, bool] = {}
+TRAINER_STATE_FILE = "trainer_state.json"
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+MODEL_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+_state_cache: dict[tuple, bool] = {}
 
 
-def checkpoint_complete(path: str | Path) -> bool:
-    """Whether a checkpoint folder was saved to the end.
+def _weights_kind(folder: Path) -> str | None:
+    """"adapter" (LoRA files), "model" (full fine-tuning weights) or None: which trained weights `folder` holds."""
+    if (folder / "adapter_config.json").is_file() and any((folder / f).is_file() for f in ADAPTER_WEIGHT_FILES):
+        return "adapter"
+    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in MODEL_WEIGHT_FILES):
+        return "model"
+    return None
 
-    transformers' Trainer (`_save_checkpoint`) writes the weights, optimizer, scheduler and RNG state
-    first and trainer_state.json last: a folder without it, or with one that does not parse (the disk
-    filled up, or the process died, while writing it), is a save that was cut off and must not be resumed.
-    """
-    state = Path(path) / "trainer_state.json"
+
+def _trainer_state_whole(folder: Path) -> bool:
+    state = folder / TRAINER_STATE_FILE
     try:
         st = state.stat()
     except OSError:
         return False
     key = (str(state), st.st_mtime_ns, st.st_size)  # parse each version once: the app polls this
-    if key not in _complete_cache:
+    if key not in _state_cache:
         try:
-            data = json.loads(state.read_text(encoding="utf-8"))
-            _complete_cache[key] = isinstance(data, dict)
+            _state_cache[key] = isinstance(json.loads(state.read_text(encoding="utf-8")), dict)
         except (OSError, ValueError):
-            _complete_cache[key] = False
-    return _complete_cache[key]
+            _state_cache[key] = False
+    return _state_cache[key]
 
 
-def checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """(step, path) of every complete checkpoint, oldest first; half-written ones are skipped."""
+def checkpoint_problem(path: str | Path) -> str | None:
+    """None for a complete checkpoint folder, else why it is not: the one rule for resume, eval, export and chat.
+
+    transformers' Trainer (`_save_checkpoint`) writes the weights, optimizer, scheduler and RNG state
+    first and trainer_state.json last: a folder without weights, or without a trainer_state.json that parses
+    (the disk filled up, or the process died, while writing it), is a save that was cut off. It is neither
+    resumed nor evaluated.
+    """
+    folder = Path(path)
+    if _weights_kind(folder) is None:
+        return f"no weights ({ADAPTER_WEIGHT_FILES[0]} or {MODEL_WEIGHT_FILES[0]}): its save was cut off"
+    if not _trainer_state_whole(folder):
+        return f"no whole {TRAINER_STATE_FILE} (the trainer writes it last): its save was cut off"
+    return None
+
+
+def checkpoint_complete(path: str | Path) -> bool:
+    """Whether a checkpoint folder was saved to the end (see checkpoint_problem)."""
+    return checkpoint_problem(path) is None
+
+
+def _checkpoint_folders(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of every checkpoints/checkpoint-N folder, complete or not, oldest first."""
     root = Path(run_dir) / CHECKPOINTS_DIR
     found = []
     if root.is_dir():
         for path in root.iterdir():
             m = re.fullmatch(r"checkpoint-(\d+)", path.name)
-            if m and path.is_dir() and checkpoint_complete(path):
+            if m and path.is_dir():
                 found.append((int(m.group(1)), path))
     return sorted(found)
+
+
+def checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of every complete checkpoint, oldest first; half-written ones are skipped."""
+    return [(step, path) for step, path in _checkpoint_folders(run_dir) if checkpoint_complete(path)]
 
 
 # Signs of a full disk (or exhausted quota) in the errors writers raise: Python's OSError, safetensors'
@@ -266,16 +307,13 @@ def last_checkpoint(run_dir: str | Path) -> tuple[int, Path] | None:
 
 # ---- evaluable weights (what `rloo-studio eval --checkpoint` can load) ----------------------------
 
-FINAL_CHECKPOINT = "final"  # the name eval gives the run's final adapter/ (or model/)
-ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
-MODEL_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 @dataclass(frozen=True)
 class EvalCheckpoint:
     """Trained weights of a run that eval can load: a trainer checkpoint or the final adapter/model."""
 
-    name: str  # "checkpoint-N" or "final"
+    name: str  # "checkpoint-N" or FINAL
     step: int
     path: Path
     kind: str  # "adapter" (LoRA files, loaded onto the base model) or "model" (full fine-tuning weights)
@@ -284,31 +322,17 @@ class EvalCheckpoint:
         return {"name": self.name, "step": self.step, "path": str(self.path), "kind": self.kind}
 
 
-def _weights_kind(folder: Path) -> str | None:
-    if (folder / "adapter_config.json").is_file() and any((folder / f).is_file() for f in ADAPTER_WEIGHT_FILES):
-        return "adapter"
-    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in MODEL_WEIGHT_FILES):
-        return "model"
-    return None
-
-
 def _scan_eval_checkpoints(run_dir: Path) -> tuple[list[EvalCheckpoint], list[dict]]:
     found: list[EvalCheckpoint] = []
     skipped: list[dict] = []
-    root = run_dir / CHECKPOINTS_DIR
     steps: list[int] = []
-    if root.is_dir():
-        for path in root.iterdir():
-            m = re.fullmatch(r"checkpoint-(\d+)", path.name)
-            if not (m and path.is_dir()):
-                continue
-            kind = _weights_kind(path)
-            if kind:
-                found.append(EvalCheckpoint(path.name, int(m.group(1)), path, kind))
-                steps.append(int(m.group(1)))
-            else:
-                skipped.append({"name": path.name, "step": int(m.group(1)),
-                                "why": f"no weights ({ADAPTER_WEIGHT_FILES[0]} or {MODEL_WEIGHT_FILES[0]}): its save was cut off"})
+    for step, path in _checkpoint_folders(run_dir):
+        why = checkpoint_problem(path)
+        if why is None:
+            found.append(EvalCheckpoint(path.name, step, path, _weights_kind(path)))
+            steps.append(step)
+        else:
+            skipped.append({"name": path.name, "step": step, "why": why})
     for folder in (run_dir / ADAPTER_DIR, run_dir / MODEL_DIR):
         if not folder.is_dir():
             continue
@@ -322,21 +346,21 @@ def _scan_eval_checkpoints(run_dir: Path) -> tuple[list[EvalCheckpoint], list[di
             step = max(steps, default=int(status.get("step") or 0))
         kind = _weights_kind(folder)
         if kind:
-            found.append(EvalCheckpoint(FINAL_CHECKPOINT, step, folder, kind))
+            found.append(EvalCheckpoint(FINAL, step, folder, kind))
         else:
-            skipped.append({"name": FINAL_CHECKPOINT, "step": step,
+            skipped.append({"name": FINAL, "step": step,
                             "why": f"{folder.name}/ has no weights ({ADAPTER_WEIGHT_FILES[0]} or {MODEL_WEIGHT_FILES[0]}): it was not completely written"})
         break
-    found.sort(key=lambda c: (c.step, c.name == FINAL_CHECKPOINT))
-    skipped.sort(key=lambda s: (s["step"], s["name"] == FINAL_CHECKPOINT))
+    found.sort(key=lambda c: (c.step, c.name == FINAL))
+    skipped.sort(key=lambda s: (s["step"], s["name"] == FINAL))
     return found, skipped
 
 
 def evaluable_checkpoints(run_dir: str | Path) -> list[EvalCheckpoint]:
     """Every set of trained weights of a run that eval can load, ordered by step (final after a same-step checkpoint).
 
-    Trainer checkpoints (checkpoints/checkpoint-N/) count when they hold adapter weights (or, for full
-    fine-tuning, model weights); the final adapter/ (or model/) is named "final". Plain file checks: no torch.
+    Trainer checkpoints (checkpoints/checkpoint-N/) count when complete (checkpoint_problem: the same rule as
+    `checkpoints()`); the final adapter/ (or model/) is named FINAL. Plain file checks: no torch.
     """
     return _scan_eval_checkpoints(Path(run_dir))[0]
 
@@ -361,10 +385,7 @@ def set_aside_after(path: str | Path, step: int) -> int:
     if moved:
         append_jsonl(path.with_name(path.stem + ".superseded.jsonl"), moved)
     # Rewrite even when nothing moved: this also drops a torn last line left by a crash.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("".join(to_json_line(r) for r in keep))
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(to_json_line(r) for r in keep))
     return len(moved)
 
 

@@ -105,6 +105,8 @@ def save_launch(runs_dir: str | Path, port: int, url: str) -> Path:
     path = launch_file(runs_dir, port)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
+    # Not runs.write_text_atomic: serve sits below runs in the layers, and the link holds the launch token, so the
+    # file is created owner-only (0o600) on purpose here rather than by a temporary file's default mode.
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

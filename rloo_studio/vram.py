@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig
+from .paths import DEMO_MODEL_DIR
 
 GIB = 1024**3
 
@@ -223,9 +224,7 @@ def _download_config(model_id: str) -> Path | None:
 def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = True) -> ModelShape | None:
     """The shape of `model` (a local folder, `demo`, or a hub id): folder, hub cache, the built-in table, then
     (online, for models it does not know) the hub's config.json."""
-    from .data import PROJECT_ROOT
-
-    candidates = [PROJECT_ROOT / "assets" / "demo-model"] if model == "demo" else [Path(model).expanduser(), Path(base_dir) / model]
+    candidates = [DEMO_MODEL_DIR] if model == "demo" else [Path(model).expanduser(), Path(base_dir) / model]
     for folder in candidates:
         if (folder / "config.json").is_file():
             return shape_from_config(json.loads((folder / "config.json").read_text(encoding="utf-8")), model)

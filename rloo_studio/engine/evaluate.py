@@ -54,7 +54,6 @@ from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
 
 ANSWER_REWARDS = ("numeric_answer", "exact_match")
-EVAL_FILE = "eval.json"
 BASE_SIDE = "base"
 ALL_CHECKPOINTS = "all"
 # Prompts generated per batch. On a CPU a batch of 8 tiny-model prompts takes seconds, so the app's
@@ -84,7 +83,7 @@ def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | No
     return rows.test[:limit] if limit else rows.test
 
 
-def select_checkpoints(run_dir: str | Path, checkpoint: str | None = "final") -> tuple[list[runs.EvalCheckpoint], list[dict]]:
+def select_checkpoints(run_dir: str | Path, checkpoint: str | None = runs.FINAL) -> tuple[list[runs.EvalCheckpoint], list[dict]]:
     """The weights to evaluate for `--checkpoint` (final | checkpoint-N | N | all) and the folders skipped.
 
     Raises StudioError for a name the run does not have (listing those it has), for a checkpoint
@@ -99,7 +98,7 @@ def select_checkpoints(run_dir: str | Path, checkpoint: str | None = "final") ->
         raise StudioError(f"run {run_dir.name} has no trained model yet (no adapter/, model/ or complete checkpoint){cut}",
                           "the final model is written when training finishes or is stopped, checkpoints every rloo.save_steps steps",
                           "wait for the run to finish or for its first checkpoint, or stop it (it then saves), and evaluate again")
-    choice = (checkpoint or runs.FINAL_CHECKPOINT).strip()
+    choice = (checkpoint or runs.FINAL).strip()
     if choice == ALL_CHECKPOINTS:
         return available, skipped
     if choice.isdigit():
@@ -111,7 +110,7 @@ def select_checkpoints(run_dir: str | Path, checkpoint: str | None = "final") ->
     if broken:
         raise StudioError(f"{choice} of run {run_dir.name} cannot be evaluated", broken["why"],
                           f"choose one of: {names} (or --checkpoint all)")
-    if choice == runs.FINAL_CHECKPOINT:
+    if choice == runs.FINAL:
         raise StudioError(f"run {run_dir.name} has no final adapter yet (no adapter/ or model/)",
                           "the final model is written when training finishes or is stopped",
                           f"evaluate a checkpoint instead, one of: {names} (or --checkpoint all)")
@@ -294,7 +293,7 @@ def _check_options(decoding: str, samples: int, base_max_new_tokens: int | None)
 
 
 def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=print,
-                 checkpoint: str | None = "final", batch_size: int | None = None, decoding: str = GREEDY,
+                 checkpoint: str | None = runs.FINAL, batch_size: int | None = None, decoding: str = GREEDY,
                  samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None) -> dict:
     """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content.
 
@@ -421,8 +420,8 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                           "; ".join(f"{s['name']}: {s['why']}" for s in skipped),
                           "resume or re-run training to save the model again")
 
-    skipped.sort(key=lambda s: (s["step"], s["name"] == runs.FINAL_CHECKPOINT))
-    tuned = next((s for s in sides if s.name == runs.FINAL_CHECKPOINT), sides[-1])
+    skipped.sort(key=lambda s: (s["step"], s["name"] == runs.FINAL))
+    tuned = next((s for s in sides if s.name == runs.FINAL), sides[-1])
     everything = list(range(len(rows)))
     summaries = {s.name: _summary(s, everything, seed) for s in [base_side, *sides]}
     if len(sides) < 2:
@@ -465,8 +464,8 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "seconds": round(time.time() - started, 1),
         "created_at": time.time(),
     }
-    runs.write_json_atomic(run_dir / EVAL_FILE, report)
-    progress(f"[eval] done seconds={report['seconds']} file={run_dir / EVAL_FILE}")
+    runs.write_json_atomic(run_dir / runs.EVAL_FILE, report)
+    progress(f"[eval] done seconds={report['seconds']} file={run_dir / runs.EVAL_FILE}")
     return report
 
 

@@ -45,15 +45,14 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
 from . import gguf_check, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR
 resolve_export_dir = runs.resolve_export_dir  # the app checks names typed by a person with it; it lives with the run-directory contract
-EVAL_FILE = "eval.json"
 ENGINE_DIR = Path(__file__).resolve().parent
-PROJECT_ROOT = ENGINE_DIR.parents[1]
 SCRIPT_TEMPLATE = ENGINE_DIR / "script_template.py"
 BUILTIN_REWARDS_SOURCE = ENGINE_DIR.parent / "rewards" / "builtin.py"
 
@@ -70,7 +69,7 @@ def export_name(fmt: str, checkpoint: str | None = None, gguf_type: str = "f16")
     """The default folder name of an export: the format, its GGUF type unless f16, and the checkpoint."""
     label = _checkpoint_label(checkpoint)
     name = f"{fmt}-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
-    return name if label == "final" else f"{name}-{label}"
+    return name if label == runs.FINAL else f"{name}-{label}"
 
 
 def default_export_dir(run_dir: str | Path, fmt: str, checkpoint: str | None = None, gguf_type: str = "f16") -> Path:
@@ -78,8 +77,8 @@ def default_export_dir(run_dir: str | Path, fmt: str, checkpoint: str | None = N
 
 
 def _checkpoint_label(checkpoint: str | int | None) -> str:
-    if checkpoint in (None, "", "final"):
-        return "final"
+    if checkpoint in (None, "", runs.FINAL):
+        return runs.FINAL
     text = str(checkpoint).strip()
     if text.isdigit():
         return f"checkpoint-{int(text)}"
@@ -107,7 +106,7 @@ def _load_run(run_dir: Path) -> RunConfig:
 def _weights_source(run_dir: Path, cfg: RunConfig, checkpoint: str | None) -> _Source:
     label = _checkpoint_label(checkpoint)
     status = runs.read_status(run_dir)
-    if label == "final":
+    if label == runs.FINAL:
         adapter_dir, model_dir = run_dir / runs.ADAPTER_DIR, run_dir / runs.MODEL_DIR
         if (adapter_dir / "adapter_config.json").is_file():
             return _Source(adapter_dir, True, label, status.get("step"))
@@ -268,7 +267,6 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
     from .. import data as data_module
     from ..distributed import accelerate_config_yaml, launch_command
-    from .model import DEMO_MODEL_DIR
 
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
     # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.
@@ -289,10 +287,10 @@ def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
 
     d = cfg.data
     if d.source == "demo":
-        out.data.source = copy_data(data_module.DEMO_DATA_DIR / f"{d.split}.jsonl")
+        out.data.source = copy_data(DEMO_DATA_DIR / f"{d.split}.jsonl")
         out.data.split = "train"
         if d.test_split and not data_module._looks_local(d.test_split):
-            out.data.test_split = copy_data(data_module.DEMO_DATA_DIR / f"{d.test_split}.jsonl")
+            out.data.test_split = copy_data(DEMO_DATA_DIR / f"{d.test_split}.jsonl")
     else:
         local = cfg.resolve_path(d.source)
         if local.is_file():
@@ -333,19 +331,19 @@ def _fmt(value, pct=False) -> str:
     return f"{100 * value:.1f}%" if pct else f"{value:.3f}"
 
 
-def evaluation_section(run_dir: Path, checkpoint_label: str = "final") -> str:
+def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str:
     """The evaluation table from eval.json, tolerant of missing or extra keys."""
-    report = runs.read_json(run_dir / EVAL_FILE)
+    report = runs.read_json(run_dir / runs.EVAL_FILE)
     base = report.get("base") if report else None
     tuned, wtl = None, None
     # The numbers of exactly the exported weights: eval.json may hold several checkpoints, or another one.
     for entry in (report or {}).get("checkpoints") or []:
         if isinstance(entry, dict) and entry.get("name") == checkpoint_label:
             tuned, wtl = entry.get("summary"), entry.get("tuned_vs_base")
-    if tuned is None and report and report.get("checkpoint", "final") == checkpoint_label:
+    if tuned is None and report and report.get("checkpoint", runs.FINAL) == checkpoint_label:
         tuned, wtl = report.get("tuned"), report.get("tuned_vs_base")
     if not isinstance(base, dict) or not isinstance(tuned, dict):
-        which = "" if checkpoint_label == "final" else f" --checkpoint {checkpoint_label}"
+        which = "" if checkpoint_label == runs.FINAL else f" --checkpoint {checkpoint_label}"
         return (f"Not evaluated yet for these weights ({checkpoint_label}); run `rloo-studio eval {run_dir}{which}` to compare "
                 "them with the base model on held-out prompts.\n")
     from ..stats import fmt_paired
@@ -391,7 +389,7 @@ def _how_chosen(report: dict, checkpoint_label: str) -> str:
     selection = report.get("selection") if isinstance(report.get("selection"), dict) else {}
     if selection.get("method") not in ("cross-fit halves", "validation split"):
         return ("\nHow these weights were chosen: " + ("the final weights of the run (no checkpoint selection)."
-                                                        if checkpoint_label == "final" else f"{checkpoint_label}, picked by hand."))
+                                                        if checkpoint_label == runs.FINAL else f"{checkpoint_label}, picked by hand."))
     folds = "; ".join(f"on {f.get('chosen_on')}: {f.get('chosen')}" for f in selection.get("folds", []) if isinstance(f, dict))
     if report.get("best") == checkpoint_label:
         how = (f"{checkpoint_label} was chosen by mean reward ({selection['method']}: {folds}) and reported on "
@@ -409,7 +407,7 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
     except StudioError:
         pass
     status = runs.read_status(run_dir)
-    label = src.label if src else "final"
+    label = src.label if src else runs.FINAL
     steps = src.step if src and src.step is not None else status.get("step")
     lora = cfg.lora
     rloo_rows = [("num_generations (completions per prompt)", cfg.rloo_value("num_generations")),
@@ -533,7 +531,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
         raise StudioError(f"unknown export format {fmt!r}", f"the formats are: {', '.join(FORMATS)}",
                           "adapter (LoRA files), merged (a full Hugging Face model), gguf (for llama.cpp/Ollama) or script (a training folder)")
     cfg = _load_run(run_dir)
-    if fmt == "script" and _checkpoint_label(checkpoint) != "final":
+    if fmt == "script" and _checkpoint_label(checkpoint) != runs.FINAL:
         raise StudioError("--checkpoint does not apply to --format script", "the script reproduces the whole run from its config",
                           "leave --checkpoint out")
     src = None if fmt == "script" else _weights_source(run_dir, cfg, checkpoint)

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import StudioError
+from ..paths import PROJECT_ROOT
 from ..procs import utf8_env
 
 CONVERTER = "convert_hf_to_gguf.py"
@@ -89,7 +90,6 @@ class Converter:
 
 def find_llama_cpp() -> tuple[Path | None, list[str]]:
     """llama.cpp's converter script, if present, and every place looked in (for messages)."""
-    project_root = Path(__file__).resolve().parents[2]
     looked: list[str] = []
     env_dir = os.environ.get("LLAMA_CPP_DIR")
     if env_dir:
@@ -105,7 +105,7 @@ def find_llama_cpp() -> tuple[Path | None, list[str]]:
     if on_path:
         return Path(on_path), looked
     looked.append(f"{CONVERTER} on PATH")
-    for folder in (Path.cwd() / "llama.cpp", project_root / "llama.cpp", Path.home() / "llama.cpp",
+    for folder in (Path.cwd() / "llama.cpp", PROJECT_ROOT / "llama.cpp", Path.home() / "llama.cpp",
                    Path.home() / ".unsloth" / "llama.cpp", Path("/opt/llama.cpp"), Path("/usr/local/llama.cpp")):
         looked.append(str(folder))
         if (folder / CONVERTER).is_file():

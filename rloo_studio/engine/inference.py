@@ -23,7 +23,7 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards.builtin import split_thinking
 
-FINAL = "final"
+FINAL = runs.FINAL
 SIDES = ("base", "tuned")
 
 

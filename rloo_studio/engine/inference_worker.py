@@ -30,6 +30,7 @@ import os
 import sys
 import traceback
 
+from .. import runs
 from ..errors import StudioError
 
 OOM_ADVICE = ("lower the max tokens, close other programs that use the GPU, or stop a run that is training; "
@@ -93,7 +94,7 @@ def main() -> int:
                 send({"event": "done", "result": {**_preview(request, send), "chat_released": chat_released}})
             elif op == "load":
                 warm.release()
-                result = chat.load(request["run_dir"], request.get("checkpoint", "final"),
+                result = chat.load(request["run_dir"], request.get("checkpoint", runs.FINAL),
                                    progress=lambda msg: send({"event": "progress", "message": msg}))
                 send({"event": "done", "result": result})
             elif op == "chat":

@@ -16,11 +16,10 @@ from pathlib import Path
 
 from ..config import LoraConfig, ModelConfig
 from ..errors import ModelError
+from ..paths import DEMO_MODEL_DIR
 from ..rewards.preview import missing_tokenizer_error
 from .stack import TrainingStack
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEMO_MODEL_DIR = PROJECT_ROOT / "assets" / "demo-model"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 

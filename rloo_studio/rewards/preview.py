@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
+from ..paths import DEMO_MODEL_DIR
 from .builtin import NEEDS_THINK_END_TOKEN_ID
 from ..procs import utf8_env
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
@@ -129,10 +130,8 @@ def missing_tokenizer_error(folder: str | Path):
 
 def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
     """Where the scoring child loads the tokenizer from (completion_ids, the </think> token): without importing the engine."""
-    from ..data import PROJECT_ROOT
-
     if model == "demo":
-        return str(PROJECT_ROOT / "assets" / "demo-model")
+        return str(DEMO_MODEL_DIR)
     for candidate in (Path(model).expanduser(), Path(base_dir) / model):
         if candidate.is_dir():
             return str(candidate.resolve())

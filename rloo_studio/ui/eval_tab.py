@@ -27,7 +27,6 @@ from ..stats import fmt_interval, fmt_paired
 from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
 from .child import run_cli
 
-EVAL_FILE = "eval.json"
 ALL = "all checkpoints"
 PROGRESS_LINE = re.compile(r"^\[eval\] (?:validation )?(base|final|checkpoint-\d+) (\d+)/(\d+)$")
 VALIDATION_LINE = re.compile(r"^\[eval\] validation ")
@@ -58,7 +57,7 @@ def _entries(report: dict) -> list[dict]:
     """Every evaluated checkpoint as {name, step, summary, tuned_vs_base}, oldest first (older eval.json: just `tuned`)."""
     if report.get("checkpoints"):
         return list(report["checkpoints"])
-    return [{"name": report.get("checkpoint", "final"), "step": None, "summary": report.get("tuned", {}),
+    return [{"name": report.get("checkpoint", runs.FINAL), "step": None, "summary": report.get("tuned", {}),
              "tuned_vs_base": report.get("tuned_vs_base", {})}]
 
 
@@ -121,7 +120,7 @@ def _selection_lines(report: dict) -> list[str]:
              f"mean reward {fmt_interval(_estimate(selection.get('reported', {}), 'mean_reward'))}."]
     versus = selection.get("chosen_vs_tuned") or {}
     if versus:
-        lines.append(fmt_paired(versus, "chosen", versus.get("tuned", "final")) + ".")
+        lines.append(fmt_paired(versus, "chosen", versus.get("tuned", runs.FINAL)) + ".")
     best = report.get("best")
     if best:
         lines.append(f"Best checkpoint: **{best}** — chosen on prompts it is not reported on, and distinguishable from "
@@ -140,7 +139,7 @@ def summary_markdown(report: dict | None) -> str:
     lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), {how}; token budget: base "
              f"{budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. Brackets: 95 % intervals."]
     base, tuned = report.get("base", {}), report.get("tuned", {})
-    name = report.get("checkpoint", "final")
+    name = report.get("checkpoint", runs.FINAL)
     if isinstance(base.get("mean_reward"), (int, float)) and isinstance(tuned.get("mean_reward"), (int, float)):
         lines.append(f"Mean reward: base {_cell(base, 'mean_reward')} → tuned ({name}) {_cell(tuned, 'mean_reward')}; "
                      f"answer accuracy {_cell(base, 'answer_accuracy')} → {_cell(tuned, 'answer_accuracy')}; "
@@ -152,7 +151,7 @@ def summary_markdown(report: dict | None) -> str:
         lines.append(f"Per prompt: tuned wins {wtl.get('wins')}, ties {wtl.get('ties')}, loses {wtl.get('losses')} "
                      "(no intervals in this older evaluation: evaluate again to see whether the difference is real).")
     lines += _selection_lines(report)
-    lines.append(f"Saved in `{EVAL_FILE}` ({report.get('seconds')} s).")
+    lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s).")
     return "  \n".join(lines)
 
 
@@ -212,7 +211,7 @@ class EvalTab:
         return gr.update(choices=ckpts, value=default_checkpoint(ckpts))
 
     def _report(self, run_id) -> dict | None:
-        return runs.read_json(self.runs_dir / run_id / EVAL_FILE) if run_id else None
+        return runs.read_json(self.runs_dir / run_id / runs.EVAL_FILE) if run_id else None
 
     def render(self, report: dict | None, message: str | None = None) -> list:
         return [message or summary_markdown(report), gr.update(value=chart_frame(report), title=chart_title(report)),

@@ -85,14 +85,14 @@ class ExportTab:
         if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
             return "Pick a run first (one appears here once it has saved an adapter).", []
         run_dir = self.runs_dir / run_id
-        checkpoint = checkpoint or "final"
+        checkpoint = checkpoint or runs.FINAL
         try:
             if fmt not in FORMATS:
                 raise StudioError(f"unknown format {fmt!r}", "", f"choose one of {', '.join(FORMATS)}")
             gguf_type = gguf_type or "f16"
             if fmt == "gguf" and gguf_type not in dict((v, k) for k, v in GGUF_TYPES):
                 raise StudioError(f"unknown GGUF type {gguf_type!r}", "", "choose f16 or q8_0")
-            label = "" if checkpoint == "final" or fmt == "script" else f"-{checkpoint}"
+            label = "" if checkpoint == runs.FINAL or fmt == "script" else f"-{checkpoint}"
             kind = f"gguf-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
             target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{kind}{label}")
         except StudioError as exc:

@@ -12,7 +12,7 @@ import gradio as gr
 
 from .. import jobs, runs
 
-FINAL = "final"
+FINAL = runs.FINAL
 
 
 def checkpoint_choices(run_dir: Path) -> list[str]:

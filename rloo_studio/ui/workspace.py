@@ -5,9 +5,9 @@ Everything lives under RUNS/.studio (no status.json inside, so it is never liste
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from .. import runs
 
 DRAFT_CONFIG = "draft-config.yaml"
 DRAFT_REWARDS = "draft-rewards.py"
@@ -25,16 +25,8 @@ class Workspace:
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def write(self, name: str, content: str) -> Path:
-        """Replace the file whole. Each write has its own temporary file: two writes at once (the editor's
-        autosave and *Check the code*) must not move each other's file away."""
+        """Replace the file whole (runs.write_text_atomic: a crash mid-write leaves the previous draft whole)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / name
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(content)
-            os.replace(tmp, path)  # a crash mid-write leaves the previous draft whole
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        runs.write_text_atomic(path, content)
         return path

@@ -207,6 +207,7 @@ def test_resume_skips_checkpoints_whose_save_was_cut_off(tmp_path):
     root = tmp_path / "checkpoints"
     for step, state in [(2, '{"global_step": 2}'), (4, '{"global_step": 4, "log_hist'), (6, None), (8, "")]:
         (root / f"checkpoint-{step}").mkdir(parents=True)
+        (root / f"checkpoint-{step}" / "adapter_config.json").write_text("{}")
         (root / f"checkpoint-{step}" / "adapter_model.safetensors").write_bytes(b"weights")
         if state is not None:
             (root / f"checkpoint-{step}" / "trainer_state.json").write_text(state)

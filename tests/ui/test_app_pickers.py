@@ -23,6 +23,7 @@ def fake_weights(folder):
     folder.mkdir(parents=True)
     (folder / "adapter_config.json").write_text("{}")
     (folder / "adapter_model.safetensors").write_text("x")
+    (folder / "trainer_state.json").write_text("{}")
 
 
 def test_the_picker_follows_the_run_folder_not_the_widget(tmp_path):

@@ -53,6 +53,8 @@ def test_a_resume_starts_from_the_last_checkpoint_that_ends_a_cycle(tmp_path):
     for step in (2, 4, 5):  # 5: the final checkpoint of a run whose max_steps ends mid-cycle
         folder = tmp_path / "checkpoints" / f"checkpoint-{step}"
         folder.mkdir(parents=True)
+        (folder / "adapter_config.json").write_text("{}")
+        (folder / "adapter_model.safetensors").write_bytes(b"weights")
         (folder / "trainer_state.json").write_text("{}")
     two_passes = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
     assert resume_checkpoint(tmp_path, two_passes) == (4, tmp_path / "checkpoints" / "checkpoint-4")

@@ -151,6 +151,8 @@ def make_checkpoint(run_dir, step, complete=True):
     path = run_dir / "checkpoints" / f"checkpoint-{step}"
     path.mkdir(parents=True)
     if complete:
+        (path / "adapter_config.json").write_text("{}", encoding="utf-8")
+        (path / "adapter_model.safetensors").write_bytes(b"weights")
         (path / "trainer_state.json").write_text("{}", encoding="utf-8")
     return path
 
