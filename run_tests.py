@@ -35,4 +35,5 @@ if __name__ == "__main__":
                       HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False")
     import pytest
 
-    sys.exit(pytest.main(with_parallel_default(args or ["-q"])))
+    # The slowest 40 tests at the end of every log, so a test that grows slow shows in CI.
+    sys.exit(pytest.main(with_parallel_default(["--durations=40", *(args or ["-q"])])))
