@@ -28,6 +28,16 @@ def with_parallel_default(args: list[str]) -> list[str]:
     return ["-n", str(TEST_PROCESSES), "--dist", "loadfile", *args]
 
 
+def parallel(args: list[str]) -> bool:
+    """Whether pytest will run more than one test process with these arguments."""
+    for i, a in enumerate(args):
+        value = args[i + 1] if a in ("-n", "--numprocesses") and i + 1 < len(args) else \
+            a.split("=", 1)[1] if a.startswith("--numprocesses=") else a[2:] if a.startswith("-n") and len(a) > 2 else None
+        if value is not None:
+            return value not in ("0", "1")
+    return False
+
+
 if __name__ == "__main__":
     args = setup_from_command_line(extras="test")
     # Offline and quiet, as the tests promise; set before anything imports huggingface_hub or gradio.
@@ -35,4 +45,12 @@ if __name__ == "__main__":
                       HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False")
     import pytest
 
-    sys.exit(pytest.main(with_parallel_default(args or ["-q"])))
+    # The slowest 40 tests at the end of every log, so a test that grows slow shows in CI.
+    args = with_parallel_default(["--durations=40", *(args or ["-q"])])
+    if parallel(args):
+        # One torch thread per model process: two test processes each starting model processes with
+        # torch's default (a thread per core) put more busy threads than cores, and torch's CPU
+        # threads wait for each other by spinning. Measured on a loaded 2-core machine, two demo
+        # trainings at once: ~80 s a step with 2 threads each, ~12 s with 1.
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.exit(pytest.main(args))

@@ -83,15 +83,12 @@ def sampled_accuracy(model, tokenizer, problems, samples=4, max_new_tokens=24):
     return sum(correct) / len(correct)
 
 
-def encode_examples(tokenizer, problems):
-    """(input_ids, labels) with the prompt masked out of the loss."""
-    rows = []
-    for p in problems:
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": p["prompt"]}], tokenize=False, add_generation_prompt=True)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False).input_ids
-        completion_ids = tokenizer(p["target"] + tokenizer.eos_token, add_special_tokens=False).input_ids
-        rows.append((prompt_ids + completion_ids, [-100] * len(prompt_ids) + completion_ids))
-    return rows
+def encode_example(tokenizer, problem):
+    """(input_ids, labels) of one problem, with the prompt masked out of the loss."""
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": problem["prompt"]}], tokenize=False, add_generation_prompt=True)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False).input_ids
+    completion_ids = tokenizer(problem["target"] + tokenizer.eos_token, add_special_tokens=False).input_ids
+    return prompt_ids + completion_ids, [-100] * len(prompt_ids) + completion_ids
 
 
 def collate(rows, pad_id, torch):
@@ -142,7 +139,15 @@ def main(argv=None) -> int:
 
     # Validation problems come from the SFT generator's stream but are held out of SFT batches.
     validation, sft = splits["sft"][:args.eval_size], splits["sft"][args.eval_size:]
-    examples = encode_examples(tokenizer, sft)
+    # Encoded when a batch first draws them: a short build (the determinism test) uses a few hundred of the
+    # ~30,000 problems, and encoding all of them up front took longer than its training.
+    encoded: dict[int, tuple[list[int], list[int]]] = {}
+
+    def example(i: int):
+        if i not in encoded:
+            encoded[i] = encode_example(tokenizer, sft[i])
+        return encoded[i]
+
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     warmup = 100
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
@@ -153,10 +158,10 @@ def main(argv=None) -> int:
     reached = None
     for step in range(1, args.max_steps + 1):
         if len(order) < args.batch_size:
-            fresh = list(range(len(examples)))
+            fresh = list(range(len(sft)))
             order_rng.shuffle(fresh)
             order.extend(fresh)
-        batch = [examples[order.pop()] for _ in range(args.batch_size)]
+        batch = [example(order.pop()) for _ in range(args.batch_size)]
         input_ids, labels, attention = collate(batch, tokenizer.pad_token_id, torch)
         loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
         loss.backward()

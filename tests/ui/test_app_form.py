@@ -14,10 +14,29 @@ from apphelpers import Form, connect, served_app
 from rloo_studio.ui import text
 
 
-@pytest.fixture
-def app(runs_dir):
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One app for the module's form tests (building and launching one took seconds per test); (url, runs_dir)."""
+    runs_dir = tmp_path_factory.mktemp("form-app") / "runs"
     with served_app(runs_dir) as url:
-        yield connect(url)
+        yield url, runs_dir
+
+
+@pytest.fixture
+def runs_dir(served):
+    """The served app's runs folder (shared by this module's tests: checks compare it before and after)."""
+    return served[1]
+
+
+@pytest.fixture
+def app(served):
+    """A new client, so a new session of the shared app: no form state carries over from another test."""
+    return connect(served[0])
+
+
+def run_folders(runs_dir) -> set:
+    """The run folders under `runs_dir` (the app's own .studio folder is not a run)."""
+    return {p.name for p in runs_dir.iterdir() if p.name != ".studio"} if runs_dir.exists() else set()
 
 
 def test_building_the_app_imports_no_model_library(tmp_path):
@@ -93,6 +112,7 @@ def test_lora_and_precision_choices_reach_the_config(app):
 
 
 def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
+    before = run_folders(runs_dir)
     form = Form(app)
     table = form[text.BUILTIN_TABLE]
     table["data"] = [[False] + row[1:] for row in table["data"]]  # no reward ticked
@@ -103,7 +123,7 @@ def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
     # In the page's words, with values to use; the config keys stay on the command line.
     assert "“Batch per device (completions)” 12 is not divisible by “Completions per prompt (k)” 8" in problems and "use 8 or 16" in problems
     assert "per_device_train_batch_size" not in problems and "num_generations" not in problems
-    assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+    assert run_folders(runs_dir) == before
 
 
 def test_bad_reward_parameters_are_reported_by_name(app):
@@ -195,8 +215,8 @@ def _gpu(gb: float):
     return Hardware(gpus=[Gpu(index=0, name="Test GPU", total_gb=gb, free_gb=gb, capability="8.9", bf16=True)], cpu_cores=8, ram_gb=32)
 
 
-def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(runs_dir):
-    with served_app(runs_dir, known_hardware=_gpu(15.6)) as url:
+def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(tmp_path):
+    with served_app(tmp_path / "runs", known_hardware=_gpu(15.6)) as url:
         form = Form(connect(url))
         assert "Test GPU" in form.device
         assert "the gpu-16gb preset — the largest preset that fits your 16 GB GPU" in form.notes
@@ -205,7 +225,8 @@ def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(runs_dir):
         assert "— fits** on Test GPU (15.6 GB)" in estimate and "| KV cache (generation) |" in estimate
 
 
-def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits(runs_dir):
+def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits(tmp_path):
+    runs_dir = tmp_path / "runs"  # an app of its own (another GPU), so a folder of its own
     with served_app(runs_dir, known_hardware=_gpu(8)) as url:
         client = connect(url)
         form = Form(client)
@@ -226,11 +247,12 @@ def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits
 
 
 def test_start_refuses_reward_code_that_the_lint_flags(app, runs_dir):
+    before = run_folders(runs_dir)
     form = Form(app)
     form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if lenn(c) < 9 else 0.0 for c in completions]\n"
     form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "brief", 1.0]]}
     problems = form.call("/start_training")[0]
     assert "`lenn` is not defined (in brief)" in problems and text.CODE in problems
-    assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
+    assert run_folders(runs_dir) == before
     form[text.CODE] = "def brief(completions, **kwargs):\n    return [1.0 if len(c) < 9 else 0.0 for c in completions\n"
     assert "syntax error at line 2" in form.call("/show_config")[0]

@@ -16,10 +16,18 @@ PINNED = {"headers": ["prompt", "completion", "answer", "min total", "max total"
                    ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>65", "75", 1.0, 10.0]]}
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One app for the module (building and launching one took seconds per test); its preview worker
+    stays warm between the preview tests, as it does between two previews of one person."""
+    with served_app(tmp_path_factory.mktemp("rewards-app") / "runs") as url:
+        yield url
+
+
 @pytest.fixture
-def app(runs_dir):
-    with served_app(runs_dir) as url:
-        yield connect(url)
+def app(served):
+    """A new client, so a new session of the shared app: no form state carries over from another test."""
+    return connect(served)
 
 
 def test_lint_runs_on_every_edit_without_executing_the_code(app, tmp_path):
@@ -43,7 +51,7 @@ def test_pinned_examples_pass_and_fail_like_unit_tests(app):
     assert "✅ `<think>47+28</think>75` → total 1.300" in report and "❌ `<think>47+28</think>65` → total 0.300" in report
 
 
-def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app, runs_dir):
+def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app):
     app.predict(PINNED, api_name="/save_pinned")
     reloaded = connect(app.src)  # a reload is a new session
     table = reloaded.predict(api_name="/load_pinned")
