@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -132,6 +133,13 @@ class OutputConfig:
     samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
 
 
+def batch_sizes_around(batch: int, factor: int, k: int) -> tuple[int, int]:
+    """The per-device batch sizes next below (0 if none) and above `batch` whose generation batch
+    (batch × `factor`: processes × steps per generation) holds whole groups of `k` completions."""
+    step = k // math.gcd(k, factor)
+    return batch // step * step, (batch // step + 1) * step
+
+
 @dataclass
 class RunConfig:
     model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
@@ -173,8 +181,10 @@ class RunConfig:
                 problem += (" — YAML allows only spaces there, not a tab: replace the tab with spaces (indent "
                             "two per level, lined up with the lines around it)")
             raise ConfigError([problem], f"config {path}") from None
-        except UnicodeDecodeError:
-            raise ConfigError(["the file is not UTF-8 text"], f"config {path}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError([f"the file is not UTF-8 text (byte {exc.start} cannot be decoded): a run config is a YAML text "
+                               "file — save it as UTF-8 in a text editor, or start again from a file in presets/"],
+                              f"config {path}") from None
         if overrides:
             data = apply_overrides(data, overrides)
         return cls.from_dict(data, base_dir=path.parent.resolve(), source=f"config {path}")
@@ -328,10 +338,15 @@ class RunConfig:
                 how = f"per_device_train_batch_size {batch} x {num_processes} process(es) x steps_per_generation {steps_per_gen}"
             else:
                 how = "generation_batch_size"
-            if gen_batch % k:
+            if gen_batch % k and how == "generation_batch_size":
+                problems.append(f"rloo: the generation batch ({how} = {gen_batch}) is not divisible by num_generations {k}; "
+                                f"every prompt needs all its {k} completions in one batch — choose a num_generations that divides {gen_batch}")
+            elif gen_batch % k:
+                low, high = batch_sizes_around(batch, num_processes * steps_per_gen, k)
+                use = f"{low} or {high}" if low else f"{high}"
                 problems.append(
                     f"rloo: the generation batch ({how} = {gen_batch}) is not divisible by num_generations {k}; "
-                    f"every prompt needs all its {k} completions in one batch — use a batch size that is a multiple of {k}"
+                    f"every prompt needs all its {k} completions in one batch — use per_device_train_batch_size {use}"
                 )
         return problems
 

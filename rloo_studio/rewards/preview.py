@@ -436,6 +436,12 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subp
     lines = ("".join(out_chunks)).strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
         tail = ([line for line in err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
+        if calling:  # it ended inside a reward call: that function ended it
+            return {"problems": [f"reward function `{calling['name']}` ended the scoring process (exit code {proc.returncode}) "
+                                 f"instead of returning; last output: {tail}\nWhy: reward code called os._exit() or crashed "
+                                 "the Python interpreter (e.g. in a C extension); in training that would end the run.\nWhat to "
+                                 "do: return a list of numbers (None for completions it cannot score); the app is unaffected."],
+                    "seconds": time.time() - started}
         return {"problems": [f"scoring failed: {tail}"], "seconds": time.time() - started}
     result = json.loads(lines[-1])
     result["seconds"] = time.time() - started

@@ -8,9 +8,9 @@ value to use. The labels come from `text`, so each is written once.
 
 from __future__ import annotations
 
-import math
 import re
 
+from ..config import batch_sizes_around
 from . import text
 
 CONFIG_LABELS = {
@@ -40,8 +40,7 @@ def _batch_problem(m: re.Match) -> str:
     if m.group(1) is None:  # a preset's generation_batch_size, which no widget shows
         return f"the preset's generation batch {m.group(4)} is not divisible by {k_label} {k}: choose a k that divides it"
     batch, factor = int(m.group(1)), int(m.group(2)) * int(m.group(3))
-    step = k // math.gcd(k, factor)  # batch × factor must be a multiple of k
-    low, high = batch // step * step, (batch // step + 1) * step
+    low, high = batch_sizes_around(batch, factor, k)
     use = f"use {low} or {high}" if low > 0 else f"use {high}"
     return (f"{batch_label} {batch} is not divisible by {k_label} {k}: every prompt needs all its {k} completions in one "
             f"step — {use}")

@@ -36,7 +36,8 @@ def train_fails(tmp_path, *overrides, config=PRESET):
     ("empty.jsonl", b"", "has no rows"),
     ("binary.jsonl", b"\x00\xff\xfe\x00binary", "is not UTF-8 text (byte 1, line 1"),
     ("latin1.csv", "prompt,answer\ncafé,1\n".encode("latin-1"), "is not UTF-8 text (byte 17, line 2"),
-    ("broken.jsonl", b'{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": \n{"prompt": "c", "answer": "3"}\n', "line 2"),
+    ("broken.jsonl", b'{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": \n{"prompt": "c", "answer": "3"}\n',
+     "broken.jsonl: line 2 is not valid JSON (Expecting value, column 1) (each line of a .jsonl file must be one JSON object) — fix or delete line 2"),
     ("noprompt.csv", b"question,answer\nWhat is 1+1?,2\n", "has no column `prompt`"),
     ("emptyprompt.jsonl", b'{"prompt": "a", "answer": "1"}\n{"prompt": "  ", "answer": "2"}\n', "empty prompt (data rows 2"),
     ("notalist.json", b'{"prompt": "a"}', "expected a JSON list of objects"),
@@ -179,10 +180,12 @@ def test_a_model_folder_without_a_tokenizer(tmp_path):
     (["rloo.max_steps=ten"], "rloo.max_steps: 'ten' is not a number"),
     (["modle.name_or_path=demo"], "modle: unknown key — did you mean `model`?"),
     (["rloo.num_generations=1"], "rloo.num_generations: 1"),
-    (["rloo.per_device_train_batch_size=12"], "multiple"),
+    (["rloo.per_device_train_batch_size=12"], "is not divisible by num_generations 8; every prompt needs all its 8 completions in one "
+                                              "batch — use per_device_train_batch_size 8 or 16"),
     (["rloo.learning_rate=-0.1"], "rloo.learning_rate: -0.1"),
     (["rloo.max_completion_length=0"], "rloo.max_completion_length: 0"),
-    (["model.load_in_4bit=true"], "4-bit"),
+    (["model.load_in_4bit=true"], "model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) "
+                                  "or set load_in_4bit: false"),
     (["rewards.0.name=numeric_answr"], "did you mean `numeric_answer`?"),
     (["rewards.2.params.min_tokens=50"], "think_length"),
     (["rewards.0.params.answer_column=solution"], "has no column `solution`"),
@@ -204,7 +207,9 @@ def test_malformed_config_files(tmp_path, text, expected):
 def test_a_binary_config_file(tmp_path):
     (tmp_path / "c.yaml").write_bytes(b"\x00\x01\xff\xfe" * 10)
     result = run_cli("train", tmp_path / "c.yaml", cwd=tmp_path)
-    assert result.returncode == 2 and "Traceback" not in result.stderr and "c.yaml" in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"config {tmp_path / 'c.yaml'} has 1 problem:\n  - the file is not UTF-8 text (byte 2 cannot be decoded)" in result.stderr
+    assert "a run config is a YAML text file — save it as UTF-8 in a text editor" in result.stderr  # why, and what to do
 
 
 # ---- reward code -----------------------------------------------------------------------------------
@@ -301,7 +306,9 @@ def test_a_reward_that_prints_megabytes_still_scores():
 
 def test_a_reward_that_kills_its_process_is_reported():
     result = _score("import os\ndef r(completions, **kwargs):\n    os._exit(7)\n")
-    assert result["problems"][0].startswith("scoring failed")
+    problem = result["problems"][0]
+    assert problem.startswith("reward function `r` ended the scoring process (exit code 7) instead of returning")
+    assert "Why: reward code called os._exit()" in problem and "What to do: return a list of numbers" in problem
 
 
 def test_a_reward_that_sleeps_forever_is_stopped():

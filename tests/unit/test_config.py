@@ -198,7 +198,8 @@ def test_load_non_utf8(tmp_path):
     path.write_bytes("model:\n  name_or_path: caf\xe9\n".encode("latin-1"))
     with pytest.raises(ConfigError) as info:
         RunConfig.load(path)
-    assert info.value.problems == ["the file is not UTF-8 text"]
+    assert info.value.problems == ["the file is not UTF-8 text (byte 26 cannot be decoded): a run config is a YAML text file — "
+                                   "save it as UTF-8 in a text editor, or start again from a file in presets/"]
 
 
 def test_save_then_load_round_trips(tmp_path):
@@ -286,7 +287,18 @@ def test_validate_generation_batch_not_divisible():
     p = problems[0]
     assert "per_device_train_batch_size 6 x 1 process(es) x steps_per_generation 1 = 6" in p
     assert "not divisible by num_generations 4" in p
-    assert "multiple of 4" in p
+    assert p.endswith("— use per_device_train_batch_size 4 or 8")  # the nearest sizes that hold whole groups
+
+
+def test_the_suggested_batch_sizes_hold_whole_groups_with_processes_and_accumulation():
+    from rloo_studio.config import batch_sizes_around
+
+    assert batch_sizes_around(6, 1, 4) == (4, 8)
+    assert batch_sizes_around(3, 1, 8) == (0, 8)  # nothing below: only the size above
+    assert batch_sizes_around(3, 2, 8) == (0, 4)  # two processes: 4 × 2 = 8 holds one group
+    assert batch_sizes_around(100, 1, 8) == (96, 104)
+    problems = cfg_with(rloo={"num_generations": 8, "per_device_train_batch_size": 6}).validate(RLOO_FIELDS, num_processes=2)
+    assert problems[0].endswith("— use per_device_train_batch_size 4 or 8")
 
 
 def test_validate_generation_batch_counts_processes_and_steps():
