@@ -44,6 +44,7 @@ def main() -> int:
                 if result.get("problems"):
                     sys.exit(f"preview failed: {result['problems'][0]}")
                 rows.append({"preview": "first" if i == 0 else f"warm {i}", "wall_s": round(wall, 2),
+                             "scoring_s": round(result.get("seconds", float("nan")), 2),
                              "completions": len(result["rows"]), "worker_pid": result["worker"]["pid"],
                              "model_loads": result["worker"]["loads"]})
                 print(f"{rows[-1]['preview']}: {wall:.2f} s ({len(result['rows'])} completions, "
@@ -57,8 +58,8 @@ def main() -> int:
             "num_generations": int(cfg.rloo_value("num_generations")), "previews": rows,
             "first_s": rows[0]["wall_s"], "warm_median_s": sorted(warm)[len(warm) // 2] if warm else None,
             "target_warm_s": TARGET_WARM_S, "one_worker_process": len({r["worker_pid"] for r in rows}) == 1}
-    print(table(["preview", "wall s", "completions", "model loads"],
-                [[r["preview"], r["wall_s"], r["completions"], r["model_loads"]] for r in rows]))
+    print(table(["preview", "wall s", "of which scoring s", "completions", "model loads"],
+                [[r["preview"], r["wall_s"], r["scoring_s"], r["completions"], r["model_loads"]] for r in rows]))
     print(f"saved {save('preview_warm', data)}")
     return 0
 
