@@ -21,6 +21,7 @@ from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
+from .pickers import refuse
 from .wording import page_words
 from .rewards_tab import PINNED_RUN_FILE
 from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
@@ -242,12 +243,12 @@ class TrainTab:
 def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str | None]:
     """(message, the run to watch): the Train tab's Resume and the Runs tab's share it."""
     if not run_dir:
-        return "No run to resume: open one in the Runs tab first.", run_dir
+        return refuse("No run to resume: open one in the Runs tab first."), run_dir
     try:
         worker.shutdown()
         jobs.resume_run(run_dir)
     except StudioError as exc:
-        return f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n"), run_dir
+        return refuse(f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n")), run_dir
     return f"Resuming `{Path(run_dir).name}`.", run_dir
 
 
