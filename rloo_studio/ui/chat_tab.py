@@ -21,7 +21,7 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .pickers import RunPicker, busy_message, checkpoint_choices, default_checkpoint, not_final_note
+from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
@@ -154,6 +154,11 @@ class ChatTab:
         for button, choice in ((self.vote_a, "a"), (self.vote_tie, "tie"), (self.vote_b, "b")):
             button.click(self._voter(choice), inputs=[self.run, self.checkpoint, self.session], outputs=panes,
                          api_name=f"chat_vote_{choice}")
+        if timer is not None:  # "run X is training" goes once X stops: the refusal described a state that ended
+            timer.tick(self.status_now, inputs=self.status, outputs=self.status, api_visibility="private", show_progress="hidden")
+
+    def status_now(self, status: str | None):
+        return "" if busy_ended(status, self.runs_dir) else gr.skip()
 
     def _voter(self, choice: str):
         def handler(run_id, checkpoint, session):
@@ -193,7 +198,7 @@ class ChatTab:
     def chat(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         message = (message or "").strip()
         if not message:
-            yield self.render(session, "Type a message first.") + [gr.update()]
+            yield self.render(session, refuse("Type a message first.")) + [gr.update()]
             return
         yield from self._turn(run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding)
 
@@ -203,7 +208,7 @@ class ChatTab:
                    ("Nothing to retry yet: send a message first." if not last else None) or
                    ("Vote for the last turn first (A, Tie or B): it keeps the tally honest." if session["blind"] and not session.get("voted", True) else None))
         if problem:  # checked before the last exchange is taken back, so a refusal loses nothing
-            yield self.render(session, problem, voting=session["blind"] and not session.get("voted", True)) + [gr.update(), gr.update()]
+            yield self.render(session, refuse(problem), voting=session["blind"] and not session.get("voted", True)) + [gr.update(), gr.update()]
             return
         for side in ("base", "tuned"):  # drop the last exchange on both sides, then ask again with the next seed
             while session[side] and session[side][-1]["role"] == "assistant":
@@ -224,11 +229,10 @@ class ChatTab:
     def _turn(self, run_id, checkpoint, message, session, system_prompt, temperature, top_p, max_tokens, seed, decoding=SAMPLED):
         problem = self._problem(run_id, checkpoint)
         if problem:
-            gr.Warning(problem.replace("**", ""))  # a toast: the status line below the panes may be out of sight
-            yield self.render(session, problem) + [gr.update()]
+            yield self.render(session, refuse(problem)) + [gr.update()]
             return
         if session["blind"] and not session.get("voted", True):
-            yield self.render(session, "Vote for the last turn first (A, Tie or B): it keeps the tally honest.", voting=True) + [gr.update()]
+            yield self.render(session, refuse("Vote for the last turn first (A, Tie or B): it keeps the tally honest."), voting=True) + [gr.update()]
             return
         if session["blind"]:
             # Each blind turn is a fresh one-turn conversation, shuffled anew: a revealed order
@@ -277,7 +281,7 @@ class ChatTab:
             for side in ("base", "tuned"):  # the turn did not complete: take all of it back on both sides
                 del session[side][before[side]:]
             text = exc.message() if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
-            yield self.render(session, f"**Could not generate:** {text}".replace("\n", "  \n")) + [message]
+            yield self.render(session, refuse(f"**Could not generate:** {text}".replace("\n", "  \n"))) + [message]
             return
         session["voted"] = not session["blind"]
         if sampling["greedy"]:

@@ -24,7 +24,7 @@ from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..stats import fmt_interval, fmt_paired
-from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
+from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
 
 ALL = "all checkpoints"
@@ -201,6 +201,12 @@ class EvalTab:
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
         self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples,
                                                    self.base_tokens, self.select_split], outputs=outputs, api_name="evaluate")
+        if timer is not None:  # "run X is training" goes once X stops: the summary of the last evaluation comes back
+            timer.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary, api_visibility="private",
+                       show_progress="hidden")
+
+    def summary_now(self, summary: str | None, run_id: str | None):
+        return summary_markdown(self._report(run_id)) if busy_ended(summary, self.runs_dir) else gr.skip()
 
     def list_runs(self, current, chosen=None):
         choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
@@ -223,12 +229,12 @@ class EvalTab:
     def run_eval(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
                  progress=gr.Progress()):
         if not run_id or not checkpoint:
-            return self.render(None, "Pick a run (one appears here once it has saved an adapter) and a checkpoint.")
+            return self.render(None, refuse("Pick a run (one appears here once it has saved an adapter) and a checkpoint."))
         if decoding == "sampled" and (not samples or int(samples) < 1):
-            return self.render(self._report(run_id), "**Samples per prompt** must be at least 1 for sampled decoding (4 is a good start).")
+            return self.render(self._report(run_id), refuse("**Samples per prompt** must be at least 1 for sampled decoding (4 is a good start)."))
         busy = busy_message(self.runs_dir, "An evaluation")
         if busy:
-            return self.render(self._report(run_id), busy)
+            return self.render(self._report(run_id), refuse(busy))
         args = ["eval", str(self.runs_dir / run_id), "--json", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
         if limit:
             args += ["--limit", str(int(limit))]
@@ -261,10 +267,10 @@ class EvalTab:
             with self.worker.reserved("An evaluation"):  # it loads its own copy of the model: the chat's is freed and stays so
                 finished = run_cli(args, on_line, cwd=str(self.runs_dir.parent))
         except StudioError as exc:
-            return self.render(self._report(run_id), f"**Not started:** {exc.message()}".replace("\n", "  \n"))
+            return self.render(self._report(run_id), refuse(f"**Not started:** {exc.message()}".replace("\n", "  \n")))
         if finished.returncode != 0:
             error = finished.error_text(f"the evaluation failed (exit code {finished.returncode})")
-            return self.render(self._report(run_id), f"**Evaluation failed:** {error}".replace("\n", "  \n"))
+            return self.render(self._report(run_id), refuse(f"**Evaluation failed:** {error}".replace("\n", "  \n")))
         try:
             report = json.loads(finished.stdout)
         except json.JSONDecodeError:

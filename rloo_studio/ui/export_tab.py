@@ -16,7 +16,7 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
-from .pickers import RunPicker, busy_message, default_checkpoint, not_final_note
+from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
 from .wording import page_words
 
@@ -71,6 +71,9 @@ class ExportTab:
                            api_visibility="private")
         self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name, self.gguf_type],
                           outputs=[self.result, self.existing], api_name="export")
+        if timer is not None:  # "run X is training" goes once X stops
+            timer.tick(lambda result: "" if busy_ended(result, self.runs_dir) else gr.skip(), inputs=self.result,
+                       outputs=self.result, api_visibility="private", show_progress="hidden")
 
     def list_runs(self, current, chosen=None):
         choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
@@ -83,7 +86,7 @@ class ExportTab:
 
     def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
         if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
-            return "Pick a run first (one appears here once it has saved an adapter).", []
+            return refuse("Pick a run first (one appears here once it has saved an adapter)."), []
         run_dir = self.runs_dir / run_id
         checkpoint = checkpoint or runs.FINAL
         try:
@@ -96,12 +99,12 @@ class ExportTab:
             kind = f"gguf-{gguf_type}" if fmt == "gguf" and gguf_type != "f16" else fmt
             target = runs.resolve_export_dir(run_dir, (name or "").strip() or f"{kind}{label}")
         except StudioError as exc:
-            return f"**Cannot export:** {page_words(exc.message())}".replace("\n", "  \n"), existing_exports(run_dir)
+            return refuse(f"**Cannot export:** {page_words(exc.message())}".replace("\n", "  \n")), existing_exports(run_dir)
         heavy = fmt in ("merged", "gguf")  # merging loads the full base model
         if heavy:
             busy = busy_message(self.runs_dir, "Merging")
             if busy:
-                return busy, existing_exports(run_dir)
+                return refuse(busy), existing_exports(run_dir)
         args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
         if fmt == "gguf":
             args += ["--gguf-type", gguf_type]
@@ -118,10 +121,10 @@ class ExportTab:
             else:
                 finished = command()
         except StudioError as exc:
-            return f"**Not started:** {exc.message()}".replace("\n", "  \n"), existing_exports(run_dir)
+            return refuse(f"**Not started:** {exc.message()}".replace("\n", "  \n")), existing_exports(run_dir)
         if finished.returncode != 0:
             error = finished.error_text(f"the export failed (exit code {finished.returncode})")
-            return f"**Export failed:** {page_words(error)}".replace("\n", "  \n"), existing_exports(run_dir)
+            return refuse(f"**Export failed:** {page_words(error)}".replace("\n", "  \n")), existing_exports(run_dir)
         out = finished.stdout
         try:
             result = json.loads(out.strip().splitlines()[-1])

@@ -1,11 +1,16 @@
-"""The run and checkpoint pickers that Chat, Evaluate and Export share, and what they may offer.
+"""The run and checkpoint pickers that Chat, Evaluate and Export share, what they may offer, and the
+refusal they share while a run trains.
 
 A run is offered once it has weights to compare (final weights or a checkpoint); its checkpoints
-are offered `final` first, then newest first. Reads run directories through `runs`; loads nothing.
+are offered `final` first, then newest first. A refusal is also a toast (`refuse`): the message line
+of a tab can sit below the fold, and a button that seems to do nothing is a betrayal. A "run is
+training" refusal clears once that run no longer trains (`busy_ended`). Reads run directories
+through `runs`; loads nothing.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -26,12 +31,30 @@ def tuned_runs(runs_dir: Path) -> list[str]:
     return [r.run_id for r in runs.list_runs(runs_dir) if checkpoint_choices(r.path)]
 
 
+_BUSY = re.compile(r"\*\*Run `([^`]+)` is training\.\*\*")
+
+
 def busy_message(runs_dir: Path, what: str) -> str | None:
     busy = jobs.active_run(runs_dir)
     if busy is None:
         return None
     return (f"**Run `{busy.name}` is training.** {what} would load a second model beside it, competing for the same "
             "memory and slowing it down. Wait for it to finish, or stop it in the Train tab.")
+
+
+def busy_ended(message: str | None, runs_dir: Path) -> bool:
+    """True when `message` is a `busy_message` whose run no longer trains: it must not stay on screen."""
+    m = _BUSY.search(message or "")
+    if m is None:
+        return False
+    active = jobs.active_run(runs_dir)
+    return active is None or active.name != m.group(1)
+
+
+def refuse(message: str) -> str:
+    """`message` shown as a toast too (in sight wherever the page is scrolled); returned for the tab's message line."""
+    gr.Warning(message.replace("**", "").replace("`", ""))
+    return message
 
 
 def default_checkpoint(choices: list[str]) -> str | None:

@@ -108,7 +108,10 @@ class RewardsTab:
         self.preview_button = gr.Button("Sample and score", variant="primary", elem_id="preview-run")
         self.preview_status = gr.Markdown(elem_id="preview-status")
         self.preview_table = gr.Dataframe(label="Completions, their rewards, and the advantage each would get", interactive=False,
-                                          wrap=True, max_height=480, elem_id="preview-table")
+                                          wrap=True, max_height=480, elem_id="preview-table",
+                                          # #, prompt, thinking, answer; the reward, total and advantage columns take their
+                                          # headers' width, so at 1400 px all of them show without sideways scrolling.
+                                          column_widths=["4%", "22%", "10%", "7%"])
         self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary")
         self.preview_findings = gr.Markdown(elem_id="preview-findings")
 

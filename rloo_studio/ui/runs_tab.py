@@ -15,6 +15,7 @@ import gradio as gr
 from .. import jobs, runs
 from ..errors import StudioError
 from . import run_view, text
+from .pickers import refuse
 
 if TYPE_CHECKING:
     from .form import PageForm
@@ -77,11 +78,8 @@ class RunsTab:
 
         def resume_from_runs(run_id):
             if not run_id:
-                return "Pick a run first.", gr.update()
-            message, run_dir = resume(str(runs_dir / run_id))
-            if message.startswith("**Could not"):
-                gr.Warning(message.replace("**", ""))
-            return message, run_dir
+                return refuse("Pick a run first."), gr.update()
+            return resume(str(runs_dir / run_id))  # a refusal is a toast too (resume_run)
 
         self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run")
 

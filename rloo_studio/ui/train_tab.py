@@ -21,6 +21,7 @@ from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
+from .pickers import refuse
 from .wording import page_words
 from .rewards_tab import PINNED_RUN_FILE
 from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
@@ -97,7 +98,8 @@ class TrainTab:
                                     "its weighted total, its KL penalty (β × KL to the start model) and the advantage training used: "
                                     "(total − KL penalty) − the mean of that over the other completions to the same prompt, "
                                     "then normalised if “Normalise advantages” is on",
-                                    interactive=False, wrap=True, max_height=420, elem_id="samples")
+                                    interactive=False, wrap=True, max_height=420, elem_id="samples",
+                                    column_widths=["5%", "22%", "10%", "7%", "28%"])  # step … rewards; total to advantage: their headers' width
         with gr.Accordion("Log", open=False):
             self.log = gr.Textbox(lines=12, max_lines=12, show_label=False, autoscroll=True, elem_id="train-log")
         with gr.Accordion("Show config and command", open=False):
@@ -242,12 +244,12 @@ class TrainTab:
 def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str | None]:
     """(message, the run to watch): the Train tab's Resume and the Runs tab's share it."""
     if not run_dir:
-        return "No run to resume: open one in the Runs tab first.", run_dir
+        return refuse("No run to resume: open one in the Runs tab first."), run_dir
     try:
         worker.shutdown()
         jobs.resume_run(run_dir)
     except StudioError as exc:
-        return f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n"), run_dir
+        return refuse(f"**Could not resume:** {page_words(exc.message())}".replace("\n", "  \n")), run_dir
     return f"Resuming `{Path(run_dir).name}`.", run_dir
 
 

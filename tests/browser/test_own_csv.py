@@ -1,28 +1,35 @@
-"""A new user's own CSV in a real browser (Playwright driving Debian's Chromium): the data steps.
+"""A new user's own CSV in a real browser (Playwright driving Debian's Chromium, 1400 px wide): the steps before Start.
 
-The bundled demo model with the person's own small CSV: a header-less file and one with other
-columns first (the summary says so, naming this file's columns), then a good upload (a tenth held
-out, nothing left from the demo's `test` split), then a preset that must not replace the data.
-Screenshots go to test-artifacts/browser/own-csv-*.png. (The rest of the issue's scenario — rewards,
-training with a reload, chat, evaluation, export — is covered through the API in tests/ui.)
+The first half of the scenario of "the non-expert's path": the bundled demo model with the person's
+own 60-row CSV — a header-less file and one with other columns first, then a good upload; a preset
+that must not replace the data; one builtin and one hand-written reward (first with a name the lint
+flags, so Start is refused, with the page's words for a batch that k does not divide); a pinned
+example that fails while the function raises on it; the preview. The issue's points are asserted
+where they show (the `# N ·` comments). Training, reload, Stop/Resume, Chat, Evaluate and Export are
+covered through the API in tests/ui; refusals in sight by test_messages_in_sight.py.
+Screenshots go to test-artifacts/browser/own-csv-*.png.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-import pytest
+from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import page_url, served_app  # noqa: E402
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: E402,F401 - same browser, same skip rule
+from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
 
+from rloo_studio import runs  # noqa: E402
 
 GOOD_ROWS = [(f"What is {a} + {b}?", a + b) for a, b in [(i * 7 % 50 + 3, i * 11 % 40 + 5) for i in range(60)]]
-
-
+LINT_ERROR = "def polite(completions, **kwargs):\n    return [lenn(c) for c in completions]\n"
+# Raises on the pinned example below, scores everything else: the pin must fail, not pass without it.
+REWARD = ('def polite(completions, **kwargs):\n'
+          '    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]\n'
+          '    if any("BOOM" in t for t in texts):\n'
+          '        raise ValueError("BOOM is not an answer")\n'
+          '    return [0.1 for t in texts]\n')
+PIN = ["What is 2 + 2?", "BOOM", "4", "0", "10"]
 def _upload(page, path: Path, expect) -> None:
     """The upload box, as a person uses it (it holds one file: the first time only)."""
     page.locator("#data-upload input[type=file]").set_input_files(str(path))
@@ -36,7 +43,20 @@ def _type_path(page, path: Path) -> None:
     page.locator("#preview-data").click()
 
 
-def test_own_csv_data_steps(runs_dir, tmp_path):
+def _fill(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def _type_code(page, code: str) -> None:
+    page.locator("#reward-code .cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+
+
+def test_own_csv_up_to_start(runs_dir, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=90_000)  # a loaded 2-core machine answers slowly; no step depends on it being fast
@@ -54,10 +74,11 @@ def test_own_csv_data_steps(runs_dir, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(60_000)
         page.goto(page_url(url))
-        expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # the preset's method, explained
+        expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # 10 · the preset's method, explained
         expect(page.locator("#run-banner")).to_be_hidden()
+        shot(page, "1-model")
 
-        # 2 · Data: header-less, then other columns, then a good file.
+        # 6 · Data: header-less, then other columns (named as this file has them), then a good file.
         page.get_by_role("tab", name="2 · Data").click()
         page.get_by_label("A file on this computer").check()
         expect(page.locator("#data-upload input[type=file]")).to_have_count(1)
@@ -72,15 +93,66 @@ def test_own_csv_data_steps(runs_dir, tmp_path):
         page.locator("#answer-column input").fill("answer")
         page.locator("#answer-column input").press("Enter")
         page.locator("#preview-data").click()
-        expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")  # a tenth held out
+        expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")  # 2 · a tenth held out
         shot(page, "2-data")
 
-        # 1 · A preset sets model and training only: the data stays.
+        # 2 · A preset sets model and training only: the data stays.
         page.get_by_role("tab", name="1 · Model & hardware").click()
         page.locator("#apply-preset").click()
         expect(page.locator("#preset-notes")).to_contain_text("Your data and rewards are kept")
         page.get_by_role("tab", name="2 · Data").click()
         expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile(r"sums\.csv$"))
+        expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")
 
-        shot(page, "1-preset-kept-data")
+        # 3 · Rewards: the builtin numeric_answer (ticked by the preset) and the person's own function.
+        page.get_by_role("tab", name="3 · Rewards").click()
+        expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
+        _type_code(page, LINT_ERROR)
+        expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
+        page.locator("#check-code").click()
+        expect(page.locator("#code-check")).to_contain_text("1 function(s) found: polite")
+        page.locator("#user-rewards").get_by_label("Toggle all: use").check()
+
+        # 5 · 9 · Train: page words with a value to use; Start refused while the lint flags the code.
+        page.get_by_role("tab", name="4 · Train").click()
+        _fill(page, "rloo-num-generations", 4)
+        _fill(page, "rloo-per-device-train-batch-size", 10)
+        _fill(page, "rloo-max-steps", 40)
+        page.get_by_role("button", name="Advanced").click()
+        _fill(page, "rloo-save-steps", 20)
+        page.locator("#start-training").click()
+        problems = page.locator("#start-problems")
+        expect(problems).to_contain_text("“Batch per device (completions)” 10 is not divisible by “Completions per prompt (k)” 4")
+        expect(problems).to_contain_text("use 8 or 12")
+        expect(problems).not_to_contain_text("num_generations")
+        expect(problems).to_contain_text("lenn")  # 9 · the lint's message, before anything runs
+        assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()], "Start started a run despite the problems"
+        _fill(page, "rloo-per-device-train-batch-size", 8)
+        expect(page.locator("#epochs-note")).to_contain_text("54 training rows × 40 steps")  # 10 · epochs said before Start
+
+        # 8 · A pinned example, added with the button; it fails while the function raises on it.
+        page.get_by_role("tab", name="3 · Rewards").click()
+        _type_code(page, REWARD)
+        expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
+        page.locator("#check-code").click()
+        result = page.locator("#pinned-result")
+        expect(result).to_contain_text("1/1 pinned examples pass")  # the starting example, before the one that raises
+        page.locator("#pinned-add").click()
+        expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
+        for column, value in enumerate(PIN):
+            page.locator(f"#pinned [data-testid=cell-1-{column}]").dblclick()
+            page.keyboard.press("Control+A")
+            page.keyboard.insert_text(value)
+            page.keyboard.press("Enter")
+        expect(page.locator("#pinned")).to_contain_text("BOOM")
+        page.locator("#check-code").click()
+        # A reward function scores a batch: raising on one completion fails every pin scored with it.
+        expect(result).to_contain_text("0/2 pinned examples pass")
+        expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
+
+        # Preview: k = 4 completions of one prompt, scored by every ticked function.
+        page.locator("#preview-prompts input[type=number]").fill("1")
+        page.locator("#preview-run").click()
+        expect(page.locator("#preview-status")).to_contain_text("Scored 4 completions", timeout=180_000)
+        shot(page, "3-rewards")
         browser.close()

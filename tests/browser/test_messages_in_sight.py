@@ -1,0 +1,89 @@
+"""Refusals are seen where the person is looking (Playwright driving Debian's Chromium, 1400 × 900).
+
+While a run trains, Send in Chat, Evaluate and a merged Export are refused, and Resume in the Runs tab
+refuses a finished run: each time a message lies inside the viewport right after the click (its box
+against the viewport's, not just "somewhere on the page"). When the training run ends, the chat's and
+Evaluate's "is training" lines clear by themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
+
+from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
+from helpers import make_adapter_run  # noqa: E402
+
+VIEWPORT = {"width": 1400, "height": 900}
+RUN_ID = "20260101-000000-done"
+BUSY_ID = "20260101-000001-busy"
+
+
+def in_viewport(page, locator) -> bool:
+    """The element's whole box lies inside the visible part of the page."""
+    box = locator.bounding_box()
+    if box is None or box["width"] == 0 or box["height"] == 0:
+        return False
+    view = page.viewport_size
+    return box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= view["width"] and box["y"] + box["height"] <= view["height"]
+
+
+def assert_seen(page, expect, words: str) -> None:
+    """A visible message with `words` inside the viewport (a toast or the line next to the button)."""
+    toast = page.locator(".toast-body").filter(has_text=words).last
+    expect(toast).to_be_visible(timeout=60_000)
+    assert in_viewport(page, toast), f"the message {words!r} is outside the viewport: {toast.bounding_box()}"
+    page.locator(".toast-body .toast-close").evaluate_all("buttons => buttons.forEach(b => b.click())")  # the next one alone
+
+
+def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, tiny_model_dir):
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    busy = runs_dir / BUSY_ID
+    busy.mkdir()
+    (busy / "config.yaml").write_text((runs_dir / RUN_ID / "config.yaml").read_text())
+    (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1, "max_steps": 10}))
+    with served_app(runs_dir) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(60_000)
+        page.goto(page_url(url))
+
+        page.get_by_role("tab", name="5 · Chat").click()
+        expect(page.locator("#chat-run input")).to_have_value(RUN_ID)
+        page.locator("#chat-prompt textarea").fill("Hello?")
+        page.locator("#chat-send").click()
+        assert_seen(page, expect, f"Run {BUSY_ID} is training")
+        expect(page.locator("#chat-status")).to_contain_text("is training")
+        page.screenshot(path=str(ARTIFACTS / "refused-chat.png"))
+
+        page.get_by_role("tab", name="6 · Evaluate").click()
+        expect(page.locator("#eval-run input")).to_have_value(RUN_ID)
+        page.locator("#eval-start").click()
+        assert_seen(page, expect, f"Run {BUSY_ID} is training")
+        expect(page.locator("#eval-summary")).to_contain_text("is training")
+
+        page.get_by_role("tab", name="7 · Export").click()
+        expect(page.locator("#export-run input")).to_have_value(RUN_ID)
+        page.locator("#export-format label").filter(has_text="merged").first.click()
+        page.locator("#export-start").click()
+        assert_seen(page, expect, f"Run {BUSY_ID} is training")
+
+        page.get_by_role("tab", name="Runs").click()
+        page.locator("#run-picker input").fill(RUN_ID)
+        page.locator("#run-picker input").press("Enter")
+        expect(page.locator("#run-detail-status")).to_contain_text("finished")
+        page.locator("#run-resume").click()
+        assert_seen(page, expect, "Could not resume")
+        expect(page.locator("#runs-message")).to_contain_text("has finished all its steps")
+
+        # The training run ends: the lines that said it trains clear on the next poll, without a click.
+        (busy / "status.json").write_text(json.dumps({"state": "stopped", "step": 1, "max_steps": 10}))
+        expect(page.locator("#eval-summary")).not_to_contain_text("is training", timeout=30_000)
+        page.get_by_role("tab", name="5 · Chat").click()
+        expect(page.locator("#chat-status")).not_to_contain_text("is training", timeout=30_000)
+        browser.close()
