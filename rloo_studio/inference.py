@@ -26,7 +26,7 @@ from typing import Iterator
 
 from . import runs
 from .errors import StudioError
-from .procs import own_group_kwargs, utf8_env
+from .procs import own_group_kwargs, usable_cores, utf8_env
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -73,6 +73,12 @@ class InferenceWorker:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
         env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
+        # On a CPU the worker shares the cores with the app's server, the browser and the scoring child.
+        # PyTorch's threads wait for each other by spinning, so one more thread than free cores makes every
+        # operation wait for a descheduled thread: a warm demo preview measured 1.6-2.8 s with both cores
+        # and 0.5-0.7 s with one (benchmarks/preview_click.py, 2 cores). Leave one core to the rest; a
+        # person's own OMP_NUM_THREADS wins. (On a GPU these CPU threads hardly matter.)
+        env.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() - 1)))
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                       text=True, encoding="utf-8", env=env, **own_group_kwargs())
         if log is not subprocess.DEVNULL:

@@ -23,6 +23,14 @@ import psutil
 STOP_SIGNALS: tuple = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGBREAK,) if sys.platform == "win32" else ())
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity, e.g. in a container limited to a few), at least 1."""
+    try:
+        return len(psutil.Process().cpu_affinity()) or 1
+    except (AttributeError, psutil.Error, OSError):  # macOS has no affinity
+        return os.cpu_count() or 1
+
+
 def pid_alive(pid) -> bool:
     """True while process `pid` runs (a zombie — exited, not yet waited for — counts as gone)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:

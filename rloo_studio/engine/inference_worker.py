@@ -11,7 +11,7 @@ copy of stdout; the real stdout is pointed at stderr first, so that a library pr
     {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...,
      "seed": S}                                                   → progress…, done {engine.preview.sample_groups
                                                                     result, loads, pid, chat_released}
-    {"op": "ping"} → done;   {"op": "shutdown"} → exits
+    {"op": "ping"} → done {loaded, adapters, base_loads, cpu_threads};   {"op": "shutdown"} → exits
 
 Every request ends with exactly one `done` or `error` event. An out-of-memory error is reported
 with advice and then the process exits, so the next request starts from a clean process (the
@@ -85,7 +85,10 @@ def main() -> int:
                 send({"event": "done"})
                 return 0
             if op == "ping":
-                send({"event": "done", "result": {"loaded": chat.adapter_name, "adapters": list(chat.loaded), "base_loads": chat.base_loads}})
+                import torch  # already imported by the stack once a model is loaded
+
+                send({"event": "done", "result": {"loaded": chat.adapter_name, "adapters": list(chat.loaded), "base_loads": chat.base_loads,
+                                                  "cpu_threads": torch.get_num_threads()}})
             elif op == "preview":
                 chat_released = chat.model is not None
                 if chat_released:

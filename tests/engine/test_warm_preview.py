@@ -65,3 +65,24 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
     result = score(request)
     assert len(result["rows"]) == 2 * int(cfg.rloo_value("num_generations"))
     assert "beta = 0.05" in result["advantage_note"]
+
+
+def test_on_a_cpu_the_worker_leaves_one_core_to_the_page_unless_told_otherwise(tmp_path, monkeypatch):
+    """PyTorch's threads spin while waiting for each other: a worker using every core while the server and
+    the browser need one ran the warm demo preview 3-5x slower (benchmarks/preview_click.py)."""
+    from rloo_studio.procs import usable_cores
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    default = max(1, usable_cores() - 1)
+    worker = InferenceWorker(log_path=tmp_path / "inference.log")
+    try:
+        assert worker.status()["cpu_threads"] == default
+    finally:
+        worker.shutdown()
+    own = 1 if default > 1 else 2  # the person's own setting wins (PyTorch never uses more threads than cores)
+    monkeypatch.setenv("OMP_NUM_THREADS", str(own))
+    worker = InferenceWorker(log_path=tmp_path / "inference.log")
+    try:
+        assert worker.status()["cpu_threads"] == min(own, usable_cores())
+    finally:
+        worker.shutdown()
