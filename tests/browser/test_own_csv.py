@@ -136,7 +136,7 @@ def test_own_csv_up_to_start(runs_dir, tmp_path):
         expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
         page.locator("#check-code").click()
         result = page.locator("#pinned-result")
-        expect(result).to_contain_text("1/1 pinned examples pass")  # the starting example, before the one that raises
+        expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)  # the starting example, before the one that raises
         page.locator("#pinned-add").click()
         expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
         for column, value in enumerate(PIN):
@@ -147,7 +147,7 @@ def test_own_csv_up_to_start(runs_dir, tmp_path):
         expect(page.locator("#pinned")).to_contain_text("BOOM")
         page.locator("#check-code").click()
         # A reward function scores a batch: raising on one completion fails every pin scored with it.
-        expect(result).to_contain_text("0/2 pinned examples pass")
+        expect(result).to_contain_text("0/2 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
         expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
 
         # Preview: k = 4 completions of one prompt, scored by every ticked function.

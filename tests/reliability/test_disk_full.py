@@ -238,6 +238,8 @@ def test_the_message_names_the_checkpoint_the_space_and_the_resume_command(tmp_p
     good = tmp_path / "checkpoints" / "checkpoint-2"
     good.mkdir(parents=True)
     (good / "trainer_state.json").write_text('{"global_step": 2}')
+    (good / "adapter_config.json").write_text("{}")  # complete: adapter weights and a whole trainer state
+    (good / runs.ADAPTER_WEIGHT_FILES[0]).write_bytes(b"w")
     (good / "optimizer.pt").write_bytes(b"x" * 3 * 2**20)
     (tmp_path / "checkpoints" / "checkpoint-4").mkdir()
     err = disk_full_error(tmp_path, "saving checkpoint-4", "checkpoint-4")

@@ -37,6 +37,7 @@ def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_h
         yield f"http://127.0.0.1:{demo.server_port}/"
     finally:
         demo.close()
+        demo.inference_worker.shutdown()  # else it outlives the app in this test process
 
 
 def connect(url: str, **kwargs):

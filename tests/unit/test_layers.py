@@ -43,7 +43,7 @@ def test_light_layers_do_not_import_the_model_stack_at_module_level():
 
 def test_config_imports_only_stdlib_and_yaml():
     imports = {m for m in _module_level_imports(PACKAGE / "config.py") if not m.startswith(".")}
-    assert imports <= {"__future__", "copy", "dataclasses", "difflib", "re", "typing", "pathlib", "yaml"}, imports
+    assert imports <= {"__future__", "copy", "dataclasses", "difflib", "math", "re", "typing", "pathlib", "yaml"}, imports
 
 
 def test_cli_and_rewards_import_without_torch_in_a_fresh_process():
