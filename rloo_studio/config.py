@@ -133,6 +133,17 @@ class OutputConfig:
     samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
 
 
+def as_mapping(value) -> dict:
+    """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string; {} when unset."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        import json
+
+        value = json.loads(value)
+    return dict(value)
+
+
 def batch_sizes_around(batch: int, factor: int, k: int) -> tuple[int, int]:
     """The per-device batch sizes next below (0 if none) and above `batch` whose generation batch
     (batch × `factor`: processes × steps per generation) holds whole groups of `k` completions."""
@@ -223,16 +234,8 @@ class RunConfig:
         return (trl_defaults or TRL_FALLBACK_DEFAULTS).get(key)
 
     def chat_template_kwargs(self) -> dict:
-        """`rloo.chat_template_kwargs`: what TRL passes to every `apply_chat_template` call (a mapping, or
-        a JSON string as RLOOConfig also accepts); {} when unset."""
-        value = self.rloo.get("chat_template_kwargs")
-        if value is None or value == "":
-            return {}
-        if isinstance(value, str):
-            import json
-
-            value = json.loads(value)
-        return dict(value)
+        """`rloo.chat_template_kwargs`: what TRL passes to every `apply_chat_template` call; {} when unset."""
+        return as_mapping(self.rloo.get("chat_template_kwargs"))
 
     def resolve_path(self, value: str) -> Path:
         path = Path(value).expanduser()

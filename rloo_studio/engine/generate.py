@@ -22,8 +22,9 @@ It only generates; scoring belongs to the rewards package.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from ..config import as_mapping
 
 # Sampling settings RLOOConfig passes to GenerationConfig (TRL 1.15, RLOOTrainer.__init__).
 TRL_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "cache_implementation")
@@ -38,15 +39,6 @@ class Generated:
     texts: list[str]
     completion_ids: list[list[int]]   # as TRL passes them to rewards: up to and including the first end id
     prompt_ids: list[list[int]] | None = None
-
-
-def _as_dict(value) -> dict:
-    """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str):
-        value = json.loads(value)
-    return dict(value)
 
 
 def chat_template_kwargs(cfg) -> dict:
@@ -99,7 +91,7 @@ def generation_kwargs(cfg, tokenizer, end_ids: list[int], *, do_sample: bool = T
         "eos_token_id": list(end_ids),
         **{key: value(key) for key in TRL_SAMPLING_KEYS},
     }
-    kwargs.update(_as_dict(value("generation_kwargs")))  # TRL: they override the settings above
+    kwargs.update(as_mapping(value("generation_kwargs")))  # TRL: they override the settings above
     if temperature is not None:
         kwargs["temperature"] = float(temperature)
     if top_p is not None:

@@ -35,11 +35,11 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     tokenizer loaded here, so the scoring child need not load one (importing transformers takes
     seconds: the difference between a live preview and a wait)."""
     from ..data import to_trl_dataset, use_chat_format
+    from ..rewards import think_end_token_id
+    from ..rewards.preview import group_probes, written_completion_ids
     from .generate import generate_completions
     from .model import resolve_model_source
     from .stack import import_training_stack
-    from ..rewards import think_end_token_id
-    from ..rewards.preview import group_probes, written_completion_ids
     from .warm import load_preview_model
 
     k = int(cfg.rloo_value("num_generations"))

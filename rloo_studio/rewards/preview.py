@@ -33,8 +33,8 @@ from typing import Any
 
 from ..config import RewardSpec
 from ..paths import DEMO_MODEL_DIR
-from .builtin import NEEDS_THINK_END_TOKEN_ID
 from ..procs import utf8_env
+from .builtin import NEEDS_THINK_END_TOKEN_ID
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
