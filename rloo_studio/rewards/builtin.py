@@ -64,9 +64,16 @@ def completion_text(completion: Any) -> str:
     return "\n".join(parts)
 
 
-def split_thinking(text: str) -> tuple[str | None, str]:
-    """(thinking, answer) split at the first ``</think>``; thinking is None when there is none."""
+def split_thinking(text: str, *, streaming: bool = False) -> tuple[str | None, str]:
+    """(thinking, answer) split at the first ``</think>``; thinking is None when there is none.
+
+    ``streaming``: the text is a reply still being written (the chat), so a thought opened and not yet
+    closed is the thinking so far, not the answer. Rewards score finished completions, where an
+    unclosed thought is no answer at all (see `final_answer`).
+    """
     if "</think>" not in text:
+        if streaming and text.lstrip().startswith("<think>"):
+            return text.lstrip()[len("<think>"):].strip(), ""
         return None, text.strip()
     head, _, tail = text.partition("</think>")
     head = head.lstrip()

@@ -21,6 +21,7 @@ import gradio as gr
 from .. import runs
 from ..errors import StudioError
 from ..inference import InferenceWorker
+from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 
 PREFERENCES_FILE = "preferences.jsonl"
@@ -33,16 +34,6 @@ ONE_SAMPLE_NOTE = ("One reply is one sample: with sampling, the next one can dif
 
 # ---- panes ----------------------------------------------------------------------------------------
 
-def split_thinking(text: str) -> tuple[str | None, str]:
-    """(thinking, answer) for display; unlike the rewards' split, a reply still inside `<think>` while it
-    streams shows as thinking so far, not as the answer."""
-    end = text.find("</think>")
-    start = text.find("<think>")
-    if end == -1:
-        return (text[start + 7:].strip(), "") if start != -1 else (None, text.strip())
-    return text[start + 7 if -1 < start < end else 0:end].strip(), text[end + 8:].strip()
-
-
 def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
     """Chatbot messages for one side: thinking as a collapsed block, then the answer."""
     shown = []
@@ -51,7 +42,7 @@ def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
         if message["role"] == "user":
             shown.append({"role": "user", "content": message["content"]})
             continue
-        thinking, answer = split_thinking(message["content"])
+        thinking, answer = split_thinking(message["content"], streaming=True)
         if thinking is not None:
             still = message.get("pending") and not answer
             shown.append({"role": "assistant", "content": thinking or "(empty)",

@@ -69,6 +69,19 @@ def test_split_thinking(text, expected):
 
 
 @pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("<think>still planning", ("still planning", "")),   # the chat shows a streaming thought as thinking so far
+        ("  <think>", ("", "")),
+        ("<think>plan</think> answer", ("plan", "answer")),
+        ("just an answer", (None, "just an answer")),
+    ],
+)
+def test_split_thinking_while_a_reply_streams(text, expected):
+    assert split_thinking(text, streaming=True) == expected
+
+
+@pytest.mark.parametrize(
     "text, mode, expected",
     [
         ("the answer is -7", "last", -7.0),
