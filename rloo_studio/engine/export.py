@@ -45,6 +45,7 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..model_files import TOKENIZER_FILES
 from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
 from . import gguf_check, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
@@ -57,8 +58,6 @@ SCRIPT_TEMPLATE = ENGINE_DIR / "script_template.py"
 BUILTIN_REWARDS_SOURCE = ENGINE_DIR.parent / "rewards" / "builtin.py"
 
 # Files of a model/adapter folder worth exporting; trainer state (optimizer.pt, rng_state.pth, ...) is not.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
-                   "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "vocab.txt")
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin") + TOKENIZER_FILES
 TRAINER_STATE_FILES = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "README.md")
 

@@ -8,8 +8,6 @@ This module does not know about data, rewards or the trainer.
 
 from __future__ import annotations
 
-import json
-
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 from ..config import LoraConfig, ModelConfig
 from ..errors import ModelError
 from ..paths import DEMO_MODEL_DIR
-from ..rewards.preview import missing_tokenizer_error
+from ..model_files import missing_shards_error, missing_tokenizer_error
 from .stack import TrainingStack
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -57,26 +55,6 @@ def resolve_model_source(name_or_path: str, base_dir: str | Path = ".") -> str:
         raise ModelError(f"model folder not found: {name_or_path}", "it is neither an existing folder nor a hub id like Qwen/Qwen3-0.6B",
                          "check the path (relative to the config file) or the model id")
     return name_or_path
-
-
-def missing_shards_error(folder: Path) -> ModelError | None:
-    """A ModelError when a sharded model's index (`*.safetensors.index.json`, `*.bin.index.json`) lists
-    weight files the folder lacks — an interrupted download or copy — else None."""
-    for index in sorted(folder.glob("*.index.json")):
-        try:
-            files = sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
-        except (OSError, ValueError, AttributeError):
-            return ModelError(f"the model folder {folder} has an unreadable {index.name}",
-                              "it lists which file holds each weight, and it is not valid JSON",
-                              "download or copy the model folder again")
-        absent = [f for f in files if not (folder / f).is_file()]
-        if absent:
-            shown = ", ".join(absent[:3]) + (f" and {len(absent) - 3} more" if len(absent) > 3 else "")
-            return ModelError(f"the model folder {folder} is missing {shown} ({len(absent)} of the {len(files)} weight files "
-                              f"that {index.name} lists)",
-                              "a download or copy of the model stopped before the end",
-                              "download or copy the missing file(s) into the folder again (or the whole model)")
-    return None
 
 
 def choose_dtype(requested: str, torch, cuda: bool) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RewardSpec
+from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
 from .builtin import NEEDS_THINK_END_TOKEN_ID
@@ -98,34 +99,6 @@ def group_probes(group: dict) -> dict[str, str]:
     """The probe completions for one prompt group: built from its prompt and its answer column, if any."""
     answer = next((str(v) for c, v in (group.get("row") or {}).items() if c in ("answer", "solution", "target")), None)
     return probe_completions(_prompt_text(group["prompt"]), answer)
-
-
-# Any of these beside config.json makes a loadable tokenizer (fast, sentencepiece, BPE or WordPiece files).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
-
-
-def missing_tokenizer_error(folder: str | Path):
-    """A ModelError when a local model folder has weights but no tokenizer files, else None.
-
-    Checked before anything is loaded (training's pre-flight, the preview's scoring child), because
-    transformers' own error for this ("Couldn't instantiate the backend tokenizer from one of: .")
-    does not say which files are missing. The engine uses it too; it lives here because the preview
-    may not import the engine.
-    """
-    from ..errors import ModelError
-
-    folder = Path(folder)
-    if not folder.is_dir() or any((folder / name).is_file() for name in TOKENIZER_FILES):
-        return None
-    present = sorted(p.name for p in folder.iterdir())
-    shown = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "")
-    return ModelError(
-        f"the model folder {folder} has no tokenizer (it holds {shown or 'nothing'})",
-        "training and the reward preview turn text into tokens with the tokenizer saved beside the weights: "
-        f"one of {', '.join(TOKENIZER_FILES)}",
-        "copy the tokenizer files of the model these weights came from into the folder (e.g. "
-        "`AutoTokenizer.from_pretrained(BASE).save_pretrained(FOLDER)`), or point model.name_or_path at the original model",
-    )
 
 
 def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
