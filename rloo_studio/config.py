@@ -151,6 +151,12 @@ def batch_sizes_around(batch: int, factor: int, k: int) -> tuple[int, int]:
     return batch // step * step, (batch // step + 1) * step
 
 
+def four_bit_without_lora(load_in_4bit: bool, lora: LoraConfig | dict | None) -> bool:
+    """The one rule on 4-bit weights: they are frozen (bitsandbytes NF4 has no gradient), so only a LoRA adapter
+    beside them can learn; 4-bit without LoRA trains nothing. Every surface (config check, page, engine) asks here."""
+    return bool(load_in_4bit) and lora is None
+
+
 @dataclass
 class RunConfig:
     model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
@@ -264,7 +270,7 @@ class RunConfig:
             tm = self.lora.target_modules
             if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(t, str) for t in tm))):
                 problems.append(f"lora.target_modules: {tm!r} must be `all-linear` or a non-empty list of module names")
-        elif m.load_in_4bit:
+        elif four_bit_without_lora(m.load_in_4bit, self.lora):
             problems.append("model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) or set load_in_4bit: false")
 
         d = self.data

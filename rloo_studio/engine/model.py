@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import LoraConfig, ModelConfig
+from ..config import LoraConfig, ModelConfig, four_bit_without_lora
 from ..errors import ModelError
 from ..paths import DEMO_MODEL_DIR
 from ..model_files import missing_shards_error, missing_tokenizer_error
@@ -108,7 +108,7 @@ def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: Train
         stack.transformers.set_seed(seed)
     dtype_name = choose_dtype(model_cfg.dtype, torch, stack.cuda)
     torch_dtype = getattr(torch, dtype_name)
-    if model_cfg.load_in_4bit and lora_cfg is None and for_training:
+    if for_training and four_bit_without_lora(model_cfg.load_in_4bit, lora_cfg):
         raise ModelError("4-bit weights cannot be trained without LoRA", "quantised weights are frozen", "add a `lora:` section or set load_in_4bit: false")
     try:
         if stack.backend == "unsloth":

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs
-from ..config import LoraConfig, RunConfig, apply_overrides
+from ..config import LoraConfig, RunConfig, apply_overrides, four_bit_without_lora
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
@@ -175,7 +175,7 @@ class ModelTab:
                            "target_modules": target if target == "all-linear" else [t.strip() for t in target.split(",") if t.strip()]}
         else:
             cfg.pop("lora", None)  # no section = full fine-tuning (`lora: null` would mean LoRA with defaults)
-            if model["load_in_4bit"]:
+            if four_bit_without_lora(model["load_in_4bit"], cfg.get("lora")):
                 problems.append("4-bit weights cannot be trained directly: choose “LoRA adapter” under “What to train”, "
                                 "or 16-bit weights for full fine-tuning")
         return problems
