@@ -62,7 +62,16 @@ TRL_FALLBACK_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 1,
     "steps_per_generation": None,
     "generation_batch_size": None,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "epsilon": 0.2,
+    "optim": "adamw_torch_fused",
 }
+
+
+def rloo_default(key: str) -> Any:
+    """What RLOOConfig gets for `key` when a config leaves it out: ours (RLOO_DEFAULTS), else TRL's."""
+    return RLOO_DEFAULTS[key] if key in RLOO_DEFAULTS else TRL_FALLBACK_DEFAULTS.get(key)
 
 
 def _help(text: str, **kw) -> Any:
@@ -235,9 +244,9 @@ class RunConfig:
         """The effective RLOOConfig value: the config's, else ours, else TRL's default."""
         if key in self.rloo:
             return self.rloo[key]
-        if key in RLOO_DEFAULTS:
-            return RLOO_DEFAULTS[key]
-        return (trl_defaults or TRL_FALLBACK_DEFAULTS).get(key)
+        if key in RLOO_DEFAULTS or trl_defaults is None:
+            return rloo_default(key)
+        return trl_defaults.get(key)
 
     def chat_template_kwargs(self) -> dict:
         """`rloo.chat_template_kwargs`: what TRL passes to every `apply_chat_template` call; {} when unset."""

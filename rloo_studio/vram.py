@@ -271,8 +271,8 @@ class Settings:
 def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
     r = cfg.rloo
     dtype = cfg.model.dtype if cfg.model.dtype != "auto" else ("bfloat16" if gpu_bf16 else "float16")
-    optim = str(r.get("optim", "adamw_torch_fused"))
-    accumulation = int(r.get("gradient_accumulation_steps") or 1)
+    optim = str(cfg.rloo_value("optim"))
+    accumulation = int(cfg.rloo_value("gradient_accumulation_steps") or 1)
     return Settings(
         load_in_4bit=cfg.model.load_in_4bit, dtype=dtype,
         lora_r=cfg.lora.r if cfg.lora else None, lora_targets=cfg.lora.target_modules if cfg.lora else None,
@@ -281,7 +281,7 @@ def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
         steps_per_generation=int(r.get("steps_per_generation") or accumulation),
         max_completion_length=int(cfg.rloo_value("max_completion_length")),
         prompt_tokens=min(DEFAULT_PROMPT_TOKENS, max(16, cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length")))),
-        beta=float(r.get("beta", 0.05)), optimizer="adamw_8bit" if "8bit" in optim else "adamw",
+        beta=float(cfg.rloo_value("beta")), optimizer="adamw_8bit" if "8bit" in optim else "adamw",
     )
 
 

@@ -16,7 +16,7 @@ import gradio as gr
 
 from .. import jobs, runs
 from ..batching import batch_plan, summary_line
-from ..config import RLOO_DEFAULTS, RunConfig
+from ..config import RunConfig, rloo_default
 from ..errors import StudioError
 from ..inference import InferenceWorker
 from ..jobs import RunView
@@ -29,11 +29,10 @@ from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
 if TYPE_CHECKING:
     from .form import PageForm
 
-# What the form shows when a config leaves a key out: RLOO Studio's defaults, then TRL 1.15's.
-FORM_DEFAULTS = {**{"beta": 0.05, "temperature": 1.0, "num_iterations": 1, "epsilon": 0.2, "normalize_advantages": False, "top_p": 1.0},
-                 **RLOO_DEFAULTS}
 INTEGER_KEYS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "max_steps", "num_iterations", "seed", "save_steps"}
 FIELD_ORDER = text.RLOO_MAIN + text.RLOO_ADVANCED
+# What the form shows when a config leaves a key out: what training would use (RLOO Studio's defaults, then TRL's).
+FORM_DEFAULTS = {key: rloo_default(key) for key in FIELD_ORDER}
 
 
 def batch_summary(num_generations, per_device, num_iterations) -> str:
