@@ -124,6 +124,14 @@ def _wait_for_run_dir(run_dir: Path, timeout_s: float = 600) -> None:
         time.sleep(1)
 
 
+def _rank_env(run_dir: Path) -> dict:
+    """The ranks' environment: which run they write (rank 0) or watch (the STOP file), and who launched them."""
+    from .procs import utf8_env
+
+    return utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+                     runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+
+
 def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: list[str], accelerate=None) -> int:
     """`train --num-processes N` or `--accelerate-config FILE`: this process (the launcher) checks the
     config, creates the run directory so every rank writes to the same one, then runs the ranks through
@@ -133,12 +141,10 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
     With several machines each runs its own launcher; machine 0's creates the run directory and
     records the run, the others join the same directory (a shared folder) and write only their own log."""
     import signal
-    import subprocess
 
     from .config import RunConfig
-    from .distributed import check_can_launch, launcher_argv
+    from .distributed import check_can_launch, launcher_argv, supervise
     from .errors import ConfigError
-    from .procs import STOP_SIGNALS, interrupt, own_group_kwargs, utf8_env
 
     n = accelerate.num_processes if accelerate else args.num_processes
     local = accelerate.local_processes if accelerate else n
@@ -177,50 +183,26 @@ def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: 
     runs.update_status(run_dir, state="queued", pid=os.getpid(), num_processes=n, error=None, **fresh)
     # When the app started this launcher its output already goes to train.log; otherwise this process writes it.
     log_file = None if os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir) else open(run_dir / runs.LOG_FILE, "ab")
-    env = utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-                    runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+    env = _rank_env(run_dir)
     argv = launcher_argv(n, rank_args, config_file=accelerate.path) if accelerate else launcher_argv(n, rank_args)
     how = f"with {accelerate.path}" if accelerate else "(data-parallel)"
     line = f"[rloo-studio] training in {n} processes {how}: {' '.join(argv)}\n"
     print(line, end="", flush=True)
     if log_file:
         log_file.write(line.encode())
-    # Its own session / process group: a Ctrl-C in the terminal reaches only this launcher, which asks for a clean stop.
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            **own_group_kwargs())
-    signals: list[int] = []
 
-    def on_signal(signum, frame):
-        signals.append(signum)
-        state = runs.read_status(run_dir).get("state")
-        if len(signals) == 1 and state in ("running", "stopping"):
-            runs.request_stop(run_dir)  # every rank sees it and they stop together, with a checkpoint
-            runs.update_status(run_dir, state="stopping")
-            print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
-                  "Send it again to stop at once.", file=sys.stderr, flush=True)
-        else:  # before training began, or asked twice: end the processes now (the third time without waiting)
-            interrupt(proc, hard=len(signals) > 2)
+    def clean_stop(signum: int) -> bool:
+        if runs.read_status(run_dir).get("state") not in ("running", "stopping"):
+            return False  # before training began: end the processes now
+        runs.request_stop(run_dir)  # every rank sees it and they stop together, with a checkpoint
+        runs.update_status(run_dir, state="stopping")
+        print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
+              "Send it again to stop at once.", file=sys.stderr, flush=True)
+        return True
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    out = getattr(sys.stdout, "buffer", None)
     try:
-        assert proc.stdout is not None
-        while True:
-            chunk = os.read(proc.stdout.fileno(), 65536)  # chunks, not lines: progress bars redraw with \r
-            if not chunk:
-                break
-            if out is not None:
-                out.write(chunk)
-                out.flush()
-            else:
-                sys.stdout.write(chunk.decode("utf-8", "replace"))
-            if log_file:
-                log_file.write(chunk)
-                log_file.flush()
-        rc = proc.wait()
+        rc, signals = supervise(argv, env, log_file, clean_stop)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if log_file:
             log_file.close()
     again = f"--accelerate-config {args.accelerate_config} (on every machine)" if accelerate else f"--num-processes {n}"
@@ -251,41 +233,20 @@ def _join_as_machine(machine: int, run_dir: Path, argv: list[str], args: argpars
     """Machine k > 0 of a several-machine run: start this machine's ranks, show their output (and keep it in
     train.machine-K.log); machine 0's launcher records the run. Ctrl-C asks the whole run to stop (STOP file)."""
     import signal
-    import subprocess
 
-    from .procs import STOP_SIGNALS, interrupt, own_group_kwargs, utf8_env
+    from .distributed import supervise
 
-    env = utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-                    runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+    env = _rank_env(run_dir)
     print(f"[rloo-studio] machine {machine}: joining run {run_dir}: {' '.join(argv)}", flush=True)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            **own_group_kwargs())
-    signals: list[int] = []
 
-    def on_signal(signum, frame):
-        signals.append(signum)
-        if len(signals) == 1:
-            runs.request_stop(run_dir)  # rank 0 sees it; all ranks agree on the step to stop at
-            print(f"\nStop requested ({signal.Signals(signum).name}): every machine finishes the current step, then "
-                  "machine 0 saves. Send it again to end this machine's processes now.", file=sys.stderr, flush=True)
-        else:
-            interrupt(proc, hard=len(signals) > 2)
+    def clean_stop(signum: int) -> bool:
+        runs.request_stop(run_dir)  # rank 0 sees it; all ranks agree on the step to stop at
+        print(f"\nStop requested ({signal.Signals(signum).name}): every machine finishes the current step, then "
+              "machine 0 saves. Send it again to end this machine's processes now.", file=sys.stderr, flush=True)
+        return True
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    out = getattr(sys.stdout, "buffer", None)
-    try:
-        with open(run_dir / f"train.machine-{machine}.log", "ab") as log_file:
-            assert proc.stdout is not None
-            while chunk := os.read(proc.stdout.fileno(), 65536):
-                if out is not None:
-                    out.write(chunk)
-                    out.flush()
-                log_file.write(chunk)
-                log_file.flush()
-        rc = proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with open(run_dir / f"train.machine-{machine}.log", "ab") as log_file:
+        rc, signals = supervise(argv, env, log_file, clean_stop)
     if rc != 0:
         print(f"\nerror: machine {machine}'s training processes ended with exit code {rc}; their output is in "
               f"{run_dir / f'train.machine-{machine}.log'}, machine 0's in {run_dir / runs.LOG_FILE}", file=sys.stderr)

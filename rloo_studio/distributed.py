@@ -2,7 +2,7 @@
 
 One place builds the command line and the accelerate config file, so `rloo-studio train
 --num-processes N` and the exported `script` folder launch training the same way. This module
-only builds text and argument lists; it starts nothing and imports no model library.
+builds the text and argument lists, and supervises the launch; it imports no model library.
 
 Why these flags (checked with TRL 1.15 and accelerate on CPU with gloo, on both the PEFT and the Unsloth path):
 `--multi_gpu` is what makes accelerate start N processes — `--cpu --num_processes N` silently
@@ -21,6 +21,8 @@ On CPU the ranks talk over gloo (`use_cpu=True`, set by the engine when there is
 `rloo-studio train CONFIG --accelerate-config FILE` launches with the person's own accelerate config
 (FSDP, DeepSpeed ZeRO, several machines) passed to `accelerate launch --config_file` unchanged:
 this module only reads how many processes and machines it asks for and which machine this is.
+`supervise` runs that launch as one child process group for the CLI's launcher: the one loop that copies
+the ranks' output and turns Ctrl-C/SIGTERM into the run's clean stop.
 Several machines run the same command, each with its own `machine_rank`; the run directory must
 be the same folder on every machine (a shared filesystem), because rank 0 writes it and every rank
 resumes from its checkpoints.
@@ -30,10 +32,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .errors import StudioError
+from .procs import STOP_SIGNALS, interrupt, own_group_kwargs
 
 ACCELERATE_CONFIG_FILE = "accelerate_config.yaml"
 # Set by the launcher for its ranks: the run directory every rank writes to (rank 0) or reads (the
@@ -190,6 +197,43 @@ def launcher_argv(num_processes: int, train_args: list[str], python: str | None 
     With `config_file` the person's accelerate config decides everything (no flags of ours are added)."""
     flags = ["--config_file", config_file] if config_file else accelerate_flags(num_processes)
     return [python or sys.executable, "-m", "rloo_studio.distributed", *flags, "-m", "rloo_studio.cli", "train", *train_args]
+
+
+def supervise(argv: list[str], env: dict, log_file: BinaryIO | None, clean_stop: Callable[[int], bool]) -> tuple[int, list[int]]:
+    """Run `argv` (the ranks' `accelerate launch`) as its own process group until it ends; returns (exit code, signals).
+
+    Its output is copied in chunks (not lines: progress bars redraw with \\r) to this terminal and to `log_file`.
+    The child has its own session, so a Ctrl-C in the terminal reaches only this process: on the first
+    Ctrl-C/SIGTERM `clean_stop(signum)` may ask the run to stop after the current step (it returns True when it
+    did); otherwise, and on a second signal, the processes are interrupted, and on a third killed.
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            **own_group_kwargs())
+    signals: list[int] = []
+
+    def on_signal(signum, frame):
+        signals.append(signum)
+        if len(signals) == 1 and clean_stop(signum):
+            return
+        interrupt(proc, hard=len(signals) > 2)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    out = getattr(sys.stdout, "buffer", None)
+    try:
+        assert proc.stdout is not None
+        while chunk := os.read(proc.stdout.fileno(), 65536):
+            if out is not None:
+                out.write(chunk)
+                out.flush()
+            else:
+                sys.stdout.write(chunk.decode("utf-8", "replace"))
+            if log_file:
+                log_file.write(chunk)
+                log_file.flush()
+        return proc.wait(), signals
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
