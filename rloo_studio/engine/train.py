@@ -10,7 +10,6 @@ parse command lines or print for people; the CLI does that.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -23,8 +22,9 @@ from pathlib import Path
 from .. import runs
 from ..batching import BatchPlan, at_cycle_boundary, summary_line
 from ..config import RLOO_DEFAULTS, RunConfig
-from ..errors import ConfigError, DataError, OutOfMemory, StudioError
+from ..errors import ConfigError, DataError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
+from .failures import disk_full_error, out_of_memory_error
 from .preflight import preflight
 
 log = logging.getLogger("rloo_studio.train")
@@ -263,65 +263,6 @@ def _install_signal_handlers(stop_flag: dict) -> dict:
         except ValueError:  # not the main thread (e.g. inside a test runner thread)
             pass
     return previous
-
-
-def out_of_memory_error(step, cfg: RunConfig | None = None, device_gib: float | None = None) -> OutOfMemory:
-    """The out-of-memory message, with the estimator's breakdown and concrete changes when it can give them."""
-    why = "RL keeps the policy, its gradients and the KV cache of every generated completion in memory at once"
-    fix = ("lower rloo.max_completion_length or rloo.per_device_train_batch_size (keep it a multiple of "
-           "rloo.num_generations), lower rloo.num_generations, set model.load_in_4bit: true, lower lora.r, "
-           "or keep model.gradient_checkpointing: true; `rloo-studio estimate CONFIG` shows what each costs")
-    if cfg is not None:
-        try:
-            from ..vram import estimate_config, shrink_to_fit
-
-            est = estimate_config(cfg, device_gib)
-            if est is not None:
-                largest = sorted(((v, k) for k, v in est.parts.items()), reverse=True)[:3]
-                why += (f"; the estimate for this config is {est.total_gib:.1f} GiB"
-                        + (f" on a {device_gib:.1f} GiB GPU" if device_gib else "") + ", mostly "
-                        + ", ".join(f"{k} {v:.1f} GiB" for v, k in largest))
-                if device_gib:
-                    changes, shrunk = shrink_to_fit(cfg, device_gib)
-                    if changes and shrunk is not None and shrunk.verdict == "fits":
-                        overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in changes.items())
-                        fix = (f"resume with smaller settings: `rloo-studio train --resume RUN_DIR {overrides}` "
-                               f"(estimated {shrunk.total_gib:.1f} GiB); the checkpoints saved so far stay usable")
-        except Exception:  # noqa: BLE001 - advice is a bonus; the plain message stands on its own
-            pass
-    return OutOfMemory(f"the GPU ran out of memory at step {step}", why, fix)
-
-
-class DiskFull(StudioError):
-    """The disk holding the run directory filled up while the run was writing to it."""
-
-
-def _size_text(n_bytes: float) -> str:
-    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MiB"
-
-
-def disk_full_error(run_dir: Path, doing: str, checkpoint: str | None = None) -> DiskFull:
-    """What to say when the disk filled up `doing` something (e.g. "saving checkpoint-4") in `run_dir`."""
-    run_dir = Path(run_dir)
-    why = []
-    try:
-        why.append(f"{_size_text(shutil.disk_usage(run_dir).free)} is free on the disk holding {run_dir}")
-    except OSError:
-        pass
-    last = runs.last_checkpoint(run_dir)
-    if last:
-        size = sum(f.stat().st_size for f in last[1].rglob("*") if f.is_file())
-        why.append(f"each checkpoint of this run takes about {_size_text(size)}; checkpoint-{last[0]} is complete and "
-                   "is the one a resume continues from")
-    half_written = run_dir / runs.CHECKPOINTS_DIR / checkpoint if checkpoint else None
-    cleanup = (f" (the half-written {half_written} can be deleted: resume skips it)"
-               if half_written is not None and half_written.exists() and not runs.checkpoint_complete(half_written) else "")
-    return DiskFull(
-        f"the disk is full while {doing}",
-        "; ".join(why) or "the disk holding the run directory has no space left",
-        f"free space on that disk{cleanup}, or keep fewer checkpoints with rloo.save_total_limit; "
-        f"then resume with `rloo-studio train --resume {run_dir}`",
-    )
 
 
 def _name_checkpoint_on_disk_full(trainer, run_dir: Path) -> None:

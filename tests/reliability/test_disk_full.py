@@ -25,7 +25,7 @@ import pytest
 
 from helpers import ROOT
 from rloo_studio import runs
-from rloo_studio.engine.train import disk_full_error
+from rloo_studio.engine.failures import disk_full_error
 
 DISK_FULL_HOOK = '''
 """Test-only fault injection (tests/reliability/test_disk_full.py): the disk "fills up" while one file is written."""

@@ -170,7 +170,7 @@ def test_shrink_to_fit_reaches_fits_with_concrete_changes():
 
 
 def test_out_of_memory_advice_names_what_used_the_memory_and_what_to_change():
-    from rloo_studio.engine.train import out_of_memory_error
+    from rloo_studio.engine.failures import out_of_memory_error
 
     cfg = next(p for p in list_presets() if p.name == "gpu-48gb").load()
     err = out_of_memory_error(12, cfg, 24.0)
