@@ -2,7 +2,7 @@
 
 What an RLOO step holds at its peak, and how each part is counted here:
 
-* **weights** — 4-bit (NF4 with its quantisation constants), 8-bit, bf16/fp16 or fp32; the
+* **weights** — 4-bit (NF4 with its quantisation constants), bf16/fp16 or fp32; the
   embeddings, the LM head and the norms stay in 16-bit when the rest is quantised;
 * **trainable state** — LoRA matrices (fp32) with their gradients and AdamW states, or, for full
   fine-tuning, a gradient and two AdamW states for every weight;
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import RunConfig
+from .config import RunConfig, four_bit_without_lora
 from .paths import DEMO_MODEL_DIR
 
 GIB = 1024**3
@@ -40,8 +40,6 @@ GIB = 1024**3
 # quantisation (what Unsloth and QLoRA use) the absmax is stored in 8 bits, with one fp32 constant
 # per 256 blocks: 0.5 + 1/64 + 4/(64*256) bytes. (Dettmers et al. 2023, QLoRA, section 3.)
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
-# LLM.int8: one byte per weight plus an fp32 scale per output row (negligible at these widths).
-INT8_BYTES_PER_PARAM = 1.0
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # PEFT keeps LoRA weights in fp32 (autocast_adapter_dtype=True) even on a 16-bit or 4-bit base.
 LORA_PARAM_BYTES = 4
@@ -249,7 +247,6 @@ def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = Tr
 class Settings:
     """The configuration choices that move memory, read from a RunConfig (see `settings_from_config`)."""
     load_in_4bit: bool = False
-    load_in_8bit: bool = False
     dtype: str = "bfloat16"
     lora_r: int | None = 16           # None: full fine-tuning
     lora_targets: Any = "all-linear"
@@ -328,8 +325,6 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None) ->
     other = shape.params - linear  # embeddings, LM head, norms: kept in 16-bit by bitsandbytes
     if s.load_in_4bit:
         weights = linear * NF4_BYTES_PER_PARAM + other * 2
-    elif s.load_in_8bit:
-        weights = linear * INT8_BYTES_PER_PARAM + other * 2
     else:
         weights = shape.params * dtype_bytes
     parts: dict[str, float] = {"weights": weights}
@@ -340,8 +335,8 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None) ->
         parts["LoRA parameters, gradients, optimizer"] = lora * (LORA_PARAM_BYTES * 2 + adam)
         trainable = lora
     else:
-        if s.load_in_4bit or s.load_in_8bit:
-            notes.append("quantised weights cannot be fully fine-tuned: use LoRA")
+        if four_bit_without_lora(s.load_in_4bit, s.lora_r):
+            notes.append("4-bit weights cannot be fully fine-tuned: use LoRA")
         parts["gradients and optimizer (full fine-tuning)"] = shape.params * (dtype_bytes + adam)
         trainable = shape.params
     if s.beta > 0 and not s.lora_r:
