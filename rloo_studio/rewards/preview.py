@@ -195,17 +195,22 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
 
 def score(request: dict) -> dict:
     """Score in this process (the child calls this). See the module docstring for the request and result."""
+    if request.get("source") is None:
+        return _score(request)
+    # The editor's code, written where the specs' `file: rewards.py` finds it (the run copies the same text);
+    # the folder goes when scoring ends, as the warm scoring child serves many previews.
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rloo-preview-") as folder:
+        (Path(folder) / "rewards.py").write_text(request["source"], encoding="utf-8")
+        return _score({**request, "base_dir": folder})
+
+
+def _score(request: dict) -> dict:
     from . import build_rewards
 
     groups = request["groups"]
     k = int(request["num_generations"])
-    if request.get("source") is not None:
-        # The editor's code, written where the specs' `file: rewards.py` finds it (the run copies the same text).
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix="rloo-preview-"))
-        (folder / "rewards.py").write_text(request["source"], encoding="utf-8")
-        request = {**request, "base_dir": str(folder)}
     conversational = bool(request.get("conversational"))
     base_dir = request.get("base_dir", ".")
     specs = [RewardSpec(**s) for s in request["rewards"]]

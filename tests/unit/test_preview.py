@@ -217,3 +217,17 @@ def test_the_preview_result_says_what_training_adds_to_the_advantages():
     from rloo_studio.ui.rewards_tab import preview_tables
 
     assert "Advantages in training" in preview_tables(with_kl)[2] and "Advantages in training" not in preview_tables(plain)[2]
+
+
+def test_the_editors_code_leaves_no_folder_behind(tmp_path, monkeypatch):
+    """The warm scoring child serves many previews: each one's copy of the editor's code goes when it is scored."""
+    import tempfile
+
+    from rloo_studio.rewards.preview import score
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
+    for _ in range(2):
+        result = score(request(source, [["a", "b", "c"]]))
+        assert [r["advantage"] for r in result["rows"]] == [1.0, -0.5, -0.5]
+    assert list(tmp_path.iterdir()) == []
