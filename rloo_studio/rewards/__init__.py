@@ -1,6 +1,6 @@
 """Rewards: the builtin library, user reward code, and turning a config's reward list into callables.
 
-`build_rewards` is the single entry point the training worker (and later the preview) uses:
+`build_rewards` is the single entry point the training worker and the reward preview use:
 it resolves every `RewardSpec` — builtin name with params, a function from a user file, or a
 reward model — into a named callable in TRL's contract plus its weight. `check_reward_specs`
 reports every problem with those specs without loading a model, for the pre-flight check.
