@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import ROOT, machine, save, table  # noqa: E402
 
 from rloo_studio.config import RunConfig  # noqa: E402
-from rloo_studio.inference import InferenceWorker  # noqa: E402
+from rloo_studio.inference_client import InferenceWorker  # noqa: E402
 from rloo_studio.ui.rewards_tab import sample_and_score  # noqa: E402
 
 TARGET_WARM_S = 2.0  # the target for a warm demo preview, click to table

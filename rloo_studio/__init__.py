@@ -5,11 +5,11 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
 
     front      ui (the Gradio page)       cli (the `rloo-studio` command; starts the ui and the engine)
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
-    services   rewards/  data  vram  presets  jobs  inference  serve  wall  hardware  distributed  model_files
+    services   rewards/  data  vram  presets  jobs  inference_client  serve  wall  hardware  distributed  model_files
     contract   runs (the run directory)  config (RunConfig)  batching  stats
     base       errors  procs  paths (the project root and its bundled folders)  demo_task  tinymodel
 
-The UI never imports the engine (it starts it as a child process through jobs, inference and
+The UI never imports the engine (it starts it as a child process through jobs, inference_client and
 child commands) and never imports torch at module level; the engine never imports gradio or the UI.
 See docs/architecture.md for what each module does.
 """
@@ -27,12 +27,12 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "data": BASE | {"config", "demo_task"},
     "vram": BASE | {"config"},
     "jobs": BASE | {"config", "runs"},
-    "inference": BASE | {"runs"},
+    "inference_client": BASE | {"runs"},
     "rewards": BASE | {"config", "runs", "model_files"},
     "engine": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel",
                "model_files"},
-    "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference",
+    "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference_client",
                   "serve", "wall", "hardware", "distributed"},
-    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference",
+    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference_client",
                    "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel", "model_files"},
 }

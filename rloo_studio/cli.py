@@ -456,7 +456,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file="rewards.py", weight=1.0)]
-        from .engine.preview import pick_rows, read_completions_file, sample_groups
+        from .engine.sampling import pick_rows, read_completions_file, sample_groups
 
         if args.completions:
             groups, k = read_completions_file(args.completions)

@@ -1,6 +1,6 @@
 """The inference worker process: holds one loaded model and answers chat requests over pipes.
 
-Started by `rloo_studio.inference.InferenceWorker` as `python -m rloo_studio.engine.inference_worker`.
+Started by `rloo_studio.inference_client.InferenceWorker` as `python -m rloo_studio.engine.inference_worker`.
 It reads one JSON request per line on stdin and writes JSON events, one per line, on a private
 copy of stdout; the real stdout is pointed at stderr first, so that a library printing to stdout
 (Unsloth does) can never corrupt the protocol. Requests:
@@ -9,7 +9,7 @@ copy of stdout; the real stdout is pointed at stderr first, so that a library pr
     {"op": "chat", "messages": [...], "sides": ["base", "tuned"],
      "sampling": {...}, "system_prompt": ...}                     → text…, reply (per side), done
     {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...,
-     "seed": S}                                                   → progress…, done {engine.preview.sample_groups
+     "seed": S}                                                   → progress…, done {engine.sampling.sample_groups
                                                                     result, loads, pid, chat_released}
     {"op": "ping"} → done {loaded, adapters, base_loads, cpu_threads};   {"op": "shutdown"} → exits
 
@@ -42,10 +42,10 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _preview(request: dict, send) -> dict:
-    """Sample the preview's completions with the (warm) base model: engine.preview.sample_groups, as the CLI does."""
+    """Sample the preview's completions with the (warm) base model: engine.sampling.sample_groups, as the CLI does."""
     from ..config import RunConfig
     from . import warm
-    from .preview import pick_rows, sample_groups
+    from .sampling import pick_rows, sample_groups
 
     cfg = RunConfig.from_dict(request["config"], request.get("base_dir") or ".")
     seed = int(request.get("seed", 0))
@@ -67,7 +67,7 @@ def main() -> int:
         protocol.flush()
 
     from . import warm
-    from .inference import ChatModel, Sampling
+    from .chat_model import ChatModel, Sampling
 
     chat = ChatModel()
     send({"event": "ready", "pid": os.getpid()})

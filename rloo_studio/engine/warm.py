@@ -1,6 +1,6 @@
 """Keeps the reward preview's model loaded between previews, in the process that samples (the inference worker).
 
-`engine.preview.sample_groups` asks here for the config's base model. The first preview loads it;
+`engine.sampling.sample_groups` asks here for the config's base model. The first preview loads it;
 later previews with the same model, dtype, quantisation and sequence length reuse it, so a warm
 preview costs only sampling. A one-shot process (`rloo-studio preview`) loads once, as before.
 `release()` drops it (before the chat loads another model; the whole worker is shut down before

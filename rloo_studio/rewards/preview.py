@@ -181,7 +181,7 @@ class _TokenizerOnDemand:
 
 def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
     """The request `score` takes for completions of a run's config: `sampled` is what
-    `engine.preview.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
+    `engine.sampling.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
     `num_generations` there wins over the config's, for hand-written completions),
     `source` the editor's reward code, if any. The run's β, normalisation and chat-template options
     come along, so the preview says what training will add to these advantages."""

@@ -23,7 +23,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 import gradio as gr  # noqa: E402
 
 from .. import hardware, jobs, runs  # noqa: E402
-from ..inference import InferenceWorker  # noqa: E402
+from ..inference_client import InferenceWorker  # noqa: E402
 from ..presets import DEFAULT_CPU_PRESET, list_presets  # noqa: E402
 from . import text  # noqa: E402
 from .chat_tab import ChatTab  # noqa: E402

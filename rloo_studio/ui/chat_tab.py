@@ -7,7 +7,7 @@ one sample, not evidence: the Evaluate tab is where a difference is measured. Ea
 generating that reply. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
 mode hides which pane is which until the person says which reply is better; the verdict is
 appended to the run's preferences.jsonl. This module only talks to the worker through
-`rloo_studio.inference`; it loads no model itself.
+`rloo_studio.inference_client`; it loads no model itself.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import gradio as gr
 
 from .. import runs
 from ..errors import StudioError
-from ..inference import InferenceWorker
+from ..inference_client import InferenceWorker
 from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import runs
 from ..errors import StudioError
-from ..inference import InferenceWorker
+from ..inference_client import InferenceWorker
 from ..stats import fmt_interval, fmt_paired
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli

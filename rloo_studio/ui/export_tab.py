@@ -15,7 +15,7 @@ import gradio as gr
 
 from .. import runs
 from ..errors import StudioError
-from ..inference import InferenceWorker
+from ..inference_client import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
 from .wording import page_words

@@ -33,7 +33,7 @@ from .pickers import busy_message
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
-    from ..inference import InferenceWorker
+    from ..inference_client import InferenceWorker
     from .form import PageForm
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)

@@ -18,7 +18,7 @@ from .. import jobs, runs
 from ..batching import batch_plan, summary_line
 from ..config import RunConfig, rloo_default
 from ..errors import StudioError
-from ..inference import InferenceWorker
+from ..inference_client import InferenceWorker
 from ..jobs import RunView
 from . import run_view, text
 from .pickers import refuse

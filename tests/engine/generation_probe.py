@@ -152,8 +152,8 @@ def main(root: Path) -> None:
     from rloo_studio.config import RunConfig
     from rloo_studio.data import build_prompt
     from rloo_studio.engine.evaluate import evaluate_run
-    from rloo_studio.engine.inference import ChatModel, Sampling
-    from rloo_studio.engine.preview import sample_groups
+    from rloo_studio.engine.chat_model import ChatModel, Sampling
+    from rloo_studio.engine.sampling import sample_groups
 
     transformers.GenerationMixin.generate = _recording_generate
     folders = models(root)

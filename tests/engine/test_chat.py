@@ -17,7 +17,7 @@ import pytest
 from helpers import make_adapter_run
 
 from rloo_studio.errors import StudioError
-from rloo_studio.inference import InferenceWorker
+from rloo_studio.inference_client import InferenceWorker
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +155,7 @@ def test_a_killed_worker_restarts_and_reloads(chat_run, own_worker):
 
 def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(chat_run, tmp_path):
     # A worker whose first generation raises CUDA's out-of-memory error (as torch raises it).
-    code = ("import torch, rloo_studio.engine.inference as inf\n"
+    code = ("import torch, rloo_studio.engine.chat_model as inf\n"
             "real = inf.ChatModel.reply\n"
             "def reply(self, *a, **k):\n"
             "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"

@@ -5,7 +5,7 @@ that worker (one model held at a time) and shutting it down (as starting trainin
 from __future__ import annotations
 
 from rloo_studio.config import RunConfig
-from rloo_studio.inference import InferenceWorker
+from rloo_studio.inference_client import InferenceWorker
 from rloo_studio.ui.rewards_tab import sample_and_score
 
 

@@ -64,7 +64,7 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
 
 def worker_processes() -> list[int]:
     """Pids of inference workers started by this test process (the app is served in it)."""
-    from rloo_studio.inference import WORKER_MODULE
+    from rloo_studio.inference_client import WORKER_MODULE
 
     found = []
     for entry in Path("/proc").iterdir():
