@@ -21,7 +21,6 @@ from typing import Any
 from .config import DataConfig, did_you_mean
 from .errors import DataError
 from .paths import DEMO_DATA_DIR
-from .procs import utf8_env
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 # Endings that can only be files (never a hub id): reported as unsupported or missing, not sent to the hub.
@@ -333,25 +332,21 @@ def _short(value: Any, limit: int = 300) -> Any:
 def peek_in_child(cfg: DataConfig, base_dir: str | Path = ".", timeout_s: float = HUB_PEEK_TIMEOUT_S) -> dict:
     """`peek` in a child process: hub datasets import `datasets` and may download; the app must stay light."""
     import dataclasses
-    import subprocess
-    import sys
 
-    payload = json.dumps({"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir)})
-    try:
-        done = subprocess.run([sys.executable, "-m", "rloo_studio.data", payload], capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", env=utf8_env(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    from .procs import json_child
+
+    child = json_child("rloo_studio.data", {"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir)}, timeout_s)
+    if child.timed_out:
         return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [],
                 "problems": [f"loading {cfg.source!r} took longer than {timeout_s:.0f} s; check the network, or download it first"]}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": [f"loading {cfg.source!r} failed: {tail}"]}
-    return json.loads(lines[-1])
+    if child.returncode != 0 or child.answer is None:
+        return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [],
+                "problems": [f"loading {cfg.source!r} failed: {child.last_error_line()}"]}
+    return child.answer
 
 
-if __name__ == "__main__":  # python -m rloo_studio.data '{"cfg": {...}, "base_dir": "."}'  → one JSON line
+if __name__ == "__main__":  # python -m rloo_studio.data  <<< '{"cfg": {...}, "base_dir": "."}'  → one JSON line
     import sys
 
-    request = json.loads(sys.argv[1])
+    request = json.loads(sys.stdin.read())
     print(json.dumps(peek(DataConfig(**request["cfg"]), request["base_dir"]), default=str))

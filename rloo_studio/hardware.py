@@ -21,6 +21,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from .paths import BOOTSTRAP_SCRIPT
+from .procs import json_child
 
 PROBE_TIMEOUT_S = 120  # importing torch on a cold disk can take a minute
 
@@ -172,17 +173,14 @@ def probe() -> Hardware:
 
 def detect(timeout_s: float = PROBE_TIMEOUT_S) -> Hardware:
     """Detect the hardware from a child process; never raises (a failure is described in `error`)."""
-    try:
-        result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware"], capture_output=True, text=True,
-                                encoding="utf-8", errors="replace", timeout=timeout_s,
-                                env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"})
-        if result.returncode == 0:
-            return Hardware.from_dict(json.loads(result.stdout.strip().splitlines()[-1]))
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"the probe failed: {tail}")
-    except subprocess.TimeoutExpired:
+    child = json_child("rloo_studio.hardware", None, timeout_s, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if child.timed_out:
         return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"the probe took over {timeout_s:.0f} s")
-    except (OSError, ValueError, IndexError) as exc:
+    if child.returncode != 0 or child.answer is None:
+        return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"the probe failed: {child.last_error_line()}")
+    try:
+        return Hardware.from_dict(child.answer)
+    except (TypeError, ValueError, KeyError) as exc:
         return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"{type(exc).__name__}: {exc}")
 
 

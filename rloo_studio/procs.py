@@ -6,15 +6,18 @@ functions and never POSIX-only ones (a unit test scans for them). Liveness and p
 from psutil because `os.kill(pid, 0)` — the POSIX liveness probe — *terminates* the process on
 Windows (https://docs.python.org/3/library/os.html#os.kill: on Windows any signal other than the two
 console events ends the process). Training stops through the STOP file on every system; signals
-are only for the launcher's own children. Standard library and psutil only.
+are only for the launcher's own children. `json_child` is the one way the app asks a short-lived
+helper process a question (reward check, data peek, hardware probe). Standard library and psutil only.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -86,3 +89,36 @@ def kill_tree(pid: int) -> None:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(family, timeout=10)
+
+
+@dataclass
+class ChildAnswer:
+    """What a `json_child` run gave: its last stdout line as JSON (None when there was none), or why not."""
+    answer: dict | None = None
+    returncode: int | None = None
+    timed_out: bool = False
+    stderr_tail: list[str] = field(default_factory=list)
+
+    def last_error_line(self) -> str:
+        return (self.stderr_tail or ["no output"])[-1]
+
+
+def json_child(module: str, request: dict | None, timeout_s: float, env: dict | None = None) -> ChildAnswer:
+    """Run `python -m MODULE` with `request` as JSON on stdin; its answer is its last stdout line, as JSON.
+
+    The helper modules print anything else (the user's prints, warnings) before that line or on stderr. A
+    child that outlives `timeout_s` is killed; never raises for what the child does (the caller words it).
+    """
+    try:
+        done = subprocess.run([sys.executable, "-m", module], input=json.dumps(request) if request is not None else "",
+                              capture_output=True, text=True, encoding="utf-8", errors="replace", env=utf8_env(env),
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return ChildAnswer(timed_out=True)
+    tail = done.stderr.strip().splitlines()[-40:]
+    lines = done.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    return ChildAnswer(answer if isinstance(answer, dict) else None, done.returncode, False, tail)

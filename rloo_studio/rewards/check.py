@@ -9,10 +9,9 @@ covers code that hangs at import; `sys.exit` or a crash in it ends only the chil
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
-from ..procs import utf8_env
+from ..procs import json_child
 
 CHECK_TIMEOUT_S = 30
 FILENAME = "rewards.py"
@@ -27,20 +26,16 @@ def check_source(source: str, columns: list[str] | tuple[str, ...] = (), timeout
         names = public_function_names(source, FILENAME)  # a syntax error is found here, without running anything
     except RewardError as exc:
         return {"functions": [], "problems": [exc.message()]}
-    try:
-        done = subprocess.run([sys.executable, "-m", "rloo_studio.rewards.check"], input=json.dumps({"source": source, "columns": list(columns)}),
-                              capture_output=True, text=True, encoding="utf-8",
-                              errors="replace", env=utf8_env(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    child = json_child("rloo_studio.rewards.check", {"source": source, "columns": list(columns)}, timeout_s)
+    if child.timed_out:
         return {"functions": names, "problems": [f"loading the reward code took longer than {timeout_s:.0f} s.\nWhy: code at the top "
                                                  "level of the file (outside any function) runs when it is loaded, and something there "
                                                  "does not finish.\nWhat to do: move slow work into the functions, or remove the loop."]}
-    lines = done.stdout.strip().splitlines()
-    if not lines:
-        return {"functions": names, "problems": [f"the reward code ended the checking process (exit code {done.returncode}).\nWhy: code "
+    if child.answer is None:
+        return {"functions": names, "problems": [f"the reward code ended the checking process (exit code {child.returncode}).\nWhy: code "
                                                  "at the top level of the file called exit or crashed the interpreter.\nWhat to do: "
                                                  "remove that call from the top level."]}
-    return json.loads(lines[-1])
+    return child.answer
 
 
 def _main() -> None:
