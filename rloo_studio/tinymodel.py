@@ -118,8 +118,8 @@ _SPM_CORPUS += ["Name one colour of the sky. Blue.", "Write one short sentence a
 def build_sentencepiece_tokenizer(folder: str | Path, vocab_size: int = 400):
     """A Llama-style tokenizer (SentencePiece BPE with byte fallback) learnt locally, with this module's chat template.
 
-    Unlike the character-level tokenizer, llama.cpp supports this kind, so models built with it can be
-    converted to GGUF and loaded back (tests of the GGUF export use it). Byte fallback takes 256 of the
+    llama.cpp's converter reads this kind directly (the character-level tokenizer only after the export
+    translates it), so models built with it test the GGUF export's usual path. Byte fallback takes 256 of the
     `vocab_size` entries. Returns a transformers tokenizer; `folder` keeps the `tokenizer.model`.
     """
     import io

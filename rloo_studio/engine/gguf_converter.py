@@ -238,8 +238,8 @@ def convert(converter: Converter, model_dir: Path, outfile: Path, outtype: str, 
     kind = _tokenizer_kind(model_dir)
     if "pre-tokenizer was not recognized" in output:  # llama.cpp's words for a tokenizer it does not know
         why = (f"llama.cpp (and so Ollama and LM Studio) supports SentencePiece, BPE and WordPiece tokenizers it knows; this model's "
-               f"tokenizer ({kind or 'unknown kind'}) is not one of them. The bundled demo model's character-level tokenizer is "
-               "such a case: it is a teaching model for this app, not one to run in Ollama")
+               f"tokenizer ({kind or 'unknown kind'}) is not one of them. (A character-level WordLevel tokenizer, like the bundled "
+               "demo model's, is translated for the converter by itself; this one is not character-level)")
         raise StudioError(f"the GGUF converter cannot convert this model's tokenizer (exit code {done.returncode}):\n{tail}", why,
                           "export --format merged (a Hugging Face folder) instead, or train a hub model (e.g. SmolLM2, Qwen, Llama) "
                           "whose tokenizer llama.cpp supports")
