@@ -31,6 +31,16 @@ def _fail(exc: StudioError) -> int:
 
 # ---- train --------------------------------------------------------------------------------------
 
+def _fail_unexpected(doing: str, exc: Exception, why: str, fix: str) -> int:
+    """An error no check foresaw: its first line, the likely why and what to do; the traceback with RLOO_STUDIO_DEBUG=1."""
+    if os.environ.get("RLOO_STUDIO_DEBUG"):
+        raise exc
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    print(f"\nerror: {doing} failed: {type(exc).__name__}: {first}\nWhy: {why}.\n"
+          f"What to do: {fix}; set RLOO_STUDIO_DEBUG=1 for the traceback.", file=sys.stderr)
+    return EXIT_FAILED
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .config import RunConfig
 
@@ -297,11 +307,12 @@ def _num(value) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     try:
-        from .engine.evaluate import evaluate_run
+        from .engine.evaluate import evaluate_run, progress_text
 
-        # Progress goes to stderr even with --json (stdout then holds only the JSON document): the app parses it.
-        def progress(msg: str) -> None:
-            print(msg, file=sys.stderr, flush=True)
+        # Progress goes to stderr even with --json (stdout then holds only the JSON document); --events makes each
+        # event one JSON line, which the app reads.
+        def progress(event: dict) -> None:
+            print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
 
         report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint,
                               decoding=args.decoding, samples=args.samples, base_max_new_tokens=args.base_max_new_tokens,
@@ -312,13 +323,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\nerror: interrupted; nothing was written.", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder
-        print(f"\nerror: evaluation failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
-              f"Why: the run's model files could not be loaded or used (is {args.run_dir}/adapter, or the checkpoint, complete?).\n"
-              "What to do: resume or re-run training to save the model again; set RLOO_STUDIO_DEBUG=1 for the traceback.",
-              file=sys.stderr)
-        if os.environ.get("RLOO_STUDIO_DEBUG"):
-            raise
-        return EXIT_FAILED
+        return _fail_unexpected("evaluation", exc, f"the run's model files could not be loaded or used (is {args.run_dir}/adapter, "
+                                "or the checkpoint, complete?)", "resume or re-run training to save the model again")
     if args.json:
         print(json.dumps(report))
         return EXIT_OK
@@ -406,13 +412,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         print("\nerror: interrupted; nothing was written (the unfinished export folder was removed).", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder or a model PEFT cannot merge
-        print(f"\nerror: export failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
-              f"Why: the run's model files could not be loaded, merged or written (is {args.run_dir}/adapter complete? is the disk full?).\n"
-              "What to do: try --format adapter, or re-save the model by resuming the run; set RLOO_STUDIO_DEBUG=1 for the traceback.",
-              file=sys.stderr)
-        if os.environ.get("RLOO_STUDIO_DEBUG"):
-            raise
-        return EXIT_FAILED
+        return _fail_unexpected("export", exc, f"the run's model files could not be loaded, merged or written (is "
+                                f"{args.run_dir}/adapter complete? is the disk full?)",
+                                "try --format adapter, or re-save the model by resuming the run")
     gguf = json.loads((folder / "gguf-check.json").read_text(encoding="utf-8")) if args.format == "gguf" else None
     if args.json:
         report = {"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or runs.FINAL,
@@ -663,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --checkpoint all: choose the best checkpoint on this split or file, and report it on the held-out "
                         "prompts (default: cross-fit two halves of the held-out prompts)")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
+    p.add_argument("--events", action="store_true", help="print progress on stderr as one JSON object per line (for programs)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("export", help="export a run: LoRA adapter, merged model, GGUF file or a standalone training script")

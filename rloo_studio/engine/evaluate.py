@@ -21,20 +21,21 @@ by hand; eval.json is written atomically. Plain transformers + PEFT are used for
 whatever backend trained the run. Which checkpoints exist is the run directory's business
 (`runs.evaluable_checkpoints`, no torch).
 
-Progress lines (sent to `progress`, which the CLI prints on stderr; one line each, stable for
-the app to parse):
+Progress events (sent to `progress` as dicts; the CLI prints each as the line below on stderr, or as
+one JSON object per line with `--events`, which is what the app reads):
 
-    [eval] plan prompts=24 checkpoints=checkpoint-2,checkpoint-4,final
-    [eval] skip checkpoint-3: no weights (adapter_model.safetensors ...): its save was cut off
-    [eval] base 0/24            (a side starts; then after every generated batch:)
-    [eval] base 8/24
-    [eval] checkpoint-2 24/24
-    [eval] validation checkpoint-2 10/10   (only with a validation split: the selection's own pass)
-    [eval] done seconds=12.3 file=runs/<id>/eval.json
+    {"event": "plan", "prompts": 24, "checkpoints": ["checkpoint-2", "checkpoint-4", "final"]}
+        [eval] plan prompts=24 checkpoints=checkpoint-2,checkpoint-4,final
+    {"event": "skip", "name": "checkpoint-3", "why": "..."}
+        [eval] skip checkpoint-3: no weights (adapter_model.safetensors ...): its save was cut off
+    {"event": "side", "side": "base", "validation": false, "done": 8, "total": 24}
+        [eval] base 8/24            (a side starts at 0, then moves after every generated batch)
+        [eval] validation checkpoint-2 10/10   (only with a validation split: the selection's own pass)
+    {"event": "done", "seconds": 12.3, "file": "runs/<id>/eval.json"}
+        [eval] done seconds=12.3 file=runs/<id>/eval.json
 
-Side lines match `^\\[eval\\] (base|final|checkpoint-\\d+) (\\d+)/(\\d+)$`; the base side appears
-once whatever the number of checkpoints; with k samples a side counts to k × prompts. `plan`
-comes first, `done` last.
+The base side appears once whatever the number of checkpoints; with k samples a side counts to
+k × prompts. `plan` comes first, `done` last.
 """
 
 from __future__ import annotations
@@ -292,7 +293,19 @@ def _check_options(decoding: str, samples: int, base_max_new_tokens: int | None)
                           "give a positive number, e.g. 4 times the run's max_completion_length")
 
 
-def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=print,
+def progress_text(event: dict) -> str:
+    """The line `rloo-studio eval` prints for one progress event (see the module docstring)."""
+    kind = event["event"]
+    if kind == "plan":
+        return f"[eval] plan prompts={event['prompts']} checkpoints={','.join(event['checkpoints'])}"
+    if kind == "skip":
+        return f"[eval] skip {event['name']}: {event['why']}"
+    if kind == "side":
+        return f"[eval] {'validation ' if event.get('validation') else ''}{event['side']} {event['done']}/{event['total']}"
+    return f"[eval] done seconds={event['seconds']} file={event['file']}"
+
+
+def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=lambda event: None,
                  checkpoint: str | None = runs.FINAL, batch_size: int | None = None, decoding: str = GREEDY,
                  samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None) -> dict:
     """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content.
@@ -314,9 +327,9 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
     rows = _test_rows(cfg, run_dir, split, limit)
     select_rows = _test_rows(cfg, run_dir, select_split, None) if select_split and len(selected) > 1 else None
-    progress(f"[eval] plan prompts={len(rows)} checkpoints={','.join(c.name for c in selected)}")
+    progress({"event": "plan", "prompts": len(rows), "checkpoints": [c.name for c in selected]})
     for s in skipped:
-        progress(f"[eval] skip {s['name']}: {s['why']}")
+        progress({"event": "skip", "name": s["name"], "why": s["why"]})
 
     from ..data import to_trl_dataset, use_chat_format
     from .generate import chat_template_kwargs, end_token_ids, generate_completions
@@ -343,17 +356,20 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     top_p = float(cfg.rloo_value("top_p") or 1.0) if decoding == SAMPLED else None
     end_ids = set(end_token_ids(base.model, tokenizer))  # TRL's end ids: what generation stops at
 
-    def run_side(model, name: str, step: int, budget: int, side_prompts=prompts, side_rows=rows, label=None) -> _Side:
-        label = label or name
+    def run_side(model, name: str, step: int, budget: int, side_prompts=prompts, side_rows=rows, validation=False) -> _Side:
         n, total = len(side_prompts), len(side_prompts) * samples
-        progress(f"[eval] {label} 0/{total}")
+
+        def moved(done: int) -> None:
+            progress({"event": "side", "side": name, "validation": validation, "done": done, "total": total})
+
+        moved(0)
         texts, sample_totals, sample_values = [[] for _ in range(n)], [[] for _ in range(n)], [dict() for _ in range(n)]
         accuracy, formatted, truncated = [[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)]
         tokens = [[] for _ in range(n)]
         for k in range(samples):
             sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, seed=seed + k) if decoding == SAMPLED else {}
             out = generate_completions(model, tokenizer, side_prompts, max_new_tokens=budget, batch_size=batch_size,
-                                       progress=lambda done, _n, k=k: progress(f"[eval] {label} {k * n + done}/{total}"),
+                                       progress=lambda done, _n, k=k: moved(k * n + done),
                                        cfg=cfg, **sampling)
             values = _score(rewards, side_prompts, out.texts, out.completion_ids, side_rows, conversational)
             totals = weighted_totals(list(values.values()), weights)
@@ -374,7 +390,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                 truncated[i].append(1.0 if _truncated(out.completion_ids[i], budget, end_ids) else 0.0)
                 tokens[i].append(len(out.completion_ids[i]))
         names = [r.name for r in rewards]
-        return _Side(label, step, budget, texts, sample_totals, sample_values,
+        return _Side(name, step, budget, texts, sample_totals, sample_values,
                      {r: [_mean(sample_values[i][r]) for i in range(n)] for r in names},
                      [_mean(t) for t in sample_totals], [_mean(a) for a in accuracy], [_mean(f) for f in formatted],
                      [_mean(t) for t in truncated], [_mean([len(t) for t in ts]) for ts in texts], tokens)
@@ -406,12 +422,11 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                 raise
             why = f"its weights could not be loaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
             skipped.append({"name": ck.name, "step": ck.step, "why": why})
-            progress(f"[eval] skip {ck.name}: {why}")
+            progress({"event": "skip", "name": ck.name, "why": why})
             continue
         sides.append(run_side(model, ck.name, ck.step, max_new_tokens))
         if select_prompts:
-            selection_side = run_side(model, ck.name, ck.step, max_new_tokens, select_prompts, select_rows, f"validation {ck.name}")
-            selection_side.name = ck.name
+            selection_side = run_side(model, ck.name, ck.step, max_new_tokens, select_prompts, select_rows, validation=True)
             select_sides.append(selection_side)
         if ck.kind == "model":
             del model
@@ -465,7 +480,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "created_at": time.time(),
     }
     runs.write_json_atomic(run_dir / runs.EVAL_FILE, report)
-    progress(f"[eval] done seconds={report['seconds']} file={run_dir / runs.EVAL_FILE}")
+    progress({"event": "done", "seconds": report["seconds"], "file": str(run_dir / runs.EVAL_FILE)})
     return report
 
 

@@ -1,7 +1,7 @@
 """The Evaluate tab: base vs tuned (any or every checkpoint) on held-out prompts, with the run's rewards.
 
 It runs `rloo-studio eval RUN --checkpoint … --json` in a child process (the same command a
-person would type), turns its `[eval] side done/total` lines into a progress bar, and shows
+person would type), turns its progress events (`--events`: one JSON object per line) into a progress bar, and shows
 eval.json: a table with one row per checkpoint (n, token budget, mean reward, answer accuracy,
 format rate and truncation rate with their 95 % intervals, wins/ties/losses against base), a
 chart over the checkpoints' steps with each metric's interval, and example pairs. The summary
@@ -14,7 +14,6 @@ It loads no model itself.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import gradio as gr
@@ -28,9 +27,6 @@ from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, no
 from .child import run_cli
 
 ALL = "all checkpoints"
-PROGRESS_LINE = re.compile(r"^\[eval\] (?:validation )?(base|final|checkpoint-\d+) (\d+)/(\d+)$")
-VALIDATION_LINE = re.compile(r"^\[eval\] validation ")
-PLAN_LINE = re.compile(r"^\[eval\] plan prompts=(\d+) checkpoints=(\S*)")
 TABLE_HEADERS = ["model", "step", "n", "token budget", "mean reward [95 %]", "answer accuracy [95 %]", "format rate [95 %]",
                  "truncated [95 %]", "wins", "ties", "losses", "vs base"]
 METRICS = (("mean_reward", "mean reward"), ("answer_accuracy", "answer accuracy"), ("format_rate", "format rate"))
@@ -159,6 +155,33 @@ def examples(report: dict | None) -> list[list]:
     return [[e.get("prompt"), e.get("answer"), e.get("base"), e.get("tuned")] for e in (report or {}).get("examples", [])]
 
 
+class EvalProgress:
+    """The progress bar of one evaluation, moved by the `rloo-studio eval --events` lines (JSON, one per line)."""
+
+    def __init__(self, choosing: bool):
+        self.choosing = choosing  # a validation pass per checkpoint too
+        self.sides = 1
+        self.done: dict[str, float] = {}
+
+    def feed(self, line: str) -> tuple[float, str] | None:
+        """(fraction, description) when the line moves the bar; None for any other line (warnings, logs)."""
+        try:
+            event = json.loads(line) if line.startswith("{") else None
+        except ValueError:
+            return None
+        if not isinstance(event, dict):
+            return None
+        if event.get("event") == "plan":
+            checkpoints = len(event.get("checkpoints") or [])
+            self.sides = 1 + checkpoints * (2 if self.choosing and checkpoints > 1 else 1)
+            return None
+        if event.get("event") != "side":
+            return None
+        side = ("validation " if event.get("validation") else "") + str(event["side"])
+        self.done[side] = int(event["done"]) / max(1, int(event["total"]))
+        return min(0.99, sum(self.done.values()) / self.sides), f"{side}: {event['done']}/{event['total']} completions"
+
+
 class EvalTab:
     def __init__(self, runs_dir: Path, worker: InferenceWorker):
         self.runs_dir, self.worker = runs_dir, worker
@@ -235,7 +258,7 @@ class EvalTab:
         busy = busy_message(self.runs_dir, "An evaluation")
         if busy:
             return self.render(self._report(run_id), refuse(busy))
-        args = ["eval", str(self.runs_dir / run_id), "--json", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
+        args = ["eval", str(self.runs_dir / run_id), "--json", "--events", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
         if limit:
             args += ["--limit", str(int(limit))]
         if split and split.strip():
@@ -248,20 +271,12 @@ class EvalTab:
         if choosing:
             args += ["--select-split", select_split.strip()]
         progress(0.0, desc="Starting the evaluation…")
-        plan = {"sides": 1}
-        done: dict[str, float] = {}
+        bar = EvalProgress(choosing)
 
         def on_line(line: str) -> None:
-            planned = PLAN_LINE.match(line)
-            if planned:
-                checkpoints = len([c for c in planned.group(2).split(",") if c])
-                plan["sides"] = 1 + checkpoints * (2 if choosing and checkpoints > 1 else 1)
-                return
-            m = PROGRESS_LINE.match(line)
-            if m:
-                side = ("validation " if VALIDATION_LINE.match(line) else "") + m.group(1)
-                done[side] = int(m.group(2)) / max(1, int(m.group(3)))
-                progress(min(0.99, sum(done.values()) / plan["sides"]), desc=f"{side}: {m.group(2)}/{m.group(3)} completions")
+            moved = bar.feed(line)
+            if moved:
+                progress(moved[0], desc=moved[1])
 
         try:
             with self.worker.reserved("An evaluation"):  # it loads its own copy of the model: the chat's is freed and stays so

@@ -299,7 +299,8 @@ def test_a_validation_split_chooses_and_the_held_out_prompts_report(run, tmp_pat
     validation = tmp_path / "validation.jsonl"
     later = (ROOT / "assets" / "demo-data" / "test.jsonl").read_text().splitlines()[N_PROMPTS:N_PROMPTS + 4]  # not in --limit 4
     validation.write_text("\n".join(later) + "\n")
-    result = run_cli("eval", run_dir, "--checkpoint", "all", "--limit", 4, "--select-split", validation, "--json", cwd=run_dir.parent)
+    result = run_cli("eval", run_dir, "--checkpoint", "all", "--limit", 4, "--select-split", validation, "--json", "--events",
+                     cwd=run_dir.parent)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     selection = report["selection"]
@@ -309,7 +310,10 @@ def test_a_validation_split_chooses_and_the_held_out_prompts_report(run, tmp_pat
     assert selection["chosen"] == max(scores, key=scores.get)  # chosen on the validation prompts' scores...
     chosen = next(e for e in report["checkpoints"] if e["name"] == selection["chosen"])
     assert selection["reported"] == chosen["summary"] and selection["reported"]["n"] == 4  # ...reported on the held-out ones
-    assert any(line.startswith("[eval] validation checkpoint-2 4/4") for line in result.stderr.splitlines())
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]  # --events: what the app reads
+    assert events[0]["event"] == "plan" and events[-1]["event"] == "done"
+    assert {"event": "side", "side": "checkpoint-2", "validation": True, "done": 4, "total": 4} in events
+    assert not any(line.startswith("[eval]") for line in result.stderr.splitlines())
     refused = run_cli("eval", run_dir, "--select-split", validation, cwd=run_dir.parent)
     assert refused.returncode == 2 and "add --checkpoint all" in refused.stderr
 

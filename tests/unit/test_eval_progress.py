@@ -1,0 +1,38 @@
+"""The Evaluate tab's progress bar, moved by `rloo-studio eval --events` lines."""
+
+from __future__ import annotations
+
+import json
+
+from rloo_studio.engine.evaluate import progress_text
+from rloo_studio.ui.eval_tab import EvalProgress
+
+
+def _line(**event) -> str:
+    return json.dumps(event)
+
+
+def test_the_bar_counts_every_side_the_plan_announces_and_ignores_other_lines():
+    bar = EvalProgress(choosing=True)
+    assert bar.feed(_line(event="plan", prompts=4, checkpoints=["checkpoint-2", "final"])) is None
+    assert bar.sides == 1 + 2 * 2  # base once, each checkpoint on the held-out and on the validation prompts
+    assert bar.feed("Loading weights: 100%|██████| 3/3") is None and bar.feed("{not json") is None
+    assert bar.feed(_line(event="side", side="base", validation=False, done=4, total=4)) == (0.2, "base: 4/4 completions")
+    fraction, desc = bar.feed(_line(event="side", side="checkpoint-2", validation=True, done=2, total=4))
+    assert (round(fraction, 3), desc) == (0.3, "validation checkpoint-2: 2/4 completions")
+    assert bar.feed(_line(event="done", seconds=1.0, file="eval.json")) is None
+
+
+def test_without_a_validation_split_each_checkpoint_is_one_side():
+    bar = EvalProgress(choosing=False)
+    bar.feed(_line(event="plan", prompts=4, checkpoints=["checkpoint-2", "final"]))
+    assert bar.sides == 3
+
+
+def test_the_terminal_lines_say_the_same_events():
+    assert progress_text({"event": "plan", "prompts": 24, "checkpoints": ["checkpoint-2", "final"]}) == \
+        "[eval] plan prompts=24 checkpoints=checkpoint-2,final"
+    assert progress_text({"event": "side", "side": "checkpoint-2", "validation": True, "done": 10, "total": 10}) == \
+        "[eval] validation checkpoint-2 10/10"
+    assert progress_text({"event": "side", "side": "base", "validation": False, "done": 0, "total": 24}) == "[eval] base 0/24"
+    assert progress_text({"event": "skip", "name": "checkpoint-3", "why": "cut off"}) == "[eval] skip checkpoint-3: cut off"
