@@ -84,15 +84,15 @@ class ModelConfig:
     backend: str = _help("`auto` (Unsloth when importable, else transformers+PEFT), `unsloth`, or `transformers`.", default="auto")
     load_in_4bit: bool = _help("Load the base weights in 4-bit (bitsandbytes NF4): QLoRA. Needs LoRA.", default=False)
     dtype: str = _help("Compute dtype: auto (bf16 on GPUs that support it, fp16 on older GPUs, fp32 on CPU), bfloat16, float16, float32.", default="auto")
-    max_seq_length: int = _help("Longest prompt + completion in tokens the model is prepared for.", default=1024)
-    gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower.", default=True)
+    max_seq_length: int = _help("Longest prompt + completion, in tokens, the model is prepared for.", default=1024)
+    gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models.", default=True)
     trust_remote_code: bool = _help("Allow model code from the model's repository to run (only for models you trust).", default=False)
 
 
 @dataclass
 class LoraConfig:
-    r: int = _help("LoRA rank: higher learns more, costs more memory.", default=16)
-    alpha: int = _help("LoRA scaling numerator (effective scale alpha/r); 2*r is a common choice.", default=32)
+    r: int = _help("LoRA rank: higher learns more, costs more memory; 16 is a good start.", default=16)
+    alpha: int = _help("Scales the adapter (its effective scale is alpha/r); 2×r is common.", default=32)
     dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL.", default=0.0)
     target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", default="all-linear")
 
@@ -103,7 +103,7 @@ class DataConfig:
     config_name: str | None = _help("Hub dataset configuration (subset) name, if it has several.", default=None)
     split: str = _help("Split used for training.", default="train")
     prompt_column: str = _help("Column holding the prompt text (or a list of chat messages).", default="prompt")
-    system_prompt: str | None = _help("System message put before every prompt in chat format.", default=None)
+    system_prompt: str | None = _help("A system message put before every prompt, e.g. the answer format you expect.", default=None)
     prompt_format: str = _help("`auto` (chat when the tokenizer has a chat template), `chat`, or `plain` text.", default="auto")
     test_split: str | None = _help("Held-out data: a split name of the dataset, or a local file path.", default=None)
     test_fraction: float = _help("When there is no test split: the fraction of rows held out for evaluation (0 = none).", default=0.0)

@@ -1,6 +1,13 @@
-"""Every label, help line and message the app shows, in one place (so wording stays consistent)."""
+"""Every label, help line and message the app shows, in one place (so wording stays consistent).
+
+A field that means the same on the page and in a config file takes its help line from the config's own help
+(`config.field_help`), so the two never drift apart. Fields typed differently on the page (a model or data
+choice, comma-separated module names, a dropdown instead of `auto`/`chat`/`plain`) keep a page-worded line here.
+"""
 
 from __future__ import annotations
+
+from ..config import field_help
 
 TITLE = "RLOO Studio"
 INTRO = (
@@ -23,18 +30,18 @@ METHOD = "What to train"
 METHOD_CHOICES = ("LoRA adapter (recommended)", "Full fine-tuning (tiny models only)")
 METHOD_INFO = "LoRA trains small added matrices and leaves the model untouched; full fine-tuning changes every weight."
 LORA_R = "LoRA rank (r)"
-LORA_R_INFO = "Higher learns more, costs more memory. 16 is a good start."
+LORA_R_INFO = field_help("lora", "r")
 LORA_ALPHA = "LoRA alpha"
-LORA_ALPHA_INFO = "Scales the adapter (effective scale alpha/r); 2×r is common."
+LORA_ALPHA_INFO = field_help("lora", "alpha")
 LORA_DROPOUT = "LoRA dropout"
 LORA_TARGETS = "LoRA target modules"
 LORA_TARGETS_INFO = "`all-linear`, or names separated by commas (q_proj, v_proj, …)."
 MAX_SEQ = "Max sequence length (tokens)"
-MAX_SEQ_INFO = "Longest prompt + completion the model is prepared for."
+MAX_SEQ_INFO = field_help("model", "max_seq_length")
 BACKEND = "Backend"
 BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
 GRAD_CKPT = "Gradient checkpointing"
-GRAD_CKPT_INFO = "Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models."
+GRAD_CKPT_INFO = field_help("model", "gradient_checkpointing")
 ESTIMATE_PENDING = "Memory estimate: computing…"
 ESTIMATE_UNKNOWN = ("Memory estimate: this model's shape is unknown (not a local folder, not in the Hugging Face cache, not in "
                     "the built-in table of popular models). It will be known once the model has been downloaded.")
@@ -53,11 +60,11 @@ HUB_CONFIG = "Subset (configuration)"
 HUB_CONFIG_INFO = "Only for datasets with several, e.g. `main` for openai/gsm8k."
 SPLIT = "Training split"
 PROMPT_COLUMN = "Prompt column"
-PROMPT_COLUMN_INFO = "The column with the question, or with a list of chat messages."
+PROMPT_COLUMN_INFO = field_help("data", "prompt_column")
 ANSWER_COLUMN = "Answer column (for answer-checking rewards)"
 ANSWER_COLUMN_INFO = "Rewards such as numeric_answer compare the model's answer with this column. Every column reaches your reward functions by name."
 SYSTEM_PROMPT = "System prompt (optional)"
-SYSTEM_PROMPT_INFO = "Put before every prompt, e.g. the answer format you expect."
+SYSTEM_PROMPT_INFO = field_help("data", "system_prompt")
 PROMPT_FORMAT = "Prompt format"
 PROMPT_FORMAT_INFO = "auto: chat messages when the model has a chat template, else plain text."
 TEST_SPLIT = "Held-out split or file (for evaluation)"

@@ -408,7 +408,7 @@ def test_rloo_value_precedence():
 
 
 def test_field_help():
-    assert field_help("lora", "r") == "LoRA rank: higher learns more, costs more memory."
+    assert field_help("lora", "r") == "LoRA rank: higher learns more, costs more memory; 16 is a good start."
     assert field_help("rewards", "weight") == "Weight of this reward in the total that RLOO optimises."
     assert "RLOOConfig" in field_help("", "rloo")
     assert field_help("data", "prompt_column").startswith("Column holding the prompt text")

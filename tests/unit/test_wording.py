@@ -27,3 +27,17 @@ def test_config_keys_and_cli_flags_become_labels():
 def test_file_names_that_look_like_keys_are_left_alone():
     assert page_words("data file not found: /nowhere/data.jsonl") == "data file not found: /nowhere/data.jsonl"
     assert page_words("see data.jsonl") == "see data.jsonl"
+
+
+def test_fields_that_mean_the_same_share_one_help_line_with_the_config():
+    """The page's help under LoRA rank, alpha, sequence length, checkpointing, prompt column and system prompt is the
+    config's own field help: one text per field, not two that drift apart."""
+    from rloo_studio.config import field_help
+    from rloo_studio.ui import text
+
+    shared = {text.LORA_R_INFO: ("lora", "r"), text.LORA_ALPHA_INFO: ("lora", "alpha"),
+              text.MAX_SEQ_INFO: ("model", "max_seq_length"), text.GRAD_CKPT_INFO: ("model", "gradient_checkpointing"),
+              text.PROMPT_COLUMN_INFO: ("data", "prompt_column"), text.SYSTEM_PROMPT_INFO: ("data", "system_prompt")}
+    for shown, (section, name) in shared.items():
+        assert shown == field_help(section, name)
+        assert "`" not in shown  # page words: no config syntax
