@@ -50,6 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--min-format", type=float, default=0.85)
     p.add_argument("--slip-rate", type=float, default=0.55,
                    help="share of SFT answers written with the demo's systematic slip (rloo_studio.demo_task.slipped_answer)")
+    p.add_argument("--test-size", type=int, default=None,
+                   help="score the finished model on the first N test problems only (default: all; a short check build needs few)")
     p.add_argument("--snapshots", action="store_true", help="also save the model at every check under OUT/snapshots/step-N")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (fixed, for reproducibility)")
     return p.parse_args(argv)
@@ -191,12 +193,13 @@ def main(argv=None) -> int:
 
     model.save_pretrained(model_dir, safe_serialization=True)
     tokenizer.save_pretrained(model_dir)
-    test_accuracy, test_format, _ = evaluate(model, tokenizer, splits["test"])
+    scored = splits["test"][:args.test_size]  # the whole split unless --test-size
+    test_accuracy, test_format, _ = evaluate(model, tokenizer, scored)
     info = {
         "seed": args.seed, "parameters": n_params, "shape": MODEL_SHAPE, "sft_steps": reached, "batch_size": args.batch_size,
         "lr": args.lr, "target_accuracy": args.target_accuracy, "min_format": args.min_format, "slip_rate": args.slip_rate,
         "eval_every": args.eval_every,
-        "validation": history[-1], "test_greedy_accuracy": test_accuracy, "test_format_rate": test_format,
+        "validation": history[-1], "test_greedy_accuracy": test_accuracy, "test_format_rate": test_format, "test_scored": len(scored),
         "build_seconds": round(time.time() - started, 1), "torch": torch.__version__, "transformers": transformers.__version__,
         "sizes": {"train": len(splits["train"]), "test": len(splits["test"]), "sft": len(sft), "validation": len(validation)},
         "history": history,

@@ -19,6 +19,18 @@ os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFL
 from helpers import ADDITION_ROWS, ROOT, USER_REWARDS  # noqa: E402,F401 - shared with tests that import them
 
 
+# Seconds before a real-model test counts as hung: it trains and evaluates a 135M model on CPU, far slower than
+# the tiny models pyproject.toml's default (900 s) is sized for.
+REALMODEL_TIMEOUT = 1500
+
+
+@pytest.hookimpl(trylast=True)  # after tests/realmodel/conftest.py has marked its tests
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("realmodel") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(REALMODEL_TIMEOUT))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer Llama-architecture model with a character tokenizer that has <think>/</think> tokens."""

@@ -78,6 +78,13 @@ def linear_module_names(model) -> list[str]:
     return sorted(names)
 
 
+def count_4bit_layers(model) -> int:
+    """How many bitsandbytes 4-bit linear layers the model holds (0 when quantisation did not happen)."""
+    # By module too: PEFT's LoRA wrapper around such a layer is also named Linear4bit.
+    return sum(1 for module in model.modules()
+               if type(module).__name__ == "Linear4bit" and type(module).__module__.startswith("bitsandbytes"))
+
+
 def _explain_load_error(exc: Exception, source: str) -> ModelError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if not Path(source).exists():

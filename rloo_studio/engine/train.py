@@ -535,7 +535,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..rewards.runtime import SampleRecorder, guard
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs
-    from .model import load_model
+    from .model import count_4bit_layers, load_model
     from .stack import rloo_config_fields
 
     trl = stack.trl
@@ -572,8 +572,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
     seed = int(cfg.rloo_value("seed"))
     loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)
+    # What was loaded, not what was asked: the count of bitsandbytes 4-bit layers shows whether quantisation really happened.
+    four_bit = f", 4-bit: {count_4bit_layers(loaded.model)} bitsandbytes layers" if cfg.model.load_in_4bit else ""
     say(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
-          f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{', 4-bit' if cfg.model.load_in_4bit else ''})", flush=True)
+          f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{four_bit})", flush=True)
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 

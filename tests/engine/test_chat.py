@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,8 +55,20 @@ def _chat(worker, run_dir, checkpoint="final", sampling=GREEDY, messages=MESSAGE
     return replies, streamed, events
 
 
+# Fresh generations already computed in this module, by their inputs: several tests compare against the same
+# one (the base model, greedy), and each costs a process that imports transformers.
+_FRESH: dict[str, list[int]] = {}
+
+
 def _fresh_generation(model_dir, adapter_dir, sampling, system_prompt="Answer briefly.") -> list[int]:
     """What a fresh process generates for MESSAGES: plain transformers (+ PEFT when adapter_dir)."""
+    key = json.dumps([str(model_dir), str(adapter_dir), sampling, system_prompt], sort_keys=True)
+    if key not in _FRESH:
+        _FRESH[key] = _generate_in_a_fresh_process(model_dir, adapter_dir, sampling, system_prompt)
+    return list(_FRESH[key])
+
+
+def _generate_in_a_fresh_process(model_dir, adapter_dir, sampling, system_prompt) -> list[int]:
     code = f"""
 import json, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -176,16 +189,14 @@ def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(cha
         flaky.shutdown()
 
 
-def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(tmp_path, tiny_model_dir, worker):
+def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(chat_run, tmp_path, tiny_model_dir, worker):
     # Full fine-tuning leaves no adapter to switch: the run's model/ is a second model (here: the random adapter merged in).
-    run_dir = make_adapter_run(tmp_path / "runs" / "20260101-000002-full", tiny_model_dir)
+    run_dir = shutil.copytree(chat_run, tmp_path / "runs" / "20260101-000002-full")
     code = ("from transformers import AutoModelForCausalLM, AutoTokenizer; from peft import PeftModel; "
             f"m = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained({str(tiny_model_dir)!r}), {str(run_dir / 'adapter')!r}); "
             f"m.merge_and_unload().save_pretrained({str(run_dir / 'model')!r}); "
             f"AutoTokenizer.from_pretrained({str(tiny_model_dir)!r}).save_pretrained({str(run_dir / 'model')!r})")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
-    import shutil
-
     shutil.rmtree(run_dir / "adapter")
     shutil.rmtree(run_dir / "checkpoints")
     replies, _, _ = _chat(worker, run_dir)

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 
 # Runs `run_training` with TRL's RLOOTrainer instrumented at class level: the advantages every
 # `_generate_and_score_completions` returns (the tensor `_compute_loss` trains on), the dtypes of the
-# LoRA parameters when `train()` starts, and how many lora_A entries differ after training.
+# LoRA parameters and the number of bitsandbytes 4-bit layers when `train()` starts, and how many lora_A
+# entries differ after training.
 INSTRUMENTED_RUN = r"""
 import json, sys
 from rloo_studio.engine.stack import import_training_stack
@@ -39,6 +40,8 @@ def generate(self, *args, **kwargs):
     return output
 
 def train(self, *args, **kwargs):
+    import bitsandbytes
+    record["bnb_4bit_layers"] = sum(isinstance(m, bitsandbytes.nn.Linear4bit) for m in self.model.modules())
     # Trainable ones only: TRL adds a frozen copy of the adapter ("ref") as the KL reference.
     lora = {n: p for n, p in self.model.named_parameters() if "lora_" in n and p.requires_grad}
     record["lora_dtypes"] = sorted({str(p.dtype) for p in lora.values()})
@@ -103,6 +106,8 @@ def test_samples_hold_trls_advantages_and_lora_stays_fp32(workspace, tmp_path, c
         plain = [a for group in groups.values() for a in _leave_one_out([g["total"] for g in group])]
         assert [s["advantage"] for group in groups.values() for s in group] != pytest.approx(plain, abs=1e-3)
 
+    # The 4-bit case trains a quantised model: every linear layer of the tiny model's 2 blocks is bitsandbytes 4-bit.
+    assert trl["bnb_4bit_layers"] == (14 if case["model"].get("load_in_4bit") else 0)
     # Item: the LoRA weights train in fp32, so small updates are not rounded away.
     assert trl["lora_dtypes"] == ["torch.float32"]
     # Step 1 moves only lora_B (lora_A's gradient is zero while lora_B is zero); steps 2-3 move lora_A.
