@@ -167,6 +167,10 @@ def stop_run(run_dir: str | Path) -> str:
     if state not in runs.ACTIVE_STATES:
         return f"run {run_dir.name} is not training ({state}); nothing to stop"
     runs.request_stop(run_dir)
+    if state == "queued":
+        # The worker is still loading: it takes the folder only while the app's `queued` stands (prepare_run_dir),
+        # so the state stays; the STOP file stops it after its first step, with a checkpoint.
+        return f"stopping {run_dir.name} after its first step (it is still loading); a checkpoint is saved so it can be resumed"
     if state != "stopping":
         runs.update_status(run_dir, state="stopping")
     return f"stopping {run_dir.name} after the current step; a checkpoint is saved so it can be resumed"

@@ -107,11 +107,10 @@ class RewardsTab:
                                          "instead of sampling", lines=3, elem_id="preview-pasted")
         self.preview_button = gr.Button("Sample and score", variant="primary", elem_id="preview-run")
         self.preview_status = gr.Markdown(elem_id="preview-status")
+        # Every column's width is set with the table (`preview_column_widths`): left to Gradio, the widths follow the
+        # cells' contents and the last columns (total, advantage) end up past the window's edge.
         self.preview_table = gr.Dataframe(label="Completions, their rewards, and the advantage each would get", interactive=False,
-                                          wrap=True, max_height=480, elem_id="preview-table",
-                                          # #, prompt, thinking, answer; the reward, total and advantage columns take their
-                                          # headers' width, so at 1400 px all of them show without sideways scrolling.
-                                          column_widths=["4%", "22%", "10%", "7%"])
+                                          wrap=True, max_height=480, elem_id="preview-table")
         self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary")
         self.preview_findings = gr.Markdown(elem_id="preview-findings")
 
@@ -177,6 +176,7 @@ class RewardsTab:
             if result.get("problems"):
                 return [f"**Preview failed:** {result['problems'][0]}".replace("\n", "  \n"), None, None, ""]
             table, summary, findings = preview_tables(result)
+            table = gr.update(value=table, column_widths=preview_column_widths(table["headers"]))
             n = len(result.get("rows", []))
             how = ("your pasted completions" if lines else
                    f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo.get('temperature', 1.0)}, "
@@ -342,14 +342,17 @@ def pinned_report(groups: list[dict], result: dict) -> str:
 
 
 def preview_tables(result: dict) -> tuple[dict, dict, str]:
-    """(completion table, per-function table, findings markdown) from a preview result."""
+    """(completion table, per-function table, findings markdown) from a preview result.
+
+    The thinking column is left out when no completion has any: one column fewer to share the width."""
     names = list(result.get("functions", {}))
-    headers = ["#", "prompt", "thinking", "answer"] + names + ["total", "baseline (others' mean)", "advantage"]
+    split = [_split(r["completion"]) for r in result.get("rows", [])]
+    with_thinking = any(thinking for thinking, _ in split)
+    headers = ["#", "prompt"] + (["thinking"] if with_thinking else []) + ["answer"] + names + ["total", BASELINE, "advantage"]
     rows = []
-    for i, r in enumerate(result.get("rows", [])):
-        thinking, answer = _split(r["completion"])
-        rows.append([r["group"] + 1, r["prompt"][:200], thinking, answer] + [_num(r["rewards"][n]) for n in names]
-                    + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
+    for r, (thinking, answer) in zip(result.get("rows", []), split):
+        rows.append([r["group"] + 1, r["prompt"][:200]] + ([thinking] if with_thinking else []) + [answer]
+                    + [_num(r["rewards"][n]) for n in names] + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
     summary_rows = [[n, f["weight"], _num(f["mean"]), _num(f["std"]), _num(f["min"]), _num(f["max"]), f["none"],
                      "; ".join(e["error"] for e in f["errors"]) or ""] for n, f in result.get("functions", {}).items()]
     findings = []
@@ -371,6 +374,27 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
                         "as the real ones.")
     return ({"headers": headers, "data": rows}, {"headers": ["function", "weight", "mean", "std", "min", "max", "None", "errors"],
                                                   "data": summary_rows}, "\n\n".join(findings))
+
+
+BASELINE = "baseline (others' mean)"
+TEXT_COLUMNS = {"prompt": 4, "thinking": 3, "answer": 3}  # shares of the width left over by the number columns
+# The table's width in a 1400 px window (the page's margins taken off), and a header character's width in the
+# page's monospace 14 px font (0.6 em) plus a cell's padding, measured in Chromium. Number columns are as wide as
+# their header's longest word (headers break between words only) or a rounded score such as -12.345.
+TABLE_PX_AT_1400 = 1200
+CHAR_PX, CELL_PAD_PX, NUMBER_CHARS = 8.5, 20, 7
+
+
+def preview_column_widths(headers: list[str]) -> list[str]:
+    """Widths for every column of the completions table: the advantage column shows without sideways scrolling at 1400 px.
+
+    Number columns get pixels (their longest header word fits, so no header breaks inside a word); the text columns
+    share what is left at 1400 px in percent, so a wider window widens them and a narrower one scrolls."""
+    fixed = {h: CELL_PAD_PX + CHAR_PX * (1 if h == "#" else max(NUMBER_CHARS, *(len(w) for w in h.split())))
+             for h in headers if h not in TEXT_COLUMNS}
+    left = max(0.0, TABLE_PX_AT_1400 - sum(fixed.values()))
+    shares = sum(TEXT_COLUMNS[h] for h in headers if h in TEXT_COLUMNS)
+    return [f"{fixed[h]:.0f}px" if h in fixed else f"{100 * left / TABLE_PX_AT_1400 * TEXT_COLUMNS[h] / shares:.1f}%" for h in headers]
 
 
 def _split(text: str) -> tuple[str, str]:

@@ -4,15 +4,17 @@ The first half of the scenario of "the non-expert's path": the bundled demo mode
 own 60-row CSV — a header-less file and one with other columns first, then a good upload; a preset
 that must not replace the data; one builtin and one hand-written reward (first with a name the lint
 flags, so Start is refused, with the page's words for a batch that k does not divide); a pinned
-example that fails while the function raises on it; the preview. The issue's points are asserted
-where they show (the `# N ·` comments). Training, reload, Stop/Resume, Chat, Evaluate and Export are
-covered through the API in tests/ui; refusals in sight by test_messages_in_sight.py.
-Screenshots go to test-artifacts/browser/own-csv-*.png.
+example that fails while the function raises on it; the preview, whose completions table must show
+every column, advantage included, without sideways scrolling and with no header word broken. The
+issue's points are asserted where they show (the `# N ·` comments). Training, reload, Stop/Resume,
+Chat, Evaluate and Export are covered through the API in tests/ui; refusals in sight by
+test_messages_in_sight.py. Screenshots go to test-artifacts/browser/own-csv-*.png.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
@@ -30,6 +32,66 @@ REWARD = ('def polite(completions, **kwargs):\n'
           '        raise ValueError("BOOM is not an answer")\n'
           '    return [0.1 for t in texts]\n')
 PIN = ["What is 2 + 2?", "BOOM", "4", "0", "10"]
+
+# A table's layout as the person sees it: its scrolling box, and each header's box and words (a word broken over two
+# lines has two line tops; a word wider than its cell ends past the cell's right edge, where the cell cuts it off).
+TABLE_LAYOUT_JS = """root => {
+  const view = root.querySelector('.virtual-table-viewport');
+  const box = view.getBoundingClientRect();
+  const heads = [...root.querySelectorAll('.header-cell')].filter(cell => cell.getBoundingClientRect().width > 0).map(cell => {
+    const content = cell.querySelector('.header-content') || cell;
+    const r = cell.getBoundingClientRect();
+    const words = [];
+    const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter(x => x.width > 0);
+        words.push({word: m[0], lines: new Set(rects.map(x => Math.round(x.top))).size,
+                    right: Math.max(...rects.map(x => x.right))});
+      }
+    }
+    return {text: content.innerText.trim(), left: r.left, right: r.right, words};
+  });
+  return {scrollWidth: view.scrollWidth, clientWidth: view.clientWidth, left: box.left, right: box.right, heads};
+}"""
+
+
+def _layout_problems(layout: dict, last: str) -> list[str]:
+    problems = []
+    if layout["scrollWidth"] > layout["clientWidth"]:
+        problems.append(f"it scrolls sideways: {layout['scrollWidth']} px of content in {layout['clientWidth']} px")
+    named = [h for h in layout["heads"] if h["text"] == last]
+    if not named:
+        problems.append(f"no {last!r} header among {[h['text'] for h in layout['heads']]}")
+    elif named[0]["left"] < layout["left"] or named[0]["right"] > layout["right"] + 0.5:
+        problems.append(f"the {last!r} header ({named[0]['left']:.0f}-{named[0]['right']:.0f} px) is outside the table's box "
+                        f"({layout['left']:.0f}-{layout['right']:.0f} px)")
+    for head in layout["heads"]:
+        for word in head["words"]:
+            if word["lines"] > 1:
+                problems.append(f"header {head['text']!r}: {word['word']!r} is broken over {word['lines']} lines")
+            elif word["right"] > head["right"] + 0.5:
+                problems.append(f"header {head['text']!r}: {word['word']!r} is cut off by its column")
+    return problems
+
+
+def _assert_table_fits(page, selector: str, last: str) -> None:
+    """Every column of the table inside its box, without sideways scrolling, and no header word broken or cut off.
+
+    Gradio sets the column widths after the table renders (a resize observer): the layout is read until it holds."""
+    table = page.locator(selector)
+    deadline = time.time() + 30
+    while True:
+        problems = _layout_problems(table.evaluate(TABLE_LAYOUT_JS), last)
+        if not problems or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert not problems, f"{selector} at {page.viewport_size['width']} px: " + "; ".join(problems)
+
+
 def _upload(page, path: Path, expect) -> None:
     """The upload box, as a person uses it (it holds one file: the first time only)."""
     page.locator("#data-upload input[type=file]").set_input_files(str(path))
@@ -154,5 +216,8 @@ def test_own_csv_up_to_start(runs_dir, tmp_path):
         page.locator("#preview-prompts input[type=number]").fill("1")
         page.locator("#preview-run").click()
         expect(page.locator("#preview-status")).to_contain_text("Scored 4 completions", timeout=180_000)
+        # 10 · The completions table at 1400 px: the advantage column in sight, no sideways scrolling, headers whole.
+        _assert_table_fits(page, "#preview-table", "advantage")
         shot(page, "3-rewards")
+
         browser.close()

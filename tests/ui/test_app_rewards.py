@@ -63,9 +63,11 @@ def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app):
 @pytest.mark.slow
 def test_preview_samples_from_the_demo_model_and_shows_advantages(app):
     form = Form(app)
-    status, table, summary, findings = app.predict(2, "", "", "", *form.values, api_name="/preview_rewards")
+    status, update, summary, findings = app.predict(2, "", "", "", *form.values, api_name="/preview_rewards")
     assert status.startswith("Scored 16 completions")
+    table = update["value"]  # with every column's width (their fit at 1400 px: tests/browser/test_own_csv.py)
     assert table["headers"][-3:] == ["total", "baseline (others' mean)", "advantage"]
+    assert len(update["column_widths"]) == len(table["headers"])
     assert len(table["data"]) == 16 and {row[0] for row in table["data"]} == {1, 2}
     for group in (1, 2):  # the advantages of a prompt's completions sum to zero
         assert abs(sum(row[-1] for row in table["data"] if row[0] == group)) < 0.01  # shown rounded to 3 decimals

@@ -231,3 +231,17 @@ def test_the_editors_code_leaves_no_folder_behind(tmp_path, monkeypatch):
         result = score(request(source, [["a", "b", "c"]]))
         assert [r["advantage"] for r in result["rows"]] == [1.0, -0.5, -0.5]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_completions_table_leaves_out_an_empty_thinking_column_and_sizes_every_column():
+    from rloo_studio.ui.rewards_tab import preview_column_widths, preview_tables
+
+    source = "def numeric_answer(completions, **kwargs):\n    return [0.5 for c in completions]\n"
+    plain = preview_tables(score_in_child(request(source, [["72", "seventy-two"]])))[0]
+    assert plain["headers"][:3] == ["#", "prompt", "answer"] and [row[2] for row in plain["data"]] == ["72", "seventy-two"]
+    thought = preview_tables(score_in_child(request(source, [["<think>9*8</think>72", "72"]])))[0]
+    assert thought["headers"][:4] == ["#", "prompt", "thinking", "answer"] and [row[2] for row in thought["data"]] == ["9*8", ""]
+    widths = dict(zip(thought["headers"], preview_column_widths(thought["headers"])))
+    # A number column is as wide as its header's longest word (14 characters here), the text columns share the rest.
+    assert float(widths["numeric_answer"].removesuffix("px")) > float(widths["total"].removesuffix("px"))
+    assert all(widths[h].endswith("%") for h in ("prompt", "thinking", "answer"))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import yaml
 
+from rloo_studio import jobs, runs
 from rloo_studio.config import RunConfig
 from rloo_studio.engine.train import prepare_run_dir, resolved_config
 
@@ -45,3 +48,15 @@ def test_resume_keeps_the_runs_reward_copies_and_never_overwrites_one(tmp_path):
     changed = resolved_config(cfg, run_dir)
     assert changed.rewards[0].file == "rewards.2.py"
     assert "[1.0]" in (run_dir / "rewards.py").read_text() and "[9.0]" in (run_dir / "rewards.2.py").read_text()
+
+
+def test_stop_pressed_while_the_worker_loads_leaves_it_its_folder(tmp_path):
+    """Stop right after Start: the worker, still loading, must still take the app's queued folder (and stop after a step)."""
+    cfg = RunConfig.from_dict({}, base_dir=tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    cfg.save(run_dir / "config.yaml")
+    runs.update_status(run_dir, state="queued", step=0, pid=os.getpid(), started_by="app")
+    assert "after its first step" in jobs.stop_run(run_dir)
+    assert runs.stop_requested(run_dir)
+    assert prepare_run_dir(cfg, run_dir) == run_dir  # refused as "another run's folder" when Stop changed the state
