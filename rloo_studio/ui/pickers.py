@@ -64,8 +64,17 @@ def default_checkpoint(choices: list[str]) -> str | None:
 
 
 def not_final_note(run_dir: Path, checkpoint: str | None) -> str:
-    """What a result must say when it used weights other than the run's final ones ("" for final)."""
-    if not checkpoint or checkpoint == FINAL or not checkpoint.startswith("checkpoint-"):
+    """What a result must say when it used weights other than the end of training ("" when it did not).
+
+    A stopped run saves its weights as `final` too (so that Chat, Evaluate and Export have the latest weights
+    to offer); they are the stop step's, not the end of training, and a result made from them says so."""
+    if checkpoint == FINAL:
+        status = runs.read_status(run_dir)
+        if runs.effective_state(status) == "stopped" and status.get("step") != status.get("max_steps"):
+            return (f"{FINAL}: the weights saved when the run was stopped at step {status.get('step')} of "
+                    f"{status.get('max_steps')}, not the end of training")
+        return ""
+    if not checkpoint or not checkpoint.startswith("checkpoint-"):
         return ""
     if FINAL in checkpoint_choices(run_dir):
         return f"{checkpoint}, not the final weights"

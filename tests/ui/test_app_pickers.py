@@ -14,7 +14,7 @@ import pytest
 from apphelpers import connect, served_app
 from helpers import make_adapter_run
 
-from rloo_studio.ui.pickers import RunPicker
+from rloo_studio.ui.pickers import RunPicker, not_final_note
 
 RUN_ID = "20260101-000000-pick"
 
@@ -52,6 +52,18 @@ def test_the_picker_follows_the_run_folder_not_the_widget(tmp_path):
     shutil.rmtree(run / "checkpoints" / "checkpoint-5")
     assert picker.resolve(RUN_ID, {"run": RUN_ID, "checkpoint": "checkpoint-5"})[3] == "final"
     assert picker.resolve(RUN_ID, {"run": "other", "checkpoint": "checkpoint-10"})[3] == "final"
+
+
+def test_a_stopped_runs_final_weights_say_they_are_the_stop_steps(tmp_path):
+    """A stopped run saves `final` weights too: the newest, but not the end of training, and results say so."""
+    run = tmp_path / RUN_ID
+    run.mkdir()
+    fake_weights(run / "adapter")
+    (run / "status.json").write_text(json.dumps({"state": "stopped", "step": 8, "max_steps": 20}))
+    assert not_final_note(run, "final") == ("final: the weights saved when the run was stopped at step 8 of 20, "
+                                             "not the end of training")
+    (run / "status.json").write_text(json.dumps({"state": "finished", "step": 20, "max_steps": 20}))
+    assert not_final_note(run, "final") == ""
 
 
 @pytest.mark.slow
