@@ -40,3 +40,11 @@ def test_the_preset_model_has_a_memory_estimate_offline():
     assert shape is not None and (shape.vocab_size, shape.hidden_size, shape.num_layers) == (49152, 576, 30)
     assert abs(shape.params - 134_515_008) / 134_515_008 < 0.001  # the model's parameter count
     assert estimate_config(get_preset("cpu-small-real").load(), device_gib=8) is not None
+
+
+def test_the_preset_shows_the_gain_and_time_its_benchmark_measured():
+    """The app lists presets by their title line: its numbers are the committed benchmark's."""
+    result = json.loads((ROOT / "benchmarks" / "results" / "real_model_learning.json").read_text())
+    assert result["meets_target"] and result["intervals_separated"]
+    title = get_preset("cpu-small-real").title
+    assert f"+{round(result['gain_points'])} points" in title and f"{round(result['minutes'])} min" in title
