@@ -81,9 +81,11 @@ def test_pasted_completions_and_a_user_reward_are_scored(app):
     form[text.CODE] = "def shorter(completions, **kwargs):\n    return [1.0 / (1 + len(c[0]['content'])) for c in completions]\n"
     form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "shorter", 1.0]]}
     pasted = "<think>47+28</think>75\n<think>47+28</think>65\n<think>47 + 28 = 75</think>75"
-    status, table, summary, findings = app.predict(3, "Ana has 47 apples and gets 28 more. How many now?", "75", pasted,
-                                                   *form.values, api_name="/preview_rewards")
+    status, update, summary, findings = app.predict(3, "Ana has 47 apples and gets 28 more. How many now?", "75", pasted,
+                                                    *form.values, api_name="/preview_rewards")
     assert status.startswith("Scored 3 completions"), status
+    table = update["value"]  # with every column's width, as for sampled completions
+    assert len(update["column_widths"]) == len(table["headers"])
     assert [row[3] for row in table["data"]] == ["75", "65", "75"]
     assert "shorter" in table["headers"]
     advantages = [row[-1] for row in table["data"]]
