@@ -8,11 +8,13 @@ test in this folder carries the `realmodel` marker (deselect with `-m "not realm
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from realtask import task_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -35,3 +37,17 @@ def real_model_dir() -> Path:
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert (folder / "config.json").is_file(), f"the builder printed {folder}, which holds no config.json"
     return folder
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory, real_model_dir):
+    """One finished 1-step fp32-LoRA run, trained with `rloo-studio train`, for every test that only reads it;
+    (run_dir, reward_log)."""
+    folder = tmp_path_factory.mktemp("real-run")
+    config = task_folder(folder, real_model_dir)
+    reward_log = folder / "reward-calls.jsonl"
+    done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
+                          text=True, timeout=3600, env=dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log)))
+    assert done.returncode == 0, done.stderr[-4000:]
+    [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
+    return run_dir, reward_log

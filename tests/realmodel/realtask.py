@@ -65,3 +65,23 @@ def run_python(code: str, *args, cwd=None, timeout=3600) -> str:
                           timeout=timeout)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout.strip().splitlines()[-1]
+
+
+# The tier's user reward, plus a record of what TRL hands reward functions (prompts, completions).
+LOGGING_REWARDS = '''
+import json, os
+
+def digit_share(completions, prompts, **kwargs):
+    """The share of digits among the completion's characters."""
+    with open(os.environ.get("REALMODEL_REWARD_LOG", os.devnull), "a") as fh:
+        fh.write(json.dumps({"completions": completions, "prompts": prompts}) + "\\n")
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [sum(ch.isdigit() for ch in t) / max(1, len(t)) for t in texts]
+'''
+
+
+def task_folder(folder, model_dir, **rloo):
+    """The tier's task folder (make_task_folder) with the reward that records what TRL hands it."""
+    config = make_task_folder(folder, model_dir, **rloo)
+    (folder / "rewards.py").write_text(LOGGING_REWARDS)
+    return config

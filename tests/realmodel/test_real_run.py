@@ -5,46 +5,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-import pytest
-from realtask import make_task_folder, run_cli
+from realtask import run_cli
+from realtask import task_folder as _task_folder
 
 from rloo_studio import runs
 
 SPECIAL_TEXT = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
-# The tier's user reward, plus a record of what TRL hands reward functions (prompts, completions).
-LOGGING_REWARDS = '''
-import json, os
-
-def digit_share(completions, prompts, **kwargs):
-    """The share of digits among the completion's characters."""
-    with open(os.environ.get("REALMODEL_REWARD_LOG", os.devnull), "a") as fh:
-        fh.write(json.dumps({"completions": completions, "prompts": prompts}) + "\\n")
-    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-    return [sum(ch.isdigit() for ch in t) / max(1, len(t)) for t in texts]
-'''
-
-
-def _task_folder(folder, model_dir, **rloo):
-    config = make_task_folder(folder, model_dir, **rloo)
-    (folder / "rewards.py").write_text(LOGGING_REWARDS)
-    return config
-
-
-@pytest.fixture(scope="module")
-def real_run(tmp_path_factory, real_model_dir):
-    """One finished 1-step fp32-LoRA run, trained with `rloo-studio train`; (run_dir, reward_log)."""
-    folder = tmp_path_factory.mktemp("real-run")
-    config = _task_folder(folder, real_model_dir)
-    reward_log = folder / "reward-calls.jsonl"
-    done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
-                          text=True, timeout=3600, env=dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log)))
-    assert done.returncode == 0, done.stderr[-4000:]
-    [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
-    return run_dir, reward_log
 
 
 def _texts(completions) -> list[str]:
