@@ -203,6 +203,15 @@ class InferenceWorker:
             yield event
         self.loaded = key
 
+    def _refuse_if_busy(self, what: str, then: str, guard) -> None:
+        """Under the lock: refuse while an evaluation or export holds the model memory, or when `guard()` gives a reason."""
+        if self.reserved_by:
+            raise StudioError(f"{self.reserved_by} is running", f"it needs the model memory {what} would take",
+                              f"wait for it to finish, then {then}")
+        refusal = guard() if guard else None
+        if refusal:
+            raise StudioError(refusal)
+
     def chat(self, run_dir: str | Path, checkpoint: str, messages: list[dict] | dict[str, list[dict]], sampling: dict,
              system_prompt: str | None = None, sides=("base", "tuned"), guard=None) -> Iterator[dict]:
         """Load if needed, then generate each side in turn; yields progress, text, reply and one final done event.
@@ -211,12 +220,7 @@ class InferenceWorker:
         holds the lock, so nothing (another session, training being started) gets between the sides.
         `guard()`, called under the lock, may return a reason to refuse (e.g. a run is training)."""
         with self._lock:
-            if self.reserved_by:
-                raise StudioError(f"{self.reserved_by} is running", "it needs the model memory the chat would take",
-                                  "wait for it to finish, then send again")
-            refusal = guard() if guard else None
-            if refusal:
-                raise StudioError(refusal)
+            self._refuse_if_busy("the chat", "send again", guard)
             conversations = messages if isinstance(messages, dict) else {side: messages for side in sides}
             started = time.time()
             for attempt in (1, 2):
@@ -245,12 +249,7 @@ class InferenceWorker:
         preview of the same model samples at once. It holds the lock like a chat turn: a chat and a
         preview never interleave on one model. A preview replaces the chat's loaded model in memory."""
         with self._lock:
-            if self.reserved_by:
-                raise StudioError(f"{self.reserved_by} is running", "it needs the model memory the preview would take",
-                                  "wait for it to finish, then press Sample and score again")
-            refusal = guard() if guard else None
-            if refusal:
-                raise StudioError(refusal)
+            self._refuse_if_busy("the preview", "press Sample and score again", guard)
             for attempt in (1, 2):
                 answered = False
                 try:
