@@ -61,7 +61,6 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         demo = build_app(Path(tmp) / "runs")
-        demo.queue()
         link = launch(demo, token=token, port=_free_port(), runs_dir=Path(tmp) / "runs", block=False)
         try:
             with sync_playwright() as pw:

@@ -31,7 +31,6 @@ def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_h
     from rloo_studio.ui.app import build_app, launch
 
     demo = build_app(runs_dir, detect_hardware=detect_hardware, known_hardware=known_hardware)
-    demo.queue()
     launch(demo, token=token, port=free_port(), runs_dir=runs_dir, auth=auth, block=False)
     try:
         yield f"http://127.0.0.1:{demo.server_port}/"
