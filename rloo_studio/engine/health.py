@@ -1,0 +1,161 @@
+"""Live health alerts in the training worker: feeds the run's metric rows and hack-probe checks to `alerts`,
+appends each alert to alerts.jsonl when it begins and when it ends, and prints a line when one begins.
+
+`HealthWatch` sees three things during training: every reward function's values for each generation batch
+(`on_values`, chained after the sample recorder: the share of None each function returned, and the batch
+itself, kept for the probes), every logged metric row (`on_metrics`, which adds that None share to the row
+before it is written to metrics.jsonl) and every saved checkpoint (`on_checkpoint`, which scores the model's greedy
+completions for the first held-out prompts, and the reward preview's hack probes for the latest batch's first
+prompts, with the run's own reward functions). The rules
+themselves live in `rloo_studio.alerts`; this module only gathers their inputs and writes their output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .. import alerts, runs
+from ..rewards.preview import group_probes, written_completion_ids
+from ..rewards.scoring import weighted_totals
+
+PROBE_PROMPTS = 3  # prompts of the latest batch whose probes are scored at a checkpoint, as the preview's probes (groups[:3])
+
+
+class HealthWatch:
+    def __init__(self, run_dir: Path, facts: alerts.RunFacts, num_generations: int,
+                 probe_funcs: Sequence[Callable] = (), tokenizer=None, say: Callable[[str], None] = print):
+        self.run_dir = Path(run_dir)
+        self.facts = facts
+        self.k = max(1, int(num_generations))
+        self.probe_funcs = list(probe_funcs)  # the run's reward functions, guarded, in facts.reward_names' order
+        self.tokenizer = tokenizer
+        self.say = say
+        self.path = self.run_dir / runs.ALERTS_FILE
+        # A resumed run goes on from what the folder holds (its later records were set aside with the metrics').
+        self.rows: list[dict] = runs.read_jsonl(self.run_dir / runs.METRICS_FILE)
+        self.tracker = alerts.Tracker.from_records(runs.iter_jsonl(self.path))
+        self.checks: list[dict] = []
+        self.heldout_checks: list[dict] = []
+        # `heldout()` -> the mean weighted total of greedy completions for the first held-out prompts, with the model as
+        # it is now (set by the trainer once the model exists; None when the run holds nothing out).
+        self.heldout: Callable[[], float | None] | None = None
+        self._lock = threading.Lock()
+        self._batch_key = None
+        self._values: dict[str, list] = {}
+        self._last_batch: tuple[dict, dict[str, list]] | None = None  # kwargs and every function's values
+        self._none_share: dict[str, float] = {}
+
+    # ---- inputs --------------------------------------------------------------------------------
+
+    def on_values(self, name: str, kwargs: dict, values: list) -> None:
+        """A reward function's checked values for one generation batch (the `guard` callback)."""
+        with self._lock:
+            key = id(kwargs["completions"])  # TRL passes the same list object to every function of a batch
+            if key != self._batch_key:
+                self._batch_key, self._values = key, {}
+            self._values[name] = values
+            if values:
+                self._none_share[name] = sum(v is None for v in values) / len(values)
+            if len(self._values) == len(self.facts.reward_names):
+                self._last_batch = (kwargs, dict(self._values))
+
+    def on_metrics(self, row: dict) -> dict:
+        """Add each function's None share to a step's metric row (returned, to be written), then check for alerts."""
+        with self._lock:
+            row = {**row, **{alerts.NONE_SHARE_KEY.format(name=n): s for n, s in self._none_share.items()}}
+        self.rows.append(row)
+        self._update()
+        return row
+
+    def on_checkpoint(self, step: int) -> dict | None:
+        """At a saved checkpoint: the held-out check, then the hack probes; record them and any alert they raise."""
+        self._check_heldout(step)
+        return self._check_probes(step)
+
+    def _check_heldout(self, step: int) -> None:
+        if self.heldout is None:
+            return
+        try:
+            mean = self.heldout()
+        except Exception as exc:  # noqa: BLE001 - a failed check must not end the run; it says so and is skipped
+            self.say(f"[rloo-studio] held-out check at step {step} failed ({type(exc).__name__}: {exc}); skipped")
+            return
+        if mean is None:
+            return
+        since = self.heldout_checks[-1]["step"] if self.heldout_checks else 0
+        train = [r["reward"] for r in self.rows if isinstance(r.get("reward"), (int, float)) and since < (r.get("step") or 0) <= step]
+        self.heldout_checks.append(alerts.heldout_check(step, mean, sum(train) / len(train) if train else None))
+        self.say(f"[rloo-studio] held-out check at step {step}: mean reward {mean:.4g} on the first "
+                 f"{alerts.HELDOUT_PROMPTS} held-out prompts")
+        self._update()
+
+    def _check_probes(self, step: int) -> dict | None:
+        """Score the hack probes for the latest batch's first prompts; record the check and any alarm it raises."""
+        with self._lock:
+            batch = self._last_batch
+        if batch is None or not self.probe_funcs:
+            return None
+        kwargs, values = batch
+        n = len(kwargs["completions"])
+        real_totals = weighted_totals([values[name] for name in self.facts.reward_names], self.facts.reward_weights)
+        starts = list(range(0, n, self.k))[:PROBE_PROMPTS]
+        probe_values: dict[str, list[float]] = {}
+        for i in starts:
+            row = {c: v[i] for c, v in kwargs.items() if _per_completion(v, n) and c not in ("prompts", "completions", "completion_ids")}
+            probes = group_probes({"prompt": kwargs["prompts"][i], "row": row})
+            per_function = []
+            for func in self.probe_funcs:
+                try:
+                    per_function.append(_call(func, self._probe_kwargs(kwargs, i, list(probes.values()), n)))
+                except Exception as exc:  # noqa: BLE001 - a reward that fails on a probe is not what this check is about
+                    self.say(f"[rloo-studio] hack probes at step {step}: `{getattr(func, '__name__', 'reward')}` failed on a "
+                             f"probe ({type(exc).__name__}); probes not scored")
+                    return None
+            totals = weighted_totals(per_function, self.facts.reward_weights)
+            for kind, total in zip(probes, totals):
+                if total is not None:
+                    probe_values.setdefault(kind, []).append(total)
+        probe_means = {kind: sum(v) / len(v) for kind, v in probe_values.items()}
+        check = alerts.probe_check(step, probe_means, real_totals)
+        self.checks.append(check)
+        self._update()
+        return check
+
+    def _probe_kwargs(self, kwargs: dict, i: int, texts: list[str], n: int) -> dict:
+        """The real batch's call for completion i, with the probe texts as its completions (same form, same columns)."""
+        conversational = isinstance(kwargs["completions"][i], list)
+        out = {}
+        for key, value in kwargs.items():
+            if key in ("log_extra", "log_metric"):
+                out[key] = lambda *a, **k: None  # the probes must not show up in the trainer's logs
+            elif _per_completion(value, n):
+                out[key] = [value[i]] * len(texts)
+            else:
+                out[key] = value
+        out["completions"] = [[{"role": "assistant", "content": t}] if conversational else t for t in texts]
+        out["completion_ids"] = [written_completion_ids(t, self.tokenizer) for t in texts]
+        return out
+
+    # ---- output --------------------------------------------------------------------------------
+
+    def _update(self) -> None:
+        found = alerts.find_alerts(self.rows, self.facts, self.checks, self.heldout_checks)
+        begun, records = self.tracker.new_records(found)
+        if records:
+            runs.append_jsonl(self.path, records)
+        for alert in begun:
+            self.say(f"[rloo-studio] {alert.line()}")
+
+
+def _per_completion(value, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n
+
+
+def _call(func, kwargs: dict) -> list:
+    result = func(**kwargs)
+    if asyncio.iscoroutine(result):
+        result = asyncio.run(result)
+    return list(result)

@@ -1,0 +1,68 @@
+"""The scan's pure parts: the bucket rule at its edges, even picking, the band, the filtered file's place and the
+per-step numbers (the scan itself runs on the demo model in tests/engine/test_scan.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rloo_studio import runs
+from rloo_studio.config import RunConfig
+from rloo_studio.errors import StudioError
+from rloo_studio.scan import (ALWAYS_SOLVED, MIXED, NEVER_SOLVED, difficulty_bucket, filtered_paths, groups_per_step, kept,
+                              parse_band, pick_evenly, write_filtered)
+
+
+def test_bucket_rule_edges():
+    assert difficulty_bucket([1.0, 0.0, 1.0], 0.0, 1.3) == MIXED
+    assert difficulty_bucket([1.3, 1.3], 0.0, 1.3) == ALWAYS_SOLVED
+    assert difficulty_bucket([0.65, 0.65], 0.0, 1.3) == ALWAYS_SOLVED  # exactly half way counts as solved
+    assert difficulty_bucket([0.3, 0.3], 0.0, 1.3) == NEVER_SOLVED  # right format, wrong answer: the demo's 0.3
+    assert difficulty_bucket([1.0, None, 1.0], 0.0, 1.0) == ALWAYS_SOLVED  # an unscorable completion is left out
+    assert difficulty_bucket([None, None], 0.0, 1.0) == NEVER_SOLVED
+    assert difficulty_bucket([2.0, 2.0], 2.0, 2.0) == NEVER_SOLVED  # every completion of the scan scored alike
+
+
+def test_prompts_are_picked_evenly_and_in_order():
+    assert pick_evenly(10, 4) == [0, 2, 5, 7]
+    assert pick_evenly(3, 10) == [0, 1, 2]
+    assert pick_evenly(5, None) == [0, 1, 2, 3, 4]
+
+
+def test_band():
+    assert parse_band("0.2:1") == (0.2, 1.0) and parse_band(None) is None
+    with pytest.raises(StudioError, match="is not LO:HI"):
+        parse_band("0.2-1")
+    records = [{"bucket": MIXED, "mean_total": 0.5}, {"bucket": NEVER_SOLVED, "mean_total": 0.0},
+               {"bucket": ALWAYS_SOLVED, "mean_total": 1.3}, {"bucket": MIXED, "mean_total": None}]
+    assert kept(records) == [records[0], records[3]]
+    assert kept(records, (0.0, 0.5)) == records[:2]
+
+
+def test_groups_per_step_is_the_generation_batch_over_k():
+    cfg = RunConfig.from_dict({"rloo": {"num_generations": 4, "per_device_train_batch_size": 8,
+                                        "gradient_accumulation_steps": 3}})
+    assert groups_per_step(cfg) == 6  # 8 × 3 completions generated at once / 4
+
+
+def test_filtered_file_goes_beside_a_local_file_and_never_over_one(tmp_path):
+    data = tmp_path / "mine.jsonl"
+    rows = [{"prompt": f"q{i}", "answer": str(i)} for i in range(4)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = RunConfig.from_dict({"data": {"source": "mine.jsonl"}}, base_dir=tmp_path)
+    scan_dir = tmp_path / "runs" / runs.SCANS_DIR / "20260101-000000-mine"
+    scan_dir.mkdir(parents=True)
+    buckets = [MIXED, NEVER_SOLVED, MIXED, ALWAYS_SOLVED]
+    runs.append_jsonl(scan_dir / runs.SCAN_FILE, [{"index": i, "row": r, "bucket": b, "mean_total": 0.5}
+                                                   for i, (r, b) in enumerate(zip(rows, buckets))])
+    runs.write_json_atomic(scan_dir / runs.SCAN_SUMMARY_FILE, {"config": cfg.to_dict(), "base_dir": str(tmp_path), "prompts": 4})
+    assert filtered_paths(cfg, scan_dir)[0] == tmp_path / "mine.filtered-20260101-000000-mine.jsonl"
+    before = data.read_bytes()
+    written = write_filtered(scan_dir)
+    assert [json.loads(line) for line in open(written["path"])] == [rows[0], rows[2]]
+    assert written["overrides"] == {"data.source": written["path"]} and written["test_path"] is None
+    assert data.read_bytes() == before
+    assert json.loads(runs.scan_record_for(written["path"]).read_text())["kept"] == 2
+    with pytest.raises(StudioError, match="exists already"):
+        write_filtered(scan_dir)
