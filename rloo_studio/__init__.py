@@ -5,7 +5,7 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
 
     front      ui (the Gradio page)       cli (the `rloo-studio` command; starts the ui and the engine)
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
-    services   rewards/  data  vram  presets  jobs  inference_client  serve  wall  hardware  distributed  model_files
+    services   rewards/  alerts  data  scan  vram  presets  jobs  trial  inference_client  serve  wall  hardware  distributed  model_files
     contract   runs (the run directory)  config (RunConfig)  batching  stats
     base       errors  procs  paths (the project root and its bundled folders)  demo_task  tinymodel
 
@@ -21,18 +21,20 @@ BASE = {"errors", "procs", "paths"}
 # Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
 ALLOWED_IMPORTS: dict[str, set[str]] = {
     "errors": set(), "procs": set(), "paths": set(), "demo_task": set(), "tinymodel": set(),
-    "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
+    "alerts": set(), "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
     "wall": BASE, "serve": BASE, "hardware": BASE, "distributed": BASE, "model_files": BASE,
     "presets": BASE | {"config"},
     "data": BASE | {"config", "demo_task"},
     "vram": BASE | {"config"},
     "jobs": BASE | {"config", "runs"},
+    "trial": BASE | {"config", "runs", "batching", "jobs"},
     "inference_client": BASE | {"runs"},
     "rewards": BASE | {"config", "runs", "model_files"},
-    "engine": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel",
-               "model_files"},
-    "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference_client",
-                  "serve", "wall", "hardware", "distributed"},
-    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "inference_client",
-                   "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel", "model_files"},
+    "scan": BASE | {"config", "runs", "batching", "rewards", "data"},
+    "engine": BASE | {"alerts", "config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel",
+               "model_files", "scan"},
+    "ui": BASE | {"alerts", "config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "trial", "inference_client",
+                  "serve", "wall", "hardware", "distributed", "scan"},
+    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "trial", "inference_client",
+                   "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel", "model_files", "scan"},
 }

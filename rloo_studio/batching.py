@@ -33,6 +33,17 @@ class BatchPlan:
         return self.completions_per_step / self.num_generations
 
     @property
+    def new_prompts_per_step(self) -> float:
+        """Prompts drawn from the data per optimiser step: a generation batch's prompts serve num_iterations passes."""
+        return self.prompts_per_step / self.num_iterations
+
+    @property
+    def new_completions_per_step(self) -> float:
+        """Completions generated (and scored by the rewards) per optimiser step: a generation batch serves num_iterations
+        passes, so its rewards are computed once for that many steps' worth of training."""
+        return self.completions_per_step / self.num_iterations
+
+    @property
     def generation_batch(self) -> int:
         """Completions generated at once (all processes)."""
         return self.per_device * self.processes * self.steps_per_generation
@@ -83,6 +94,27 @@ def at_cycle_boundary(step: int, plan: BatchPlan) -> bool:
 def _count(n: float, word: str, plural: str | None = None) -> str:
     shown = f"{n:g}"
     return f"{shown} {word if shown == '1' else plural or word + 's'}"
+
+
+def epochs(train_rows: int, plan: BatchPlan, steps: int) -> float:
+    """Passes over the training prompts that `steps` optimiser steps make (each prompt seen about this many times).
+
+    >>> epochs(54, batch_plan({"per_device_train_batch_size": 16, "num_generations": 4}), 150)
+    11.11111111111111
+    """
+    return steps * plan.new_prompts_per_step / train_rows
+
+
+def epochs_words(epochs_: float, bold: bool = False) -> str:
+    """'12 epochs (each prompt seen about 12 times)', or under one epoch '0.03 epochs (3 % of the prompts seen once)'.
+
+    >>> epochs_words(0.03)
+    '0.03 epochs (3 % of the prompts seen once)'
+    """
+    mark = "**" if bold else ""
+    if epochs_ >= 1:
+        return f"{mark}{epochs_:.0f} epochs{mark} (each prompt seen about {epochs_:.0f} times)"
+    return f"{mark}{epochs_:.2g} epochs{mark} ({100 * epochs_:.0f} % of the prompts seen once)"
 
 
 def summary_line(plan: BatchPlan) -> str:

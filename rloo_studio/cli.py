@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, eval, export, preview, estimate, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, export, preview, scan, estimate, rewards, ui.
 
 Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
 turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
@@ -348,36 +348,30 @@ def _decoding_line(report: dict) -> str:
 
 
 def _print_base_vs_tuned(report: dict) -> None:
-    from .stats import fmt_interval, fmt_paired
+    from .stats import fmt_interval, fmt_paired, summary_estimate
 
     base, tuned = report["base"], report["tuned"]
     rows = [("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
             ("truncated (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False)]
     print(f"{'':28}{'base':>30}{'tuned':>30}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
     for label, key, percent in rows:
-        print(f"{label:28}{fmt_interval(_estimate(base, key), percent):>30}{fmt_interval(_estimate(tuned, key), percent):>30}")
+        print(f"{label:28}{fmt_interval(summary_estimate(base, key), percent):>30}{fmt_interval(summary_estimate(tuned, key), percent):>30}")
     for name in base["rewards"]:
         print(f"{'  ' + name:28}{_num(base['rewards'][name]):>30}{_num(tuned['rewards'][name]):>30}")
     print("\n" + fmt_paired(report["tuned_vs_base"]))
 
 
-def _estimate(summary: dict, key: str) -> dict:
-    """A summary's value with its interval, as rloo_studio.stats formats it."""
-    interval = summary.get("intervals", {}).get(key, {})
-    return {"value": summary.get(key), **interval}
-
-
 def _print_checkpoint_table(report: dict) -> None:
     """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one."""
-    from .stats import fmt_interval, fmt_paired
+    from .stats import fmt_interval, fmt_paired, summary_estimate
 
     width = max(len(c["name"]) for c in report["checkpoints"]) + 2
     print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}{'answer acc [95 %]':>24}{'format rate':>13}{'truncated':>11}"
           f"{'wins/ties/losses':>18}")
 
     def row(name, step, s, wtl, mark=""):
-        mean_reward = fmt_interval({**_estimate(s, "mean_reward"), "n": None})
-        accuracy = fmt_interval({**_estimate(s, "answer_accuracy"), "n": None}, True)
+        mean_reward = fmt_interval({**summary_estimate(s, "mean_reward"), "n": None})
+        accuracy = fmt_interval({**summary_estimate(s, "answer_accuracy"), "n": None}, True)
         print(f"{name:{width}}{step:>6}{mean_reward:>24}{accuracy:>24}{_pct(s['format_rate']):>13}"
               f"{_pct(s.get('truncation_rate')):>11}{wtl:>18}{mark}")
 
@@ -390,7 +384,7 @@ def _print_checkpoint_table(report: dict) -> None:
     if selection.get("method") in ("cross-fit halves", "validation split"):
         folds = "; ".join(f"chosen on {f['chosen_on']}: {f['chosen']}" for f in selection["folds"])
         print(f"\nSelection ({selection['method']}, by mean reward): {folds}.")
-        print(f"Reported on {selection['reported_on']}: mean reward {fmt_interval(_estimate(selection['reported'], 'mean_reward'))}.")
+        print(f"Reported on {selection['reported_on']}: mean reward {fmt_interval(summary_estimate(selection['reported'], 'mean_reward'))}.")
         print(fmt_paired(selection["chosen_vs_tuned"], "chosen", selection["chosen_vs_tuned"]["tuned"]))
         print(f"Verdict: {selection.get('verdict')}.")
     if report.get("best"):
@@ -495,6 +489,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
         text = row["completion"].replace("\n", " ")
         print(f"{i % k + 1:>3}  {text[:40]:<40}" + "".join(f"{_cell(row['rewards'][n], 13)}" for n in names)
               + f"{_cell(row['total'], 9)}{_cell(row['baseline'], 9)}{_cell(row['advantage'], 10)}")
+        for name, said in row.get("reasons", {}).items():  # a judge's own words under its score
+            print(f"{'':5}{name} says: {said[:200]!r}")
     print(f"\n{'function':<24}{'weight':>8}{'mean':>8}{'std':>8}{'min':>8}{'max':>8}{'None':>6}  errors")
     for name, f in result["functions"].items():
         print(f"{name[:24]:<24}{_cell(f['weight'])}{_cell(f['mean'])}{_cell(f['std'])}{_cell(f['min'])}{_cell(f['max'])}{f['none']:>6}  "
@@ -504,12 +500,58 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 print(f"{'':26}at {line}")
             print(f"{'':26}on the completion {e['completion'][:80]!r}")
     print(f"\nLearnability: {result['learnability']['verdict']}")
+    if result.get("agreement"):
+        from .rewards.preview import agreement_sentence
+
+        print(f"Agreement: {agreement_sentence(result['agreement'])}")
     if result.get("advantage_note"):
         print(f"Advantages in training: {result['advantage_note']}")
     for probe in result["probes"]:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:
         print("Hack probes: no function scores empty, tag-only, repeated, rambling or echoed completions as well as real ones.")
+    return EXIT_OK
+
+
+# ---- scan ---------------------------------------------------------------------------------------
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    from .config import RunConfig
+    from .scan import check_limit, parse_band, progress_text, read_scan, run_scan, summary_lines, write_filtered
+    from .scan import override_line
+
+    def progress(event: dict) -> None:  # on stderr even with --json, as eval's
+        print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
+
+    try:
+        check_limit(args.limit)
+        band = parse_band(args.band)
+        cfg = RunConfig.load(args.config, list(args.overrides))
+        from .engine.sampling import sample_groups
+
+        quiet = lambda msg: None  # noqa: E731 - the scan's own progress lines say enough
+        folder = run_scan(cfg, lambda rows, seed: sample_groups(cfg, rows, quiet, seed), args.runs_dir or cfg.output.runs_dir,
+                          limit=args.limit, progress=progress, timeout_s=args.timeout, seed=args.seed)
+        filtered = write_filtered(folder, band) if (args.write_filtered or band) else None
+    except StudioError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print("\nerror: interrupted; nothing was saved.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. a model folder that cannot be loaded
+        return _fail_unexpected("the scan", exc, f"the model of {args.config} (model.name_or_path) could not be loaded or sampled",
+                                "check model.name_or_path with `rloo-studio preview CONFIG`")
+    summary, _ = read_scan(folder)
+    if args.json:
+        print(json.dumps({**{k: v for k, v in summary.items() if k != "config"}, "folder": str(folder), "filtered": filtered}))
+        return EXIT_OK
+    print("\n".join(summary_lines(summary)))
+    print(f"Saved {folder / runs.SCAN_FILE} and {folder / runs.SCAN_SUMMARY_FILE}")
+    if filtered:
+        print(f"Wrote {filtered['path']}: {filtered['kept']} of {filtered['of']} scanned prompts (the original data is unchanged)."
+              f"\nTrain on it with: rloo-studio train {args.config} {override_line(filtered['overrides'])}")
+    else:
+        print("Write the data without the always and never solved prompts: add --write-filtered (or --band LO:HI).")
     return EXIT_OK
 
 
@@ -537,6 +579,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             gpu = hw.gpus[0]
             device_gib, device_name, bf16 = gpu.total_gb, f"{gpu.name}, {gpu.total_gb:.1f} GB", gpu.bf16
     est = estimate_config(cfg, device_gib, bf16)
+    if args.measure:
+        return _estimate_measured(args, cfg, est, device_name)
     if est is None:
         return _fail(StudioError(f"the shape of model {cfg.model.name_or_path!r} is unknown",
                                  "it is not a local folder with a config.json, not in the Hugging Face cache, and not in the built-in table",
@@ -546,8 +590,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if est.verdict in ("exceeds", "tight"):
         changes, shrunk = shrink_to_fit(cfg, device_gib, bf16)
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
+    from .batching import batch_plan
+    from .rewards.judge import judge_calls_per_step, judge_cost_line
+
+    plan = batch_plan({**cfg.rloo, **{key: cfg.rloo_value(key) for key in
+                                      ("num_generations", "per_device_train_batch_size", "num_iterations")}})
     if args.json:
-        print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice}))
+        print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice,
+                          "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan)}))
         return EXIT_OK
     print(f"Estimated peak GPU memory for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
     print(est.table())
@@ -557,6 +607,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
     for note in est.notes:
         print(f"- {note}")
+    cost = judge_cost_line(cfg.rewards, plan)
+    if cost:
+        print(f"\n{cost}")
     if advice and advice["changes"]:
         overrides = " ".join(f"{k}={json.dumps(v)}" for k, v in advice["changes"].items())
         after = advice["estimate"]
@@ -564,8 +617,41 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             print(f"\nTo fit, change: {overrides}\n  → {after['total_gib']:.2f} GiB, {after['verdict']}"
                   f"\n  e.g. rloo-studio train {args.config} {overrides}")
         else:
-            print(f"\nEven with {overrides} this model needs {after['total_gib']:.2f} GiB: it does not fit this GPU. "
-                  "Choose a smaller model (the presets name one per GPU size: presets/gpu-<N>gb.yaml).")
+            judge = any(k.startswith("judge") for k in est.parts)
+            print(f"\nEven with {overrides} this {'model with its judge' if judge else 'model'} needs {after['total_gib']:.2f} GiB: "
+                  "it does not fit this GPU. Choose a smaller model (the presets name one per GPU size: presets/gpu-<N>gb.yaml)"
+                  + (", a smaller judge, or a judge server ({url, model})." if judge else "."))
+    return EXIT_OK
+
+
+def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | None) -> int:
+    """`estimate --measure`: a short trial run of the config, timed; the memory estimate beside its measured peak."""
+    from .data import load_rows
+    from .errors import DataError
+    from .trial import measure, summary_lines
+
+    try:
+        train_rows = len(load_rows(cfg.data, cfg.base_dir).train)
+    except DataError as exc:
+        return _fail(exc)
+
+    def progress(text: str, fraction: float) -> None:
+        print(f"[estimate] {text}", file=sys.stderr, flush=True)
+
+    try:
+        m = measure(cfg, train_rows=train_rows, on_progress=progress)
+    except StudioError as exc:
+        print(f"error: {exc.message()}", file=sys.stderr)
+        return EXIT_FAILED
+    predicted = est.total_gib if est is not None else None
+    if args.json:
+        print(json.dumps({"measured": m.to_dict(), "estimated_peak_gib": predicted, "device": device_name}))
+        return EXIT_OK
+    print(f"Measured with a {m.trial_steps}-step trial run of {args.config} (removed afterwards):")
+    for line in summary_lines(m):
+        print(f"- {line}")
+    if predicted is not None and m.peak_gpu_gib is not None:
+        print(f"- the memory estimator predicted {predicted:.2f} GiB for this GPU; the trial's peak was {m.peak_gpu_gib:.2f} GiB")
     return EXIT_OK
 
 
@@ -695,11 +781,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_preview)
 
+    p = sub.add_parser("scan", help="before training: which prompts are always solved, never solved, or mixed (learnable)", description=(
+        "Sample k (rloo.num_generations) completions for each training prompt with the config's model and score them with "
+        "its rewards; saves scans/<id>/scan.jsonl and scan-summary.json under the runs folder (see docs/scan.md)."))
+    p.add_argument("config", help="the run config (YAML)")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.temperature=1.2")
+    p.add_argument("--limit", type=int, help="scan this many prompts, chosen evenly over the data (default: all)")
+    p.add_argument("--write-filtered", action="store_true",
+                   help="also write the data without the always and never solved prompts, as a new file (the original stays)")
+    p.add_argument("--band", metavar="LO:HI", help="write the prompts whose mean total reward lies in LO..HI instead")
+    p.add_argument("--runs-dir", help="the folder holding runs, where scans/ goes (default: the config's output.runs_dir)")
+    p.add_argument("--seed", type=int, default=0, help="how sampling goes")
+    p.add_argument("--timeout", type=float, default=60, help="seconds one reward call on one batch may take (default 60)")
+    p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
+    p.add_argument("--events", action="store_true", help="print progress on stderr as one JSON object per line (for programs)")
+    p.set_defaults(func=cmd_scan)
+
     p = sub.add_parser("estimate", help="estimate the peak GPU memory of a config, with a breakdown and a verdict")
     p.add_argument("config", nargs="?", help="the run config (YAML)")
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, e.g. rloo.num_generations=4")
     p.add_argument("--gpu-gb", type=float, help="judge against a GPU with this much memory (default: the detected GPU)")
     p.add_argument("--list-models", action="store_true", help="list the models whose shapes are built in (work offline)")
+    p.add_argument("--measure", action="store_true",
+                   help="also run a short trial of the config (two generation cycles, in a temporary folder) and report "
+                        "seconds per step, the whole run's time, its epochs and the measured peak memory")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_estimate)
 

@@ -113,6 +113,9 @@ class DataConfig:
 # A reward call gets this long on one batch before training gives up on it. Generous: a builtin takes
 # milliseconds, a reward model or a judge on a large batch seconds to a minute; a hang takes forever.
 REWARD_TIMEOUT_S = 120.0
+# A judge's scale when its entry gives none: 0-10 is the range judges are most often prompted with.
+DEFAULT_JUDGE_SCALE = (0, 10)
+JUDGE_SERVER_KEYS = ("url", "model", "api_key_env")
 
 
 @dataclass
@@ -121,8 +124,15 @@ class RewardSpec:
     file: str | None = _help("A Python file with reward functions (relative to the config file).", default=None)
     function: str | None = _help("With `file`: the function to use; empty = every public function in the file.", default=None)
     model: str | None = _help("A sequence-classification reward model (folder or hub id) whose score is the reward.", default=None)
+    judge: Any = _help("An LLM judge: a local model folder or hub id, or an OpenAI-compatible server "
+                       "{url: http://127.0.0.1:11434/v1, model: NAME, api_key_env: VARIABLE} (see docs/judge.md).", default=None)
+    rubric: str | None = _help("With judge: what a good completion is, in words; the judge scores by it.", default=None)
+    scale: list | None = _help("With judge: the [lowest, highest] score the judge gives; normalised to 0-1. Default [0, 10].", default=None)
+    template: str | None = _help("With judge: the judge's prompt with {rubric}, {prompt}, {completion}, {reference}, {low}, "
+                                 "{high}; empty = the default template.", default=None)
     weight: float = _help("Weight of this reward in the total that RLOO optimises.", default=1.0)
-    params: dict = _help("Parameters of a builtin reward, e.g. {answer_column: answer}.", default_factory=dict)
+    params: dict = _help("Parameters of a builtin reward, e.g. {answer_column: answer}; a judge takes answer_column only.",
+                         default_factory=dict)
     timeout_s: float = _help("Training: the longest one call of this reward on one batch may take, in seconds; a longer call "
                              "ends the run as failed (its last checkpoint stays resumable) instead of hanging it.",
                              default=REWARD_TIMEOUT_S)
@@ -132,7 +142,54 @@ class RewardSpec:
             return self.name
         if self.file:
             return f"{self.file}:{self.function or '*'}"
+        if self.judge is not None:
+            return f"judge:{self.judge.get('model') if isinstance(self.judge, dict) else self.judge}"
         return f"model:{self.model}"
+
+    def judge_problems(self, where: str) -> list[str]:
+        """What is wrong with this entry's judge settings (judge, rubric, scale, template), in config words."""
+        problems: list[str] = []
+        if self.judge is None:
+            for key in ("rubric", "scale", "template"):
+                if getattr(self, key) is not None:
+                    problems.append(f"{where}.{key}: only meaningful together with `judge`")
+            return problems
+        judge = self.judge
+        if isinstance(judge, dict):
+            unknown = [k for k in judge if k not in JUDGE_SERVER_KEYS]
+            for k in unknown:
+                problems.append(f"{where}.judge.{k}: unknown key{did_you_mean(str(k), JUDGE_SERVER_KEYS)} "
+                                f"(known: {', '.join(JUDGE_SERVER_KEYS)})")
+            url = judge.get("url")
+            if not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url):
+                problems.append(f"{where}.judge.url: {url!r} is not an http(s) address; give the server's OpenAI-compatible "
+                                "base, e.g. http://127.0.0.1:11434/v1 (Ollama)")
+            if not isinstance(judge.get("model"), str) or not judge.get("model", "").strip():
+                problems.append(f"{where}.judge.model: give the name of the model the server serves, e.g. qwen2.5:7b")
+            env = judge.get("api_key_env")
+            if env is not None and not (isinstance(env, str) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", env)):
+                problems.append(f"{where}.judge.api_key_env: {env!r} is not an environment variable name; name the "
+                                "variable that holds the key, e.g. JUDGE_API_KEY (never the key itself)")
+        elif not isinstance(judge, str) or not judge.strip():
+            problems.append(f"{where}.judge: {judge!r} is neither a model (folder or hub id) nor a server "
+                            "{url: ..., model: ...}")
+        if not isinstance(self.rubric, str) or not self.rubric.strip():
+            problems.append(f"{where}.rubric: a judge needs a rubric, the words it scores by, e.g. rubric: \"The answer is "
+                            "correct and says only what was asked.\"")
+        scale = self.scale
+        if scale is not None:
+            numbers = isinstance(scale, list) and len(scale) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in scale)
+            if not numbers or not scale[0] < scale[1]:
+                problems.append(f"{where}.scale: {scale!r} must be [lowest, highest] with lowest < highest, e.g. [0, 10]")
+        if self.template is not None and (not isinstance(self.template, str) or not self.template.strip()):
+            # Its fields are checked with the rewards (rewards.judge.check_template), which know the template's fields.
+            problems.append(f"{where}.template: must be the judge's prompt text; remove it to use the default")
+        extra = [k for k in self.params if k != "answer_column"]
+        if extra:
+            problems.append(f"{where}.params: a judge takes only answer_column (the reference answer's column), "
+                            f"not {', '.join(map(str, extra))}")
+        return problems
 
 
 @dataclass
@@ -164,6 +221,16 @@ def four_bit_without_lora(load_in_4bit: bool, lora: LoraConfig | dict | None) ->
     """The one rule on 4-bit weights: they are frozen (bitsandbytes NF4 has no gradient), so only a LoRA adapter
     beside them can learn; 4-bit without LoRA trains nothing. Every surface (config check, page, engine) asks here."""
     return bool(load_in_4bit) and lora is None
+
+
+def local_judge_in_4bit() -> bool:
+    """The one rule on a local judge's weights on a CUDA GPU, for the worker (rewards/judge.py) and the memory estimate:
+    4-bit NF4 whenever bitsandbytes is installed (the CUDA install has it). The judge shares the GPU with the policy,
+    so it takes about a quarter of its 16-bit size, and greedy scoring of a few tokens loses little to the
+    quantisation. On a CPU the judge runs in float32."""
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None
 
 
 @dataclass
@@ -296,13 +363,14 @@ class RunConfig:
         if not self.rewards:
             problems.append("rewards: no reward functions; add at least one (e.g. `- {name: numeric_answer}`)")
         for i, spec in enumerate(self.rewards):
-            chosen = [k for k in ("name", "file", "model") if getattr(spec, k)]
+            chosen = [k for k in ("name", "file", "model", "judge") if getattr(spec, k) is not None and getattr(spec, k) != ""]
             if len(chosen) != 1:
-                problems.append(f"rewards[{i}]: give exactly one of name, file or model (got {', '.join(chosen) or 'none'})")
+                problems.append(f"rewards[{i}]: give exactly one of name, file, model or judge (got {', '.join(chosen) or 'none'})")
             if spec.function and not spec.file:
                 problems.append(f"rewards[{i}].function: only meaningful together with `file`")
-            if spec.params and not spec.name:
-                problems.append(f"rewards[{i}].params: only builtin rewards (`name`) take params")
+            if spec.params and not spec.name and spec.judge is None:
+                problems.append(f"rewards[{i}].params: only builtin rewards (`name`) and judges take params")
+            problems.extend(spec.judge_problems(f"rewards[{i}]"))
             if not isinstance(spec.timeout_s, (int, float)) or isinstance(spec.timeout_s, bool) or not spec.timeout_s > 0:
                 problems.append(f"rewards[{i}].timeout_s: {spec.timeout_s!r} is not a positive number of seconds; "
                                 f"use e.g. {REWARD_TIMEOUT_S:g} (the default) or more for a slow reward")

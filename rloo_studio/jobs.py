@@ -126,6 +126,8 @@ def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
             spec.file = absolute(spec.file)
         if spec.model:
             spec.model = absolute(spec.model)
+        if isinstance(spec.judge, str):
+            spec.judge = absolute(spec.judge)
         rewards.append(spec)
     cfg.rewards = rewards
     cfg.base_dir = str(new_base)

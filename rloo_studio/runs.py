@@ -1,7 +1,8 @@
 """The run-directory contract: create runs, write and read their files safely, list them.
 
 Layout (see docs/run-directory.md): config.yaml, rewards.py, status.json, metrics.jsonl,
-samples.jsonl, train.log, checkpoints/checkpoint-N/, adapter/, eval.json, exports/.
+samples.jsonl, alerts.jsonl, train.log, checkpoints/checkpoint-N/, adapter/, eval.json, exports/, scan-summary.json;
+and beside the runs, scans/<scan-id>/ (scan.jsonl, scan-summary.json).
 
 Writers append whole lines and flush; readers skip an incomplete last line, so a reader
 never sees half a record even while a worker is writing or after it was killed. status.json
@@ -30,6 +31,7 @@ REWARDS_FILE = "rewards.py"
 STATUS_FILE = "status.json"
 METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
+ALERTS_FILE = "alerts.jsonl"  # health alerts the worker raised (see alerts.py): one line when each begins and ends
 LOG_FILE = "train.log"
 # Set by the app to the run directory whose train.log already receives the worker's output.
 LOG_CAPTURED_ENV = "RLOO_STUDIO_LOG_CAPTURED"
@@ -39,6 +41,19 @@ ADAPTER_DIR = "adapter"
 MODEL_DIR = "model"  # full fine-tuning writes the whole model here instead of adapter/
 FINAL = "final"  # the name of the run's final adapter/ (or model/) wherever a checkpoint is named (eval, export, chat)
 EVAL_FILE = "eval.json"  # what `rloo-studio eval` writes: base vs the chosen weights
+# The difficulty scan (rloo_studio.scan, docs/scan.md): RUNS/scans/<scan-id>/ holds one line per prompt and the summary.
+SCANS_DIR = "scans"
+SCAN_FILE = "scan.jsonl"
+SCAN_SUMMARY_FILE = "scan-summary.json"  # also in a run folder: the scan of the filtered data it trained on
+FILTERED_TAG = "filtered"  # a local data file's filtered copy: <stem>.filtered-<scan-id>.jsonl beside it
+FILTERED_FILE = "filtered.jsonl"  # ... or, for the demo or a hub dataset, these two in the scan folder
+FILTERED_TEST_FILE = "filtered.test.jsonl"
+
+
+def scan_record_for(data_file: str | Path) -> Path:
+    """The scan record beside a filtered data file: which scan, which rule, how many prompts kept."""
+    path = Path(data_file)
+    return path.with_name(path.name + ".scan.json")
 
 
 def slugify(text: str, max_len: int = 32) -> str:

@@ -120,6 +120,12 @@ def overlap(a: dict, b: dict) -> bool:
     return a["low"] <= b["high"] and b["low"] <= a["high"]
 
 
+def summary_estimate(summary: dict, key: str) -> dict:
+    """One number of an evaluation summary (eval.json's `base`, `tuned`, …) with its interval and n, as `fmt_interval`
+    takes it (an older eval.json has the value only)."""
+    return {"value": summary.get(key), **(summary.get("intervals") or {}).get(key, {})}
+
+
 def fmt_interval(estimate: dict | None, percent: bool = False) -> str:
     """`55.3 % [49.6, 60.9] (n=300)` or `0.412 [0.380, 0.441] (n=300)`; `-` when there is no value."""
     if not isinstance(estimate, dict) or not isinstance(estimate.get("value"), (int, float)):

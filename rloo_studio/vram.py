@@ -14,6 +14,10 @@ What an RLOO step holds at its peak, and how each part is counted here:
   vocabularies), less when the loss is computed in chunks;
 * a **reference model** when beta > 0 without LoRA (with LoRA the reference is the base model
   with the adapter switched off: no copy);
+* a **local judge**'s weights (a `judge:` reward entry naming a model): the training worker loads
+  each such entry's model as its own copy, in 4-bit when bitsandbytes is installed (else in the dtype its
+  config.json names), never shared with the policy, even when it is the policy's base model
+  (config.local_judge_in_4bit, rewards/judge.py `LocalJudge._load`). A judge on a server adds nothing here;
 * the **CUDA context** and the allocator's slack.
 
 Generation and the training backward do not peak at the same moment, so the peak is weights +
@@ -30,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import RunConfig, four_bit_without_lora
+from .config import RunConfig, four_bit_without_lora, local_judge_in_4bit
 from .paths import DEMO_MODEL_DIR
 
 GIB = 1024**3
@@ -103,6 +107,9 @@ class ModelShape:
     vocab_size: int
     tie_embeddings: bool
     note: str = ""
+    # The dtype the checkpoint's config.json names ("" when it names none): what transformers' dtype="auto" loads, which is
+    # how a local judge is loaded. Not part of the shape's identity.
+    dtype: str = field(default="", compare=False)
 
     def linear_params_per_layer(self) -> int:
         h, hd = self.hidden_size, self.head_dim
@@ -195,6 +202,7 @@ def shape_from_config(config: dict, name: str) -> ModelShape:
         num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.get("head_dim") or hidden // heads,
         intermediate_size=c.get("intermediate_size") or 4 * hidden, vocab_size=c.get("vocab_size") or config["vocab_size"],
         tie_embeddings=bool(config.get("tie_word_embeddings", c.get("tie_word_embeddings", False))),
+        dtype=str(config.get("dtype") or config.get("torch_dtype") or c.get("dtype") or c.get("torch_dtype") or ""),
     )
 
 
@@ -282,6 +290,38 @@ def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
     )
 
 
+# A judge whose config.json names no dtype (or that comes from the built-in table, whose models all publish bfloat16
+# weights): transformers' dtype="auto" then takes the checkpoint's stored dtype, 16-bit for the published chat models.
+JUDGE_DEFAULT_DTYPE = "bfloat16"
+
+
+def judge_weight_bytes(shape: ModelShape) -> float:
+    """Bytes of a local judge's weights as the worker loads them on a GPU (config.local_judge_in_4bit): 4-bit like a
+    4-bit policy, or else the whole model in its checkpoint's dtype."""
+    if local_judge_in_4bit():
+        return weight_bytes(shape, load_in_4bit=True, dtype_bytes=2)
+    return shape.params * DTYPE_BYTES.get(shape.dtype or JUDGE_DEFAULT_DTYPE, 2)
+
+
+def judge_precision(shape: ModelShape) -> str:
+    """How a local judge's weights are held, in words for the estimate's notes."""
+    return "4-bit NF4" if local_judge_in_4bit() else f"{shape.dtype or JUDGE_DEFAULT_DTYPE}, not 4-bit (bitsandbytes is not installed)"
+
+
+def weight_bytes(shape: ModelShape, load_in_4bit: bool, dtype_bytes: float) -> float:
+    """A model's weights in memory: NF4 for the linear layers' weights when 4-bit (embeddings, LM head and norms stay
+    16-bit under bitsandbytes), else every parameter at `dtype_bytes`."""
+    if load_in_4bit:
+        linear = shape.num_layers * shape.linear_params_per_layer()
+        return linear * NF4_BYTES_PER_PARAM + (shape.params - linear) * 2
+    return shape.params * dtype_bytes
+
+
+def judge_part_name(model: str) -> str:
+    """The breakdown's line for one local judge entry."""
+    return f"judge model weights ({model})"
+
+
 @dataclass
 class Estimate:
     model: str
@@ -318,15 +358,13 @@ def _layer_activation_bytes(shape: ModelShape) -> float:
     return h * (18 + 16 * ffn / (4 * h)) * ACTIVATION_BYTES_PER_HIDDEN / 34
 
 
-def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None) -> Estimate:
+def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
+             judges: dict[str, ModelShape | None] | None = None) -> Estimate:
+    """The estimate for `shape` trained with settings `s`; `judges` maps each local judge entry's model to its shape
+    (None when unknown: not counted, and said so)."""
     notes: list[str] = []
     dtype_bytes = DTYPE_BYTES.get(s.dtype, 2)
-    linear = shape.num_layers * shape.linear_params_per_layer()
-    other = shape.params - linear  # embeddings, LM head, norms: kept in 16-bit by bitsandbytes
-    if s.load_in_4bit:
-        weights = linear * NF4_BYTES_PER_PARAM + other * 2
-    else:
-        weights = shape.params * dtype_bytes
+    weights = weight_bytes(shape, s.load_in_4bit, dtype_bytes)
     parts: dict[str, float] = {"weights": weights}
 
     adam = ADAMW_STATE_BYTES[s.optimizer]
@@ -341,6 +379,14 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None) ->
         trainable = shape.params
     if s.beta > 0 and not s.lora_r:
         parts["reference model (beta > 0, no LoRA)"] = weights
+    for model, judge_shape in (judges or {}).items():
+        if judge_shape is None:
+            notes.append(f"the judge model {model!r} has an unknown shape: its weights are NOT counted; download it once "
+                         "(or its config.json) for a full estimate")
+            continue
+        parts[judge_part_name(model)] = judge_weight_bytes(judge_shape)
+        notes.append(f"the judge {model} is loaded as its own copy ({judge_shape.params / 1e9:.2f}B parameters, "
+                     f"{judge_precision(judge_shape)}, not shared with the policy) on the same GPU")
 
     # Generation: K and V for every layer, for the whole generation batch at full length.
     seq = s.prompt_tokens + s.max_completion_length
@@ -369,11 +415,17 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None) ->
     else:
         notes.append("the peak is during the training pass (activations and logits); a smaller per-device batch with "
                      "gradient accumulation lowers it most")
-    static = weights + sum(v for k, v in parts.items() if k.startswith(("LoRA", "gradients", "reference")))
+    static = weights + sum(v for k, v in parts.items() if k.startswith(("LoRA", "gradients", "reference", "judge")))
     allocated = static + peak_dynamic
     parts["CUDA context"] = CUDA_CONTEXT_GIB * GIB
     parts["allocator slack"] = allocated * ALLOCATOR_OVERHEAD_FRACTION
     total = allocated + parts["CUDA context"] + parts["allocator slack"]
+    judge_bytes = sum(v for k, v in parts.items() if k.startswith("judge"))
+    if judge_bytes and device_gib is not None and total > FITS_FRACTION * device_gib * GIB \
+            and total - judge_bytes * (1 + ALLOCATOR_OVERHEAD_FRACTION) <= FITS_FRACTION * device_gib * GIB:
+        over = "not fit" if total > device_gib * GIB else "tight"  # the verdict's own words (Estimate.verdict)
+        notes.append(f"the judge's weights are what make this {over}: choose a smaller judge model, or run the judge on a "
+                     "server ({url, model}), which takes nothing from this GPU")
     if shape.note:
         notes.append(shape.note)
     notes.append(f"{trainable:,} trainable parameters of {shape.params:,}")
@@ -386,7 +438,24 @@ def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: b
     shape = find_shape(cfg.model.name_or_path, cfg.base_dir)
     if shape is None:
         return None
-    return estimate(shape, settings_from_config(cfg, gpu_bf16), device_gib)
+    return estimate(shape, settings_from_config(cfg, gpu_bf16), device_gib, local_judges(cfg))
+
+
+def local_judges(cfg: RunConfig) -> dict[str, ModelShape | None]:
+    """The shape of each local judge entry's model (a `judge:` naming a model, not a server), in the config's order.
+
+    Each entry loads its own copy, so two entries naming the same model count twice (keyed `MODEL #2`)."""
+    found: dict[str, ModelShape | None] = {}
+    for spec in cfg.rewards:
+        if spec.judge is None or isinstance(spec.judge, dict):
+            continue
+        model = str(spec.judge)
+        key, n = model, 1
+        while key in found:
+            n += 1
+            key = f"{model} #{n}"
+        found[key] = find_shape(model, cfg.base_dir)
+    return found
 
 
 def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> tuple[dict[str, Any], Estimate | None]:

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                   HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", TOKENIZERS_PARALLELISM="false")
 
-from helpers import ADDITION_ROWS, ROOT, USER_REWARDS  # noqa: E402,F401 - shared with tests that import them
+from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, only_run_dir, run_cli  # noqa: E402,F401 - shared with tests that import them
 
 
 # Seconds before a real-model test counts as hung: it trains and evaluates a 135M model on CPU, far slower than
@@ -31,15 +33,72 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.timeout(REALMODEL_TIMEOUT))
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `name`, made by `build(folder)` once for the whole test session, whatever the test processes.
+
+    With pytest-xdist each test process has its own session, so a session fixture alone would build once per
+    process: the folder lives beside the processes' own temp folders instead, and a file lock lets the first
+    process build it while the others wait. `build` must leave the folder complete or raise.
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another process
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer Llama-architecture model with a character tokenizer that has <think>/</think> tokens."""
-    folder = tmp_path_factory.mktemp("tiny-model")
-    # Built in a child process so that this test process never imports transformers before unsloth.
-    code = ("import sys; from rloo_studio.tinymodel import build_tiny_model; "
-            f"build_tiny_model({str(folder)!r}, architecture='llama')")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=300)
-    return folder
+    def build(folder: Path) -> None:
+        # Built in a child process so that this test process never imports transformers before unsloth.
+        code = ("import sys; from rloo_studio.tinymodel import build_tiny_model; "
+                f"build_tiny_model({str(folder)!r}, architecture='llama')")
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=300)
+    return built_once(tmp_path_factory, "tiny-model", build)
+
+
+@pytest.fixture(scope="session")
+def trained_tiny_folder(tmp_path_factory, tiny_model_dir) -> Path:
+    """A folder with data.jsonl, rewards.py, config.yaml and runs/<one finished run> of the tiny model, trained once
+    for the session (`rloo-studio train`, 4 real RLOO steps, checkpoints at 2 and 4, a quarter of the data held out).
+
+    Shared by the tests that evaluate and export a trained run; read it only through `trained_tiny_run`, which
+    hands each module its own copy (they write eval.json and exports into it).
+    """
+    import yaml
+
+    def build(folder: Path) -> None:
+        (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ADDITION_ROWS))
+        (folder / "rewards.py").write_text(USER_REWARDS)
+        config = {
+            "model": {"name_or_path": str(tiny_model_dir), "max_seq_length": 128},
+            "lora": {"r": 8, "alpha": 16},
+            "data": {"source": "data.jsonl", "test_fraction": 0.25},
+            "rewards": [{"name": "numeric_answer"}, {"name": "think_format", "weight": 0.5},
+                        {"name": "think_length", "weight": 0.2, "params": {"min_tokens": 2, "max_tokens": 16}},
+                        {"file": "rewards.py", "weight": 0.5}],
+            # A large learning rate, so that 4 steps move the adapter far enough to change greedy outputs.
+            "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 12,
+                     "learning_rate": 2e-2, "max_steps": 4, "save_steps": 2, "beta": 0.0},
+        }
+        (folder / "config.yaml").write_text(yaml.safe_dump(config))
+        result = run_cli("train", "config.yaml", cwd=folder)
+        assert result.returncode == 0, result.stderr[-3000:]
+    return built_once(tmp_path_factory, "trained-tiny", build)
+
+
+@pytest.fixture(scope="module")
+def trained_tiny_run(tmp_path_factory, trained_tiny_folder, tiny_model_dir) -> tuple[Path, Path]:
+    """(run directory, model directory): this module's own copy of the session's trained tiny run."""
+    copy = tmp_path_factory.mktemp("trained-run") / "workspace"
+    shutil.copytree(trained_tiny_folder, copy)
+    return only_run_dir(copy / "runs"), tiny_model_dir
 
 
 @pytest.fixture

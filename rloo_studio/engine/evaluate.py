@@ -119,12 +119,15 @@ def select_checkpoints(run_dir: str | Path, checkpoint: str | None = runs.FINAL)
                       "pass --checkpoint with one of those, or `all` to compare them all")
 
 
-def _score(rewards, prompts, texts, ids, rows, conversational: bool) -> dict:
+def score_completions(rewards, prompts, texts, ids, rows, conversational: bool, wrap=None) -> dict:
+    """{reward name: values} for one completion per prompt, each reward called as TRL calls it (the rows' columns as
+    keywords); `wrap(reward)` gives the checked callable (default: `guard` without a time limit)."""
     completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else texts
     columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
+    wrap = wrap or (lambda r: guard(r.func, r.name, r.source_file))
     values = {}
     for r in rewards:
-        values[r.name] = guard(r.func, r.name, r.source_file)(prompts=prompts, completions=completions, completion_ids=ids, trainer_state=TrainerStateStub(),
+        values[r.name] = wrap(r)(prompts=prompts, completions=completions, completion_ids=ids, trainer_state=TrainerStateStub(),
                                 log_extra=lambda *a, **k: None, log_metric=lambda *a, **k: None, **columns)
     return values
 
@@ -371,7 +374,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
             out = generate_completions(model, tokenizer, side_prompts, max_new_tokens=budget, batch_size=batch_size,
                                        progress=lambda done, _n, k=k: moved(k * n + done),
                                        cfg=cfg, **sampling)
-            values = _score(rewards, side_prompts, out.texts, out.completion_ids, side_rows, conversational)
+            values = score_completions(rewards, side_prompts, out.texts, out.completion_ids, side_rows, conversational)
             totals = weighted_totals(list(values.values()), weights)
             if answer_name:
                 answers = values[answer_name]

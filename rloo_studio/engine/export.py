@@ -309,6 +309,10 @@ def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
             raise StudioError(f"the script export does not support reward models yet (rewards: model: {spec.model})",
                               "train.py builds only builtin rewards and reward files",
                               "export --format adapter or merged, or replace the reward model by a reward function")
+        if spec.judge is not None:
+            raise StudioError(f"the script export does not support judge rewards yet (rewards: {spec.label()})",
+                              "train.py builds only builtin rewards and reward files",
+                              "export --format adapter or merged, or replace the judge by a reward function")
     for spec_in, spec_out in zip(cfg.rewards, out.rewards):
         if spec_in.file:
             source = cfg.resolve_path(spec_in.file)

@@ -8,8 +8,8 @@ copy of stdout; the real stdout is pointed at stderr first, so that a library pr
     {"op": "load", "run_dir": ..., "checkpoint": "final"}        → progress…, done {result}
     {"op": "chat", "messages": [...], "sides": ["base", "tuned"],
      "sampling": {...}, "system_prompt": ...}                     → text…, reply (per side), done
-    {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...,
-     "seed": S}                                                   → progress…, done {engine.sampling.sample_groups
+    {"op": "preview", "config": {...}, "base_dir": ..., "num_prompts": N | "prompt": ..., "answer": ...
+     | "rows": [...] (the difficulty scan's), "seed": S}          → progress…, done {engine.sampling.sample_groups
                                                                     result, loads, pid, chat_released}
     {"op": "ping"} → done {loaded, adapters, base_loads, cpu_threads};   {"op": "shutdown"} → exits
 
@@ -49,7 +49,9 @@ def _preview(request: dict, send) -> dict:
 
     cfg = RunConfig.from_dict(request["config"], request.get("base_dir") or ".")
     seed = int(request.get("seed", 0))
-    if request.get("prompt"):
+    if request.get("rows"):  # the difficulty scan: these rows of the data, in order
+        rows = list(request["rows"])
+    elif request.get("prompt"):
         answer = request.get("answer")
         rows = [{cfg.data.prompt_column: request["prompt"], **({"answer": answer} if answer not in (None, "") else {})}]
     else:

@@ -3,7 +3,7 @@
 `run_training` is exactly what `rloo-studio train` executes (and what the app's training
 worker will run in a child process). It writes the run directory as the contract says:
 config.yaml, reward source copies, status.json, metrics.jsonl (every logged key), samples.jsonl,
-train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
+alerts.jsonl (health alerts, engine/health.py), train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
 ends training after the current step with a checkpoint and the adapter saved. It does not
 parse command lines or print for people; the CLI does that.
 """
@@ -24,7 +24,9 @@ from ..batching import BatchPlan, at_cycle_boundary, summary_line
 from ..config import RLOO_DEFAULTS, RunConfig
 from ..errors import ConfigError, DataError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
+from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
+from .health import HealthWatch
 from .preflight import preflight
 
 log = logging.getLogger("rloo_studio.train")
@@ -58,7 +60,7 @@ class _Tee:
 
 
 def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
-    """Create the run directory and write the resolved config and reward-source copies into it."""
+    """Create the run directory and write the resolved config, reward-source copies and (for data a scan filtered) the scan record into it."""
     if run_dir is None:
         name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name
         # Relative to the current directory, where `rloo-studio runs`, `eval runs/<id>` and the app look.
@@ -75,6 +77,9 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
         path.mkdir(parents=True, exist_ok=True)
     resolved = resolved_config(cfg, path)
     resolved.save(path / runs.CONFIG_FILE)
+    from ..scan import copy_scan_record
+
+    copy_scan_record(resolved.data.source, path)  # data filtered by a scan: the run keeps which prompts and why
     return path
 
 
@@ -142,11 +147,11 @@ def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
     return args
 
 
-def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, plan: BatchPlan):
+def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, plan: BatchPlan, health=None):
     transformers = stack.transformers
 
     class StudioCallback(transformers.TrainerCallback):
-        """Writes metrics.jsonl and status.json, and turns a stop request into a clean stop.
+        """Writes metrics.jsonl and status.json (and, through `health`, alerts.jsonl), and turns a stop request into a clean stop.
 
         A stop and a `save_steps` checkpoint happen only where a generation cycle ends
         (`batching.at_cycle_boundary`): TRL keeps the completions of a cycle in memory, not in the
@@ -182,6 +187,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 # Peak since the start (or resume): what the memory estimator is checked against.
                 record["memory/peak_allocated_gib"] = cuda.max_memory_allocated() / 1024**3
                 record["memory/peak_reserved_gib"] = cuda.max_memory_reserved() / 1024**3
+            if health is not None:
+                record = health.on_metrics(record)
             runs.append_jsonl(run_dir / runs.METRICS_FILE, record)
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -215,6 +222,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
         def on_save(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
                 runs.update_status(run_dir, last_checkpoint=state.global_step)
+                if health is not None:
+                    health.on_checkpoint(state.global_step)
 
     return StudioCallback()
 
@@ -369,6 +378,34 @@ def record_trained_advantages(trainer, recorder, torch) -> None:
 
     trainer._get_per_token_logps_and_entropies = capture_logps
     trainer._generate_and_score_completions = generate_score_and_record
+
+
+def _heldout_scorer(trainer, loaded, cfg: RunConfig, test_rows: list[dict], rewards, max_new_tokens: int, wrap):
+    """The health alerts' held-out check: the model's greedy completions, as it is at a checkpoint, for the first
+    held-out prompts, scored with the run's rewards; returns their mean weighted total (None when none scored)."""
+    from ..alerts import HELDOUT_PROMPTS
+    from ..data import to_trl_dataset, use_chat_format
+    from ..rewards.scoring import weighted_totals
+    from .evaluate import score_completions
+    from .generate import generate_completions
+
+    rows = test_rows[:HELDOUT_PROMPTS]
+    prompts = list(to_trl_dataset(rows, cfg.data, loaded.tokenizer)["prompt"])
+    conversational = use_chat_format(cfg.data, loaded.tokenizer) or isinstance(prompts[0], list)
+
+    def check() -> float | None:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        was_training = model.training
+        model.eval()
+        try:
+            out = generate_completions(model, loaded.tokenizer, prompts, max_new_tokens=max_new_tokens, do_sample=False, cfg=cfg)
+        finally:
+            model.train(was_training)
+        values = score_completions(rewards, prompts, out.texts, out.completion_ids, rows, conversational, wrap=wrap)
+        totals = [t for t in weighted_totals([values[r.name] for r in rewards], [r.weight for r in rewards]) if t is not None]
+        return sum(totals) / len(totals) if totals else None
+
+    return check
 
 
 def _batch_plan(rloo_config) -> BatchPlan:
@@ -553,7 +590,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         runs.clear_stop(run_dir)
         if resume:
             # Steps after the checkpoint are trained again: set their old records aside so nothing is duplicated.
-            for name in (runs.METRICS_FILE, runs.SAMPLES_FILE):
+            for name in (runs.METRICS_FILE, runs.SAMPLES_FILE, runs.ALERTS_FILE):
                 runs.set_aside_after(run_dir / name, resume_step)
         # Several processes: the run's process is the launcher (`train --num-processes N`), which stops them all.
         pid = int(os.environ.get(LAUNCHER_PID_ENV) or os.getpid())
@@ -590,15 +627,32 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         [r.name for r in rewards], [r.weight for r in rewards], rloo_config.num_generations,
         cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main)
     on_timeout = _reward_timeout_handler(run_dir, main)
-    reward_funcs = [guard(r.func, r.name, r.source_file, recorder.on_values, r.timeout_s, on_timeout) for r in rewards]
+    health = None
+    if main:
+        health = HealthWatch(run_dir, RunFacts([r.name for r in rewards], [r.weight for r in rewards],
+                                               int(rloo_config.max_completion_length)),
+                             rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
+                             probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards])
+
+    def on_values(name, kwargs, values):
+        recorder.on_values(name, kwargs, values)
+        if health is not None:
+            health.on_values(name, kwargs, values)
+
+    reward_funcs = [guard(r.func, r.name, r.source_file, on_values, r.timeout_s, on_timeout) for r in rewards]
     rloo_config.reward_weights = [r.weight for r in rewards]
 
     plan = _batch_plan(rloo_config)
     say(f"[rloo-studio] {summary_line(plan)}", flush=True)
     trainer = trl.RLOOTrainer(
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
-        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan)],
+        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)],
     )
+    if health is not None and rows.test and world_size() == 1:
+        # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
+        # the others: the check is left out there.)
+        health.heldout = _heldout_scorer(trainer, loaded, cfg, rows.test, rewards, int(rloo_config.max_completion_length),
+                                         lambda r: guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout))
     if loaded.lora:
         keep_adapters_in_fp32(trainer.model, stack.torch)
     record_trained_advantages(trainer, recorder, stack.torch)

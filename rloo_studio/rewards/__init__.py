@@ -1,8 +1,8 @@
 """Rewards: the builtin library, user reward code, and turning a config's reward list into callables.
 
 `build_rewards` is the single entry point the training worker and the reward preview use:
-it resolves every `RewardSpec` — builtin name with params, a function from a user file, or a
-reward model — into a named callable in TRL's contract plus its weight. `check_reward_specs`
+it resolves every `RewardSpec` — builtin name with params, a function from a user file, a
+reward model or an LLM judge — into a named callable in TRL's contract plus its weight. `check_reward_specs`
 reports every problem with those specs without loading a model, for the pre-flight check.
 This package never imports torch at module level.
 """
@@ -95,6 +95,11 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
             name = "reward_model_" + Path(spec.model).name.replace("-", "_")
             fn.__name__ = fn.__qualname__ = name
             loaded.append(LoadedReward(fn, float(spec.weight), name, None, spec.timeout_s))
+        elif spec.judge is not None:
+            from .judge import judge_reward_function
+
+            fn = judge_reward_function(spec, base_dir, dataset_columns, check_only=check_only)
+            loaded.append(LoadedReward(fn, float(spec.weight), fn.__name__, None, spec.timeout_s))
     names = [r.name for r in loaded]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -118,13 +123,13 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         except StudioError as exc:
             problems.append(f"rewards[{i}] ({spec.label()}): {exc.what}" + (f" — {exc.fix}" if exc.fix else ""))
             continue
-        column = spec.params.get("answer_column") if spec.name else None
+        column = spec.params.get("answer_column") if spec.name or spec.judge is not None else None
         if column is None and spec.name in ("numeric_answer", "exact_match"):
             column = "answer"
         if column and dataset_columns is not None and column not in dataset_columns:
             problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{did_you_mean(column, dataset_columns)}"
                             f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
-        elif column and rows and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
+        elif column and rows and spec.name and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
             problems.append(f"rewards[{i}] ({spec.label()}): the column `{column}` is empty in all {len(rows)} training rows, "
                             f"so {spec.label()} would score every completion 0 and RLOO would learn nothing — fill in the "
                             "answers, point params.answer_column at the column that holds them, or use a reward that needs no answer")

@@ -247,11 +247,16 @@ def _score(request: dict) -> dict:
 
     per_function: dict[str, list[float | None]] = {}
     errors: dict[str, list[dict]] = {}
+    reasons: dict[str, list[str]] = {}  # a judge's own words per completion (and why a score is None)
     kwargs = batch(prompts, completions, rows, ids)
     for r in rewards:
         try:
             per_function[r.name] = _check_values(r.name, _call(r.func, kwargs), len(completions))
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: reported, never raised
+            # A judge that gave no usable score still said something: its words show why (taken before the calls below).
+            said = _judge_words(r.func, len(completions))
+            if said:
+                reasons[r.name] = said
             # Find the completion it fails on by calling it one completion at a time.
             failing = completions[0] if completions else ""
             for i in range(len(completions)):
@@ -262,6 +267,10 @@ def _score(request: dict) -> dict:
                     break
             errors[r.name] = [_error_detail(exc, r.name, r.source_file, failing)]
             per_function[r.name] = [None] * len(completions)
+            continue
+        said = _judge_words(r.func, len(completions))
+        if said:
+            reasons[r.name] = said
 
     names = [r.name for r in rewards]
     weights = [r.weight for r in rewards]
@@ -273,7 +282,8 @@ def _score(request: dict) -> dict:
         others = [t for j, t in enumerate(totals[group * k:group * k + k]) if j != i % k and t is not None]
         table.append({
             "group": group, "prompt": _prompt_text(prompts[i]), "completion": text,
-            "rewards": {n: per_function[n][i] for n in names}, "total": totals[i],
+            "rewards": {n: per_function[n][i] for n in names}, "reasons": {n: said[i] for n, said in reasons.items()},
+            "total": totals[i],
             "baseline": statistics.fmean(others) if others and totals[i] is not None else None,
             "advantage": round(advantages[i], 12),  # 1 - (0.7+0.7)/2 should read 0, not 2e-16
         })
@@ -285,8 +295,71 @@ def _score(request: dict) -> dict:
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
+        "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
     }
     return result
+
+
+def _is_judge(fn) -> bool:
+    return hasattr(fn, "last_verdicts")  # rewards.judge.JudgeReward keeps its verdicts; no other reward does
+
+
+def _judge_words(fn, n: int) -> list[str] | None:
+    """A judge's reply to each of the last call's n completions, with the reason when it gave no usable score."""
+    verdicts = getattr(fn, "last_verdicts", None)
+    if not verdicts or len(verdicts) != n:
+        return None
+    from .judge import REPLY_START
+
+    def words(reply: str) -> str:  # the judge continued REPLY_START ("Score:"): shown with it, as the judge read it
+        return reply if not reply or reply.lower().startswith(REPLY_START.lower()) else f"{REPLY_START} {reply}"
+
+    return [(words(v.reply) or "(no reply)") + (f" — not scored: {v.problem}" if v.problem else "") for v in verdicts]
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    """Pearson's correlation of two equally long lists; None when either is constant (no correlation is defined)."""
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
+        return None
+
+
+def agreement_sentence(pairs: list[dict]) -> str:
+    """The agreement in words, one sentence: "judge `j` agrees with `numeric_answer`: r = 0.62 over 24 completions; ..."
+    (each judge named before its own pairs, when there are several)."""
+    by_judge: dict[str, list[str]] = {}
+    for p in pairs:
+        if p["r"] is None:
+            said = f"with `{p['other']}` cannot be measured ({p['why']})"
+        else:
+            said = f"{'agrees' if p['r'] >= 0 else 'disagrees'} with `{p['other']}`: r = {p['r']:.2f} over {p['n']} completions"
+        by_judge.setdefault(p["judge"], []).append(said)
+    return ("; ".join(f"judge `{judge}` " + "; ".join(parts) for judge, parts in by_judge.items()) +
+            " (Pearson's r: 1 = ranks the completions alike, 0 = unrelated, below 0 = the opposite).")
+
+
+def agreement(per_function: dict[str, list[float | None]], judges: list[str]) -> list[dict]:
+    """For each judge and each other function: Pearson's r over the completions both scored (not None), and n.
+
+    r is None with `why` when it cannot be computed: fewer than 3 completions scored by both, or one of the two gives
+    them all the same score."""
+    found = []
+    for judge in judges:
+        for other, values in per_function.items():
+            if other == judge:
+                continue
+            pairs = [(a, b) for a, b in zip(per_function[judge], values) if a is not None and b is not None]
+            r, why = None, ""
+            if len(pairs) < 3:
+                why = f"only {len(pairs)} completion(s) scored by both"
+            else:
+                r = pearson([a for a, _ in pairs], [b for _, b in pairs])
+                if r is None:
+                    constant = judge if len({a for a, _ in pairs}) == 1 else other
+                    why = f"`{constant}` gives all {len(pairs)} the same score"
+            found.append({"judge": judge, "other": other, "r": r, "n": len(pairs), "why": why})
+    return found
 
 
 def _prompt_text(prompt) -> str:

@@ -34,10 +34,12 @@ from .form import HardwareCache, PageForm  # noqa: E402
 from .model_tab import ModelTab  # noqa: E402
 from .rewards_tab import RewardsTab  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
+from .scan_panel import ScanPanel  # noqa: E402
 from .train_tab import TrainTab, resume_run  # noqa: E402
 from .workspace import DRAFT_REWARDS, Workspace  # noqa: E402
 
 POLL_SECONDS = 2.0
+QUEUE_CONCURRENCY = 4  # default concurrency per event listener (see launch)
 CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
 # Readability rules that must hold however the app is launched (tests launch it without `css=`), so they are in the page.
 PAGE_CSS = """
@@ -75,6 +77,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                 data_tab = DataTab(workspace.uploads)
             with gr.Tab("3 · Rewards", id="rewards", elem_id="tab-rewards"):
                 rewards_tab = RewardsTab(workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE)
+                scan_panel = ScanPanel()
             with gr.Tab("4 · Train", id="train", elem_id="tab-train"):
                 train_tab = TrainTab()
             with gr.Tab("5 · Chat", id="chat", elem_id="tab-chat"):
@@ -91,6 +94,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         model_tab.wire(demo, form)
         data_tab.wire(demo, form)
         rewards_tab.wire(demo, form, worker)
+        scan_panel.wire(demo, form, worker)
         train_tab.wire(demo, form, worker, timer)
         runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir), timer)
         for tab in (chat_tab, eval_tab, export_tab):
@@ -120,7 +124,6 @@ def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "run
           relink_command: str = "rloo-studio ui --print-url") -> int:
     """Build the page and serve it until Ctrl-C; `token` is required (None only for --no-token)."""
     demo = build_app(runs_dir)
-    demo.queue(default_concurrency_limit=4)
     launch(demo, host=host, port=port, runs_dir=runs_dir, auth=auth, share=share, inbrowser=inbrowser, token=token,
            allowed_hosts=allowed_hosts, relink_command=relink_command, block=True)
     return 0
@@ -153,6 +156,9 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
               f"{port} can run Python code here through the app (see docs/security.md)", file=sys.stderr, flush=True)
     if allowed_hosts or host not in ("127.0.0.1", "localhost", "::1"):
         print("The app answers to: " + ", ".join(sorted(policy.hosts)), flush=True)
+    # Up to 4 of the same event at once (two tabs polling, a preview and a chat turn); the chat turn and
+    # the inference worker's ops set their own limits. Set here, so tests serve what a person gets.
+    demo.queue(default_concurrency_limit=QUEUE_CONCURRENCY)
     try:
         # Everything goes through this one server: no Node front-end (SSR) and no separate
         # static-file workers, which would serve requests that the wall never sees.

@@ -153,9 +153,11 @@ class DataTab:
         data["max_train_samples"] = int(max_train) if max_train else None
         data["prompt_format"] = fmt or "auto"
         answer = (answer_col or "").strip()
-        # The answer column is a parameter of the answer-checking rewards: set it on those that take one.
+        # The answer column is a parameter of the answer-checking rewards, and of a judge (its reference answer) when it
+        # is not `answer`, which a judge reads by default where the data has it (a judge needs no answer to score).
         for spec in cfg.get("rewards", []):
-            if spec.get("name") in ANSWER_REWARDS and answer and answer != NO_ANSWER:
+            judged = spec.get("judge") is not None and answer != "answer"
+            if (spec.get("name") in ANSWER_REWARDS or judged) and answer and answer != NO_ANSWER:
                 spec.setdefault("params", {})["answer_column"] = answer
         return problems
 

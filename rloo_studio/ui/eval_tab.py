@@ -22,7 +22,7 @@ import pandas as pd
 from .. import runs
 from ..errors import StudioError
 from ..inference_client import InferenceWorker
-from ..stats import fmt_interval, fmt_paired
+from ..stats import fmt_interval, fmt_paired, summary_estimate
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
 
@@ -39,14 +39,9 @@ CHART_COLOR_MAP = {**CHART_COLORS, **{k + LOW: v for k, v in CHART_LIGHT.items()
 DECODINGS = ["greedy", "sampled"]
 
 
-def _estimate(summary: dict, key: str) -> dict:
-    """A summary's value with its interval and n (an older eval.json has the value only)."""
-    return {"value": summary.get(key), **(summary.get("intervals") or {}).get(key, {})}
-
-
 def _cell(summary: dict, key: str) -> str:
     """`41.7 % [19.3, 68.0]`: the n is in its own column."""
-    return fmt_interval({**_estimate(summary, key), "n": None}, key in PERCENT)
+    return fmt_interval({**summary_estimate(summary, key), "n": None}, key in PERCENT)
 
 
 def _entries(report: dict) -> list[dict]:
@@ -95,7 +90,7 @@ def chart_frame(report: dict | None) -> pd.DataFrame | None:
     rows = []
     for step, summary in points:
         for key, label in METRICS:
-            estimate = _estimate(summary, key)
+            estimate = summary_estimate(summary, key)
             for suffix, field in (("", "value"), (LOW, "low"), (HIGH, "high")):
                 if isinstance(estimate.get(field), (int, float)):
                     rows.append({"step": step, "metric": label + suffix, "value": float(estimate[field])})
@@ -113,7 +108,7 @@ def _selection_lines(report: dict) -> list[str]:
         return []
     folds = "; ".join(f"chosen on {f.get('chosen_on')}: **{f.get('chosen')}**" for f in selection.get("folds", []))
     lines = [f"Choosing a checkpoint ({selection['method']}, by mean reward): {folds}. Reported on {selection.get('reported_on')}: "
-             f"mean reward {fmt_interval(_estimate(selection.get('reported', {}), 'mean_reward'))}."]
+             f"mean reward {fmt_interval(summary_estimate(selection.get('reported', {}), 'mean_reward'))}."]
     versus = selection.get("chosen_vs_tuned") or {}
     if versus:
         lines.append(fmt_paired(versus, "chosen", versus.get("tuned", runs.FINAL)) + ".")
@@ -212,7 +207,10 @@ class EvalTab:
         self.summary = gr.Markdown(elem_id="eval-summary")
         self.chart = gr.LinePlot(None, x="step", y="value", color="metric", title=chart_title(None), color_map=CHART_COLOR_MAP,
                                  height=300, elem_id="eval-chart")
-        self.table = gr.Dataframe(headers=TABLE_HEADERS, interactive=False, elem_id="eval-table")
+        # Twelve columns at 1400 px: wrapped cells and widths that add up to the table's width, so wins/ties/losses and the
+        # difference to the base show without sideways scrolling (an interval wraps under its value instead).
+        self.table = gr.Dataframe(headers=TABLE_HEADERS, interactive=False, wrap=True, elem_id="eval-table",
+                                  column_widths=["10%", "5%", "4%", "7%", "12%", "12%", "11%", "10%", "5%", "5%", "7%", "12%"])
         with gr.Accordion("Examples", open=False):
             self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True, elem_id="eval-examples")
 

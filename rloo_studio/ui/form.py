@@ -32,7 +32,7 @@ from .model_tab import ModelTab
 from .rewards_tab import RewardsTab
 from .train_tab import TrainTab
 from .wording import page_words
-from .workspace import DRAFT_CONFIG, DRAFT_REWARDS, Workspace
+from .workspace import DRAFT_CONFIG, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
 
 
 class HardwareCache:
@@ -88,8 +88,9 @@ class PageForm:
         return self.workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE
 
     def values_from(self, cfg: RunConfig) -> list:
-        code = self.code_draft()  # the editor keeps its code across presets and reloads
-        return ModelTab.values_from(cfg) + DataTab.values_from(cfg) + RewardsTab.values_from(cfg, code) + TrainTab.values_from(cfg)
+        code = self.code_draft()  # the editor keeps its code across presets and reloads, and so does the judge section
+        return (ModelTab.values_from(cfg) + DataTab.values_from(cfg) + RewardsTab.values_from(cfg, code, self.workspace.read(DRAFT_JUDGE))
+                + TrainTab.values_from(cfg))
 
     def split(self, values: list) -> list[list]:
         """The flat input values, one list per settings tab (model, data, rewards, train)."""

@@ -96,8 +96,10 @@ class ModelTab:
             message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
             return [form.state_of(new), message] + form.values_from(new)
 
-        train = form.train_tab.fields
-        for widget in self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")]:
+        train, judge = form.train_tab.fields, form.rewards_tab.judge
+        # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.
+        for widget in self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")] \
+                + [judge.use, judge.rubric, judge.source, judge.folder]:
             widget.change(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private",
                           show_progress="hidden", trigger_mode="always_last")
         self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")

@@ -25,10 +25,11 @@ from ..jobs import USER_REWARDS_FILE, absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import score_in_child, scoring_request, start_scorer, tokenizer_source
+from ..rewards.preview import agreement_sentence, score_in_child, scoring_request, start_scorer, tokenizer_source
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
+from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .pickers import busy_message
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
@@ -93,6 +94,7 @@ class RewardsTab:
         self.check_result = gr.Markdown(elem_id="code-check")
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
+        self.judge = JudgePanel()
         self.insert.click(lambda code, name: (code.rstrip() + "\n\n\n" + template(name)) if name else code,
                           inputs=[self.code, self.template], outputs=self.code, api_name="insert_template")
         self.code.change(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards", show_progress="hidden",
@@ -124,6 +126,7 @@ class RewardsTab:
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
+        self.judge.wire(workspace)
 
         def check_code(code, user_table, cols):
             workspace.write(DRAFT_REWARDS, code or "")
@@ -142,6 +145,9 @@ class RewardsTab:
             cfg, problems = form.config_from(state, list(values))
             if cfg is None or problems:
                 return [form.problems_markdown(problems), None, None, ""]
+            unreachable = unreachable_servers(cfg)
+            if unreachable:
+                return ["**Preview refused:** " + "  \n".join(unreachable), None, None, ""]
             folder = workspace.dir / "preview"
             folder.mkdir(parents=True, exist_ok=True)
             code = values[form.code_index] or ""
@@ -157,7 +163,7 @@ class RewardsTab:
                 if (typed_answer or "").strip():
                     item["answer"] = typed_answer.strip()
                 (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-                finished = run_cli(["preview", str(folder / "config.yaml"), "--json", "--timeout", str(PREVIEW_SCORE_TIMEOUT_S),
+                finished = run_cli(["preview", str(folder / "config.yaml"), "--json", "--timeout", str(preview_timeout(cfg)),
                                     "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
                 if finished.returncode != 0 or not finished.stdout.strip():
                     message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
@@ -169,7 +175,7 @@ class RewardsTab:
                     result = sample_and_score(worker, RunConfig.load(folder / "config.yaml"),
                                               num_prompts=None if (typed_prompt or "").strip() else int(prompts_n),
                                               prompt=(typed_prompt or "").strip() or None, answer=(typed_answer or "").strip() or None,
-                                              timeout_s=PREVIEW_SCORE_TIMEOUT_S, progress=progress,
+                                              timeout_s=preview_timeout(cfg), progress=progress,
                                               guard=lambda: busy_message(form.runs_dir, "Sampling completions"))
                 except StudioError as exc:
                     return [f"**Preview failed:** {exc.message()}".replace("\n", "  \n"), None, None, ""]
@@ -195,11 +201,14 @@ class RewardsTab:
             cfg, problems = form.config_from(state, list(values))
             if cfg is None or problems:
                 return form.problems_markdown(problems)
+            unreachable = unreachable_servers(cfg)
+            if unreachable:
+                return "⚠️ Pinned examples not checked: " + "  \n".join(unreachable)
             request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
                        "conversational": False, "probes": False, "source": values[form.code_index] or "",
                        "rewards": [dict(s.__dict__) for s in cfg.rewards],
                        "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-            return pinned_report(groups, score_in_child(request, timeout_s=PINNED_TIMEOUT_S))
+            return pinned_report(groups, score_in_child(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
 
         # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
         self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None, inputs=self.pinned,
@@ -218,11 +227,11 @@ class RewardsTab:
 
     @property
     def inputs(self) -> list:
-        return [self.builtins, self.code, self.user]
+        return [self.builtins, self.code, self.user] + self.judge.inputs
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
-        builtins, code, user = values
+        builtins, code, user, *judge = values
         problems, rewards = [], []
         for row in _rows(builtins):
             if len(row) < 4 or not _truthy(row[0]):
@@ -242,15 +251,21 @@ class RewardsTab:
         for row in _rows(user):
             if len(row) >= 3 and _truthy(row[0]):
                 rewards.append({"file": USER_REWARDS_FILE, "function": str(row[1]), "weight": _weight(row[2], str(row[1]), problems)})
-        if not rewards:
-            problems.append("Rewards: none chosen — tick at least one builtin reward or one of your functions")
+        entry, judge_problems = judge_entry(cfg, judge)
+        problems += judge_problems
+        if entry is not None:
+            rewards.append(entry)
+        if not rewards and not judge_problems:
+            problems.append(f"Rewards: none chosen — tick at least one builtin reward, one of your functions, or "
+                            f"“{text.JUDGE_USE}”")
         cfg["rewards"] = rewards
         return problems
 
     @staticmethod
-    def values_from(cfg: RunConfig, code: str) -> list:
+    def values_from(cfg: RunConfig, code: str, judge_draft: str | None = None) -> list:
+        """The tab's values for `cfg`; the judge section shows its draft when there is one (it is kept on every change)."""
         user_rows = [[True, s.function, s.weight] for s in cfg.rewards if s.file and s.function]
-        return [builtin_rows(cfg), code, user_rows]
+        return [builtin_rows(cfg), code, user_rows] + (saved_values(judge_draft) or entry_values(cfg))
 
     @staticmethod
     def check_code(code: str, user_table, columns: list[str] | None) -> tuple[str, list[list]]:
@@ -266,6 +281,12 @@ class RewardsTab:
         else:
             message = "No functions yet."
         return message, table
+
+
+def preview_timeout(cfg: RunConfig) -> float:
+    """The time limit of one reward call in the preview: a judge gets its own (`timeout_s`, which bounds judging one
+    batch and, for a local judge, includes loading it), the other rewards PREVIEW_SCORE_TIMEOUT_S."""
+    return max([PREVIEW_SCORE_TIMEOUT_S] + [float(s.timeout_s) for s in cfg.rewards if s.judge is not None])
 
 
 def _weight(value, name: str, problems: list[str]) -> float:
@@ -348,14 +369,19 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     names = list(result.get("functions", {}))
     split = [_split(r["completion"]) for r in result.get("rows", [])]
     with_thinking = any(thinking for thinking, _ in split)
-    headers = ["#", "prompt"] + (["thinking"] if with_thinking else []) + ["answer"] + names + ["total", BASELINE, "advantage"]
+    # A judge's score is followed by its own words (what it replied, and why a score is None).
+    said = [n for n in names if any(n in r.get("reasons", {}) for r in result.get("rows", []))]
+    scores = [h for n in names for h in ([n, n + REASON_SUFFIX] if n in said else [n])]
+    headers = ["#", "prompt"] + (["thinking"] if with_thinking else []) + ["answer"] + scores + ["total", BASELINE, "advantage"]
     rows = []
     for r, (thinking, answer) in zip(result.get("rows", []), split):
+        cells = [c for n in names for c in ([_num(r["rewards"][n]), r.get("reasons", {}).get(n, "")] if n in said
+                                            else [_num(r["rewards"][n])])]
         rows.append([r["group"] + 1, r["prompt"][:200]] + ([thinking] if with_thinking else []) + [answer]
-                    + [_num(r["rewards"][n]) for n in names] + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
+                    + cells + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
     summary_rows = [[n, f["weight"], _num(f["mean"]), _num(f["std"]), _num(f["min"]), _num(f["max"]), f["none"],
                      "; ".join(e["error"] for e in f["errors"]) or ""] for n, f in result.get("functions", {}).items()]
-    findings = []
+    findings = [agreement_line(result["agreement"])] if result.get("agreement") else []
     learn = result.get("learnability")
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"
@@ -376,8 +402,15 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
                                                   "data": summary_rows}, "\n\n".join(findings))
 
 
+def agreement_line(pairs: list[dict]) -> str:
+    """One line: how far each judge agrees with each other function on these completions (Pearson's r, with n)."""
+    return "🤝 **Agreement:** " + agreement_sentence(pairs)
+
+
 BASELINE = "baseline (others' mean)"
+REASON_SUFFIX = " says"  # the column of a judge's own words, after its score column
 TEXT_COLUMNS = {"prompt": 4, "thinking": 3, "answer": 3}  # shares of the width left over by the number columns
+REASON_SHARE = 3  # a judge's words share the width like the answer
 # The table's width in a 1400 px window (the page's margins taken off), and a header character's width in the
 # page's monospace 14 px font (0.6 em) plus a cell's padding, measured in Chromium. Number columns are as wide as
 # their header's longest word (headers break between words only) or a rounded score such as -12.345.
@@ -390,11 +423,12 @@ def preview_column_widths(headers: list[str]) -> list[str]:
 
     Number columns get pixels (their longest header word fits, so no header breaks inside a word); the text columns
     share what is left at 1400 px in percent, so a wider window widens them and a narrower one scrolls."""
+    text_share = {h: TEXT_COLUMNS.get(h, REASON_SHARE) for h in headers if h in TEXT_COLUMNS or h.endswith(REASON_SUFFIX)}
     fixed = {h: CELL_PAD_PX + CHAR_PX * (1 if h == "#" else max(NUMBER_CHARS, *(len(w) for w in h.split())))
-             for h in headers if h not in TEXT_COLUMNS}
+             for h in headers if h not in text_share}
     left = max(0.0, TABLE_PX_AT_1400 - sum(fixed.values()))
-    shares = sum(TEXT_COLUMNS[h] for h in headers if h in TEXT_COLUMNS)
-    return [f"{fixed[h]:.0f}px" if h in fixed else f"{100 * left / TABLE_PX_AT_1400 * TEXT_COLUMNS[h] / shares:.1f}%" for h in headers]
+    shares = sum(text_share.values())
+    return [f"{fixed[h]:.0f}px" if h in fixed else f"{100 * left / TABLE_PX_AT_1400 * text_share[h] / shares:.1f}%" for h in headers]
 
 
 def _split(text: str) -> tuple[str, str]:

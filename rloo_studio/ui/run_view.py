@@ -1,4 +1,4 @@
-"""Turning a run directory into what the app shows: status line, progress bar, curves, samples, log.
+"""Turning a run directory into what the app shows: status line, progress bar, health alerts, curves, samples, log.
 
 Shared by the Train tab (the run being trained) and the Runs tab (any run). Pure functions of
 `jobs.RunView`; no Gradio components are built here.
@@ -10,9 +10,11 @@ import ast
 import html
 import re
 import time
+from pathlib import Path
 
 import pandas as pd
 
+from .. import alerts, runs
 from ..jobs import RunView
 from . import text
 
@@ -79,6 +81,27 @@ def progress_html(view: RunView | None) -> str:
     return (f'<div id="train-progress" data-step="{view.step if view else 0}" style="width:100%;background:#e5e7eb;border-radius:6px;height:22px;">'
             f'<div style="width:{100 * fraction:.1f}%;background:#f97316;height:22px;border-radius:6px;color:white;'
             f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
+
+
+def alerts_html(run_dir: str | Path | None) -> str:
+    """A run's health alerts (its alerts.jsonl, read now) as badges, each with its one-line explanation and what to do
+    (see docs/alerts.md); ongoing ones first and in orange, ended ones grey. Empty when the run has none."""
+    found = alerts.current(runs.iter_jsonl(Path(run_dir) / runs.ALERTS_FILE)) if run_dir else []
+    if not found:
+        return ""
+    items = []
+    for a in found:
+        ended = a.get("ended_step") is not None
+        colour = "#6b7280" if ended else "#c2410c"
+        when = (f"steps {a.get('began_step')}–{a.get('ended_step')}, over" if ended else f"since step {a.get('began_step')}")
+        subject = f" — {a['subject']}" if a.get("subject") else ""
+        items.append(
+            f'<div class="health-alert" data-alert="{html.escape(str(a.get("kind")))}" data-ended="{str(ended).lower()}" '
+            f'style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0;">'
+            f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:12px;">'
+            f'⚠ {html.escape(str(a.get("title") or a.get("kind")))}{html.escape(subject)} · {html.escape(when)}</span> '
+            f'{html.escape(str(a.get("explanation") or ""))} <b>What to do:</b> {html.escape(str(a.get("action") or ""))}</div>')
+    return '<div id="health-alerts">' + "".join(items) + "</div>"
 
 
 def readable_log(text: str) -> str:

@@ -14,8 +14,9 @@ import gradio as gr
 
 from .. import jobs, runs
 from ..errors import StudioError
-from . import run_view, text
+from . import compare_runs, run_view, text
 from .pickers import refuse
+from .train_tab import TrainTab
 
 if TYPE_CHECKING:
     from .form import PageForm
@@ -44,12 +45,14 @@ class RunsTab:
             self.refresh = gr.Button("Refresh", elem_id="runs-refresh", scale=1)
             self.picker = gr.Dropdown([], label="Open a run", elem_id="run-picker", scale=3)
         self.status = gr.Markdown(elem_id="run-detail-status")
+        self.alerts = gr.HTML("", elem_id="run-detail-alerts")  # the open run's health alerts (alerts.jsonl)
         self.plot = gr.LinePlot(run_view.reward_frame(None), x="step", y="value", color="series", title="Reward", height=280,
                                 elem_id="run-detail-plot")
         with gr.Row():
             self.watch = gr.Button("Watch in the Train tab", elem_id="run-watch")
             self.resume = gr.Button("Resume this run", elem_id="run-resume")
         self.message = gr.Markdown(elem_id="runs-message")  # next to the buttons that cause its messages
+        self.message_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
         with gr.Accordion("Config", open=False):
             self.config = gr.Code(language="yaml", show_label=False, elem_id="run-detail-config")
         with gr.Accordion("Log (last lines)", open=False):
@@ -58,6 +61,19 @@ class RunsTab:
             self.confirm = gr.Checkbox(False, label=text.DELETE_CONFIRM, elem_id="run-delete-confirm")
             self.delete = gr.Button("Delete run", variant="stop", elem_id="run-delete")
             self.delete_message = gr.Markdown(elem_id="runs-delete-message")
+        with gr.Accordion("Compare runs side by side", open=False, elem_id="compare-runs"):
+            with gr.Row():
+                # Custom values allowed: the choices are filled when the page loads, and a run id typed or sent through the
+                # API is checked against the runs folder (an unknown one is named in the note).
+                self.compare_pick = gr.Dropdown([], multiselect=True, max_choices=compare_runs.MAX_RUNS, scale=3, allow_custom_value=True,
+                                                label=f"Runs to compare (2 to {compare_runs.MAX_RUNS})", elem_id="compare-pick")
+                self.compare_curve = gr.Radio(list(compare_runs.CURVES), value=compare_runs.REWARD_TOTAL, label="Curve", scale=2,
+                                              elem_id="compare-curve")
+            self.compare_note = gr.Markdown(elem_id="compare-note")
+            self.compare_plot = gr.LinePlot(None, x="step", y="value", color="series", height=320, elem_id="compare-plot")
+            self.compare_config = gr.Dataframe(label="Settings that differ", interactive=False, wrap=True, elem_id="compare-config")
+            self.compare_eval = gr.Dataframe(headers=compare_runs.EVAL_HEADERS, interactive=False, wrap=True, elem_id="compare-eval",
+                                             label="Their last evaluations (Evaluate tab; brackets: 95 % intervals)")
         self.shown = gr.State(None)  # the runs' states the page shows: the poll sends only changes
 
     def wire(self, demo: gr.Blocks, form: "PageForm", resume, timer: gr.Timer | None = None) -> None:
@@ -68,11 +84,13 @@ class RunsTab:
             self.detail, inputs=self.picker, outputs=detail_outputs, api_visibility="private")
         demo.load(self.listing, outputs=[self.table, self.picker], api_visibility="private")
         self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run")
+        self.picker.change(self.alerts_of, inputs=self.picker, outputs=self.alerts, api_name="run_alerts_of")
         self.table.select(self.row_clicked, inputs=None, outputs=self.picker, api_visibility="private")
         if timer is not None:
             # Every state shown is re-read from the run folders: the list and the open run's detail change together.
             timer.tick(self.poll, inputs=[self.picker, self.shown], outputs=[self.table, self.picker] + detail_outputs + [self.shown],
                        api_visibility="private", show_progress="hidden")
+            timer.tick(self.alerts_of, inputs=self.picker, outputs=self.alerts, api_visibility="private", show_progress="hidden")
         self.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=self.picker, outputs=form.watched,
                          api_name="watch_run")
 
@@ -81,7 +99,11 @@ class RunsTab:
                 return refuse("Pick a run first."), gr.update()
             return resume(str(runs_dir / run_id))  # a refusal is a toast too (resume_run)
 
-        self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run")
+        self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run").then(
+            TrainTab.lasting, inputs=[self.message, form.watched], outputs=self.message_for, api_visibility="private")
+        if timer is not None:  # "Resuming …" ends with the resuming, as the Train tab's notices do
+            timer.tick(TrainTab.notice_now, inputs=self.message_for, outputs=[self.message, self.message_for],
+                       api_visibility="private", show_progress="hidden")
 
         def delete(run_id, confirmed, current):
             try:
@@ -92,6 +114,14 @@ class RunsTab:
             if current and Path(current).name == run_id and not Path(current).exists():
                 current = None
             return [message, table, picker, False, current]
+
+        compare_outputs = [self.compare_note, self.compare_plot, self.compare_config, self.compare_eval]
+        self.compare_pick.change(self.compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
+                                 api_name="compare_runs")
+        self.compare_curve.change(self.compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
+                                  api_visibility="private")
+        for event in (self.refresh.click, demo.load):
+            event(self.compare_choices, inputs=self.compare_pick, outputs=self.compare_pick, api_visibility="private")
 
         self.delete.click(delete, inputs=[self.picker, self.confirm, form.watched],
                           outputs=[self.delete_message, self.table, self.picker, self.confirm, form.watched], api_name="delete_run")
@@ -122,6 +152,32 @@ class RunsTab:
         config_path = self.runs_dir / run_id / runs.CONFIG_FILE
         config = config_path.read_text(encoding="utf-8") if config_path.exists() else "# config.yaml is missing"
         return [run_view.status_markdown(view), run_view.plot_update(run_view.reward_frame(view)), config, run_view.readable_log(view.log_tail)]
+
+    def compare_choices(self, picked: list[str] | None):
+        choices = run_choices(self.runs_dir)
+        return gr.update(choices=choices, value=[r for r in (picked or []) if r in choices])
+
+    def compare(self, picked: list[str] | None, curve: str) -> list:
+        """[note, chart, settings that differ, evaluations] for the picked runs (2 to MAX_RUNS)."""
+        unknown = [r for r in (picked or []) if not (self.runs_dir / r / runs.STATUS_FILE).exists()]
+        picked = [r for r in (picked or []) if r not in unknown]
+        not_found = f" No run named {', '.join(f'`{r}`' for r in unknown)} in `{self.runs_dir}`." if unknown else ""
+        if len(picked) < 2:
+            empty = {"headers": ["setting"], "data": []}
+            return [f"Pick two to {compare_runs.MAX_RUNS} runs to see them side by side.{not_found}", run_view.plot_update(None), empty,
+                    {"headers": compare_runs.EVAL_HEADERS, "data": []}]
+        run_dirs = [self.runs_dir / r for r in picked]
+        frame, missing = compare_runs.curve_frame(run_dirs, curve)
+        headers, rows = compare_runs.config_differences(run_dirs)
+        note = (compare_runs.missing_note(curve, missing) or (f"{len(rows)} settings differ." if rows else "Their settings are the same.")) + not_found
+        return [note, run_view.plot_update(frame), {"headers": headers, "data": rows},
+                {"headers": compare_runs.EVAL_HEADERS, "data": compare_runs.eval_rows(run_dirs)}]
+
+    def alerts_of(self, run_id: str | None) -> str:
+        """The open run's health alerts as badges, read from its folder now ("" for no run)."""
+        if not run_id or not (self.runs_dir / run_id / runs.STATUS_FILE).exists():
+            return ""
+        return run_view.alerts_html(self.runs_dir / run_id)
 
     def delete_run(self, run_id: str | None, confirmed: bool) -> str:
         if not run_id:

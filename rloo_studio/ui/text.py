@@ -99,6 +99,24 @@ PREVIEW_INTRO = ("The model writes k completions per prompt (the Train tab's set
                  "each completion's **advantage** is its total minus the mean total of the *other* completions to the same "
                  "prompt — what RLOO pushes up or down. Your code runs in a separate process with a time limit.")
 CHECK_CODE = "Check the code"
+# The judge: a reward written in words, scored by a language model (rewards.judge).
+JUDGE_USE = "Score with an LLM judge (a rubric in words)"
+JUDGE_RUBRIC_TEMPLATE = "Rubric template"
+JUDGE_RUBRIC = "Judge rubric (what a good completion is, in words)"
+JUDGE_SOURCE = "Judge model"
+JUDGE_BASE, JUDGE_FOLDER_CHOICE, JUDGE_SERVER_CHOICE = "the run's base model", "a local model folder", "an OpenAI-compatible server"
+JUDGE_FOLDER = "Judge model folder"
+JUDGE_URL = "Judge server URL"
+JUDGE_SERVER_MODEL = "Judge server's model name"
+JUDGE_KEY_ENV = "API key variable (its name, never the key)"
+JUDGE_WEIGHT = "Judge weight"
+JUDGE_LOW, JUDGE_HIGH = "Judge scale from", "Judge scale to"
+JUDGE_TEMPLATE = "Judge prompt template"
+JUDGE_INTRO = ("### An LLM judge\nWhen what you want is easier to say in words than to write in Python, a judge model scores each "
+               "completion by your rubric; its score on your scale becomes 0–1 and counts like any reward. The preview below "
+               "shows each score with the judge's own words. A small judge is a weak one: check what it scores before training.")
+SCAN_KEEP_MIXED = "Only the mixed prompts (drop always and never solved)"
+SCAN_KEEP_BAND = "Prompts whose mean total reward lies in a band"
 
 # ---- Train ----------------------------------------------------------------------------------------
 RLOO_FIELDS = {

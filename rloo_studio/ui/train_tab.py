@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs
-from ..batching import batch_plan, summary_line
+from .. import jobs, runs, trial
+from ..batching import batch_plan, epochs, epochs_words, summary_line
 from ..config import RunConfig, rloo_default
+from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
 from ..inference_client import InferenceWorker
 from ..jobs import RunView
@@ -80,6 +81,11 @@ class TrainTab:
         self.problems = gr.Markdown(elem_id="start-problems")
         self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
         with gr.Row():
+            self.estimate_time = gr.Button("Estimate time", elem_id="estimate-time", scale=0, min_width=160)
+            self.time_estimate = gr.Markdown("Measures one real step with these settings (a short trial run, about a "
+                                             "minute on the demo) and says how long the whole run takes.",
+                                             elem_id="time-estimate")
+        with gr.Row():
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
             self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training")
             self.resume = gr.Button(text.RESUME, elem_id="resume-training")
@@ -88,6 +94,7 @@ class TrainTab:
         self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
         self.status = gr.Markdown(text.NO_RUN, elem_id="train-status")
         self.progress = gr.HTML(run_view.progress_html(None), elem_id="train-progress-box")
+        self.alerts = gr.HTML("", elem_id="train-alerts")  # health alerts of the run (alerts.jsonl), re-read on each poll
         with gr.Row():
             self.reward_plot = gr.LinePlot(run_view.reward_frame(None), x="step", y="value", color="series", title="Reward",
                                            y_title="mean reward", height=300, elem_id="reward-plot")
@@ -127,8 +134,12 @@ class TrainTab:
                 return [form.problems_markdown(problems), gr.update(), gr.update(), gr.update()]
             est, device = form.estimate_for(cfg)
             if est is not None and est.verdict == "exceeds":
-                return [f"**This will not fit {device}:** the estimated peak is {est.total_gib:.1f} GiB. Press **Shrink to fit** in "
-                        "the Model & hardware tab for settings that do, or choose a smaller model.", gr.update(), gr.update(), gr.update()]
+                judged = any(part.startswith("judge") for part in est.parts)
+                return [f"**This will not fit {device}:** the estimated peak is {est.total_gib:.1f} GiB"
+                        + (", the LLM judge's own copy of its weights included" if judged else "") + ". Press **Shrink to fit** in "
+                        "the Model & hardware tab for settings that do, or choose a smaller model"
+                        + (f" — or a smaller judge, or “{text.JUDGE_SERVER_CHOICE}” (Rewards tab), which takes nothing from this GPU"
+                           if judged else "") + ".", gr.update(), gr.update(), gr.update()]
             workspace.write(DRAFT_CONFIG, cfg.to_yaml())
             workspace.write(DRAFT_REWARDS, code or "")
             if not cfg.output.run_name:
@@ -147,6 +158,29 @@ class TrainTab:
         self.start.click(start, inputs=[form.base] + form.inputs, outputs=[self.problems, form.watched, self.command, self.config_yaml],
                          api_name="start_training").then(self.note_busy, inputs=[self.problems, self.notice_for],
                                                          outputs=[self.problems, self.notice, self.notice_for], api_visibility="private")
+
+        def estimate_time(state, *values, progress=gr.Progress()):
+            *values, train_rows = values
+            cfg, problems = form.config_from(state, list(values))
+            if problems:
+                return form.problems_markdown(problems)
+            busy = jobs.active_run(runs_dir)
+            if busy is not None:
+                return refuse(f"**Could not measure:** run `{busy.name}` is training, and a trial beside it would time both "
+                              "of them wrong. Measure again when it has finished or stopped.")
+            worker.shutdown()  # the trial gets the memory (and GPU) to itself, as a run does
+            if not train_rows:  # the Data tab has not been shown yet: count the rows as it would (a hub source in a child)
+                read = peek_in_child if is_hub_source(cfg.data.source, cfg.base_dir) else peek
+                train_rows = read(cfg.data, cfg.base_dir).get("train_rows")
+            try:
+                m = trial.measure(cfg, reward_source=values[form.code_index], train_rows=train_rows or None,
+                                  on_progress=lambda words, fraction: progress(fraction, desc=words))
+            except StudioError as exc:
+                return refuse(f"**Could not measure:** {page_words(exc.message())}".replace("\n", "  \n"))
+            return time_markdown(m, *form.estimate_for(cfg))
+
+        self.estimate_time.click(estimate_time, inputs=[form.base] + form.inputs + [form.data_rows], outputs=self.time_estimate,
+                                 api_name="estimate_time")
 
         def stop(run_dir):
             if not run_dir:
@@ -168,7 +202,9 @@ class TrainTab:
 
         timer.tick(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status", show_progress="hidden")
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
-        sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps")]
+        timer.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", show_progress="hidden")
+        form.watched.change(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_visibility="private")
+        sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps", "num_iterations")]
         for trigger in [form.data_rows.change] + [w.change for w in sizes]:
             trigger(epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs, api_visibility="private",
                     show_progress="hidden")
@@ -214,6 +250,11 @@ class TrainTab:
         return [self.status, self.progress, self.reward_plot, self.length_plot, self.samples, self.log]
 
     @staticmethod
+    def alerts_of(run_dir: str | None) -> str:
+        """The watched run's health alerts as badges, read from its folder now."""
+        return run_view.alerts_html(run_dir if run_dir and Path(run_dir).is_dir() else None)
+
+    @staticmethod
     def render(view: RunView | None) -> list:
         return [run_view.status_markdown(view), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
                 run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
@@ -252,23 +293,32 @@ def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str |
     return f"Resuming `{Path(run_dir).name}`.", run_dir
 
 
+def time_markdown(m: "trial.Measurement", est=None, device: str | None = None) -> str:
+    """A time trial's result on the page: its facts as a list, the GPU's measured peak beside the estimate."""
+    lines = [f"**Measured:** {trial.summary_lines(m)[0]}."] + [f"- {line}" for line in trial.summary_lines(m)[1:]]
+    if est is not None and m.peak_gpu_gib is not None:
+        lines.append(f"- the memory estimate for {device or 'this GPU'} was {est.total_gib:.2f} GiB")
+    if m.epochs is None:
+        lines.append("- epochs: not known: the data could not be read (the Data tab says why)")
+    return "\n".join(lines)
+
+
 MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn
 
 
-def epochs_markdown(train_rows, k, batch, max_steps) -> str:
+def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1) -> str:
     """How many times each training prompt would be seen ("54 rows × 150 steps = 37 epochs"), said before Start."""
     try:
-        rows, k, batch, steps = int(train_rows), int(k), int(batch), int(max_steps)
+        rows, k, batch, steps, passes = int(train_rows), int(k), int(batch), int(max_steps), int(num_iterations or 1)
     except (TypeError, ValueError):
         return ""
-    if rows <= 0 or k <= 0 or batch < k or steps <= 0:
+    if rows <= 0 or k <= 0 or batch < k or steps <= 0 or passes <= 0:
         return ""
-    prompts = steps * (batch // k)
-    epochs = prompts / rows
-    line = (f"{rows} training rows × {steps} steps × {batch // k} prompts per step = **{epochs:.0f} epochs** "
-            f"(each prompt seen about {epochs:.0f} times).")
-    if epochs > MANY_EPOCHS:
+    plan = batch_plan({"num_generations": k, "per_device_train_batch_size": batch, "num_iterations": passes})
+    seen = epochs(rows, plan, steps)
+    line = f"{rows} training rows × {steps} steps × {plan.new_prompts_per_step:g} new prompts per step = {epochs_words(seen, bold=True)}."
+    if seen > MANY_EPOCHS:
         return ("⚠️ " + line + " The model may learn these prompts' answers by heart rather than the skill: use fewer "
-                f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {max(1, round(MANY_EPOCHS * rows / (batch // k)))} for "
+                f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {max(1, round(MANY_EPOCHS * rows / plan.new_prompts_per_step))} for "
                 f"{MANY_EPOCHS} epochs) or more data.")
     return line

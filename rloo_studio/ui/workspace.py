@@ -12,6 +12,7 @@ from .. import runs
 DRAFT_CONFIG = "draft-config.yaml"
 DRAFT_REWARDS = "draft-rewards.py"
 DRAFT_PINNED = "draft-pinned.json"  # the pinned examples, kept with the reward code
+DRAFT_JUDGE = "draft-judge.json"  # the Rewards tab's judge section (never an API key: only its variable's name)
 
 
 class Workspace:

@@ -16,12 +16,16 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
 
 from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
 
 from rloo_studio import runs  # noqa: E402
+from rloo_studio.ui.export_tab import FORMAT_CHOICES  # noqa: E402
 
 GOOD_ROWS = [(f"What is {a} + {b}?", a + b) for a, b in [(i * 7 % 50 + 3, i * 11 % 40 + 5) for i in range(60)]]
 LINT_ERROR = "def polite(completions, **kwargs):\n    return [lenn(c) for c in completions]\n"
@@ -118,12 +122,31 @@ def _type_code(page, code: str) -> None:
     page.keyboard.insert_text(code)
 
 
-def test_own_csv_up_to_start(runs_dir, tmp_path):
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    """One served app and one browser page for the whole scenario: the second half goes on where the first stopped."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=90_000)  # a loaded 2-core machine answers slowly; no step depends on it being fast
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = lambda page, name: page.screenshot(path=str(ARTIFACTS / f"own-csv-{name}.png"), full_page=True)  # noqa: E731
+    folder = tmp_path_factory.mktemp("own-csv")
+    runs_dir = folder / "runs"
+    with served_app(runs_dir) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        yield SimpleNamespace(url=url, runs_dir=runs_dir, folder=folder, page=page, ready_to_start=False)
+        browser.close()
+
+
+def _shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"own-csv-{name}.png"), full_page=True)
+
+
+def test_own_csv_up_to_start(studio):
+    from playwright.sync_api import expect
+
+    runs_dir, tmp_path, page, shot = studio.runs_dir, studio.folder, studio.page, _shot
     headerless = tmp_path / "noheader.csv"
     headerless.write_text("".join(f"{q},{a}\n" for q, a in GOOD_ROWS[:20]))
     other = tmp_path / "qa-other.csv"
@@ -131,93 +154,218 @@ def test_own_csv_up_to_start(runs_dir, tmp_path):
     good = tmp_path / "sums.csv"
     good.write_text("question,answer\n" + "".join(f"{q},{a}\n" for q, a in GOOD_ROWS))
 
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # 10 · the preset's method, explained
-        expect(page.locator("#run-banner")).to_be_hidden()
-        shot(page, "1-model")
+    page.goto(page_url(studio.url))
+    expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # 10 · the preset's method, explained
+    expect(page.locator("#run-banner")).to_be_hidden()
+    shot(page, "1-model")
 
-        # 6 · Data: header-less, then other columns (named as this file has them), then a good file.
-        page.get_by_role("tab", name="2 · Data").click()
-        page.get_by_label("A file on this computer").check()
-        expect(page.locator("#data-upload input[type=file]")).to_have_count(1)
-        _type_path(page, headerless)
-        expect(page.locator("#data-summary")).to_contain_text("no header row")
-        _type_path(page, other)
-        expect(page.locator("#data-summary")).to_contain_text("it is now Q")
-        expect(page.locator("#data-summary")).to_contain_text("it is now A")
-        _upload(page, good, expect)
-        page.locator("#prompt-column input").fill("question")
-        page.locator("#prompt-column input").press("Enter")
-        page.locator("#answer-column input").fill("answer")
-        page.locator("#answer-column input").press("Enter")
-        page.locator("#preview-data").click()
-        expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")  # 2 · a tenth held out
-        shot(page, "2-data")
+    # 6 · Data: header-less, then other columns (named as this file has them), then a good file.
+    page.get_by_role("tab", name="2 · Data").click()
+    page.get_by_label("A file on this computer").check()
+    expect(page.locator("#data-upload input[type=file]")).to_have_count(1)
+    _type_path(page, headerless)
+    expect(page.locator("#data-summary")).to_contain_text("no header row")
+    _type_path(page, other)
+    expect(page.locator("#data-summary")).to_contain_text("it is now Q")
+    expect(page.locator("#data-summary")).to_contain_text("it is now A")
+    _upload(page, good, expect)
+    page.locator("#prompt-column input").fill("question")
+    page.locator("#prompt-column input").press("Enter")
+    page.locator("#answer-column input").fill("answer")
+    page.locator("#answer-column input").press("Enter")
+    page.locator("#preview-data").click()
+    expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")  # 2 · a tenth held out
+    shot(page, "2-data")
 
-        # 2 · A preset sets model and training only: the data stays.
-        page.get_by_role("tab", name="1 · Model & hardware").click()
-        page.locator("#apply-preset").click()
-        expect(page.locator("#preset-notes")).to_contain_text("Your data and rewards are kept")
-        page.get_by_role("tab", name="2 · Data").click()
-        expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile(r"sums\.csv$"))
-        expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")
+    # 2 · A preset sets model and training only: the data stays.
+    page.get_by_role("tab", name="1 · Model & hardware").click()
+    page.locator("#apply-preset").click()
+    expect(page.locator("#preset-notes")).to_contain_text("Your data and rewards are kept")
+    page.get_by_role("tab", name="2 · Data").click()
+    expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile(r"sums\.csv$"))
+    expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")
 
-        # 3 · Rewards: the builtin numeric_answer (ticked by the preset) and the person's own function.
-        page.get_by_role("tab", name="3 · Rewards").click()
-        expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
-        _type_code(page, LINT_ERROR)
-        expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
-        page.locator("#check-code").click()
-        expect(page.locator("#code-check")).to_contain_text("1 function(s) found: polite")
-        page.locator("#user-rewards").get_by_label("Toggle all: use").check()
+    # 3 · Rewards: the builtin numeric_answer (ticked by the preset) and the person's own function.
+    page.get_by_role("tab", name="3 · Rewards").click()
+    expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
+    _type_code(page, LINT_ERROR)
+    expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
+    page.locator("#check-code").click()
+    expect(page.locator("#code-check")).to_contain_text("1 function(s) found: polite")
+    page.locator("#user-rewards").get_by_label("Toggle all: use").check()
 
-        # 5 · 9 · Train: page words with a value to use; Start refused while the lint flags the code.
-        page.get_by_role("tab", name="4 · Train").click()
-        _fill(page, "rloo-num-generations", 4)
-        _fill(page, "rloo-per-device-train-batch-size", 10)
-        _fill(page, "rloo-max-steps", 40)
-        page.get_by_role("button", name="Advanced").click()
-        _fill(page, "rloo-save-steps", 20)
-        page.locator("#start-training").click()
-        problems = page.locator("#start-problems")
-        expect(problems).to_contain_text("“Batch per device (completions)” 10 is not divisible by “Completions per prompt (k)” 4")
-        expect(problems).to_contain_text("use 8 or 12")
-        expect(problems).not_to_contain_text("num_generations")
-        expect(problems).to_contain_text("lenn")  # 9 · the lint's message, before anything runs
-        assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()], "Start started a run despite the problems"
-        _fill(page, "rloo-per-device-train-batch-size", 8)
-        expect(page.locator("#epochs-note")).to_contain_text("54 training rows × 40 steps")  # 10 · epochs said before Start
+    # 5 · 9 · Train: page words with a value to use; Start refused while the lint flags the code.
+    page.get_by_role("tab", name="4 · Train").click()
+    _fill(page, "rloo-num-generations", 4)
+    _fill(page, "rloo-per-device-train-batch-size", 10)
+    _fill(page, "rloo-max-steps", 40)
+    page.get_by_role("button", name="Advanced").click()
+    _fill(page, "rloo-save-steps", 20)
+    page.locator("#start-training").click()
+    problems = page.locator("#start-problems")
+    expect(problems).to_contain_text("“Batch per device (completions)” 10 is not divisible by “Completions per prompt (k)” 4")
+    expect(problems).to_contain_text("use 8 or 12")
+    expect(problems).not_to_contain_text("num_generations")
+    expect(problems).to_contain_text("lenn")  # 9 · the lint's message, before anything runs
+    assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()], "Start started a run despite the problems"
+    _fill(page, "rloo-per-device-train-batch-size", 8)
+    expect(page.locator("#epochs-note")).to_contain_text("54 training rows × 40 steps")  # 10 · epochs said before Start
 
-        # 8 · A pinned example, added with the button; it fails while the function raises on it.
-        page.get_by_role("tab", name="3 · Rewards").click()
-        _type_code(page, REWARD)
-        expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
-        page.locator("#check-code").click()
-        result = page.locator("#pinned-result")
-        expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)  # the starting example, before the one that raises
-        page.locator("#pinned-add").click()
-        expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
-        for column, value in enumerate(PIN):
-            page.locator(f"#pinned [data-testid=cell-1-{column}]").dblclick()
-            page.keyboard.press("Control+A")
-            page.keyboard.insert_text(value)
-            page.keyboard.press("Enter")
-        expect(page.locator("#pinned")).to_contain_text("BOOM")
-        page.locator("#check-code").click()
-        # A reward function scores a batch: raising on one completion fails every pin scored with it.
-        expect(result).to_contain_text("0/2 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
-        expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
+    # 8 · A pinned example, added with the button; it fails while the function raises on it.
+    page.get_by_role("tab", name="3 · Rewards").click()
+    _type_code(page, REWARD)
+    expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
+    page.locator("#check-code").click()
+    result = page.locator("#pinned-result")
+    expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)  # the starting example, before the one that raises
+    page.locator("#pinned-add").click()
+    expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
+    for column, value in enumerate(PIN):
+        page.locator(f"#pinned [data-testid=cell-1-{column}]").dblclick()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(value)
+        page.keyboard.press("Enter")
+    expect(page.locator("#pinned")).to_contain_text("BOOM")
+    page.locator("#check-code").click()
+    # A reward function scores a batch: raising on one completion fails every pin scored with it.
+    expect(result).to_contain_text("0/2 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
+    expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
 
-        # Preview: k = 4 completions of one prompt, scored by every ticked function.
-        page.locator("#preview-prompts input[type=number]").fill("1")
-        page.locator("#preview-run").click()
-        expect(page.locator("#preview-status")).to_contain_text("Scored 4 completions", timeout=180_000)
-        # 10 · The completions table at 1400 px: the advantage column in sight, no sideways scrolling, headers whole.
-        _assert_table_fits(page, "#preview-table", "advantage")
-        shot(page, "3-rewards")
+    # Preview: k = 4 completions of one prompt, scored by every ticked function.
+    page.locator("#preview-prompts input[type=number]").fill("1")
+    page.locator("#preview-run").click()
+    expect(page.locator("#preview-status")).to_contain_text("Scored 4 completions", timeout=180_000)
+    # 10 · The completions table at 1400 px: the advantage column in sight, no sideways scrolling, headers whole.
+    _assert_table_fits(page, "#preview-table", "advantage")
+    shot(page, "3-rewards")
 
-        browser.close()
+    studio.ready_to_start = True
+
+
+def _choose(page, elem_id: str, option: str) -> None:
+    """Pick `option` in a dropdown, as a person does: open it, click the option."""
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def _step(page) -> int:
+    return int(page.locator("#train-progress").get_attribute("data-step") or 0)
+
+
+# Enough steps that Stop, pressed as soon as the reloaded page shows a checkpoint was saved, lands mid-run: on a busy
+# 2-core machine the page's click took as long as 50 of these steps (80 steps ended before it). A checkpoint before
+# Stop, so that the Checkpoint pickers offer a checkpoint-N while the run trains and must move to `final` once it
+# ends; few of them, so that evaluating every checkpoint stays short.
+STEPS, SAVE_EVERY = 160, 40
+
+
+def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
+    """The second half: Start, reload while training, Stop, Resume, finish; then Chat, Evaluate all checkpoints, Export merged."""
+    from playwright.sync_api import expect
+
+    if not studio.ready_to_start:
+        pytest.skip("goes on from test_own_csv_up_to_start's page (run the whole file)")
+    runs_dir, page = studio.runs_dir, studio.page
+
+    page.get_by_role("tab", name="4 · Train").click()
+    _fill(page, "rloo-max-steps", STEPS)
+    _fill(page, "rloo-save-steps", SAVE_EVERY)
+    page.locator("#start-training").click()
+    expect(page.locator("#start-problems")).to_have_text("")
+    expect(page.locator("#train-status")).to_contain_text(re.compile(r"— (starting|training)"), timeout=180_000)
+    run_dir = wait_for_run(runs_dir)
+
+    # 10 · A reload opens tab 1: a banner says a run is training, and leads to it.
+    page.reload()
+    banner = page.locator("#run-banner")
+    expect(banner).to_be_visible(timeout=120_000)
+    expect(banner).to_contain_text(f"Run {run_dir.name} is training")
+    expect(banner).to_be_in_viewport()
+    _shot(page, "4-reloaded")
+    # Nothing the person made is lost with the reload: the pinned examples are back, the one that raises included.
+    page.get_by_role("tab", name="3 · Rewards").click()
+    expect(page.locator("#pinned")).to_contain_text("BOOM")
+    expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
+    page.locator("#run-banner-open").click()
+    expect(page.locator("#train-status")).to_contain_text(f"{run_dir.name} — training", timeout=180_000)
+    # Stop once a checkpoint is saved (the pickers have a checkpoint-N to show), as soon as the step counter says so.
+    page.wait_for_function(f"Number(document.querySelector('#train-progress')?.dataset.step || 0) > {SAVE_EVERY}", timeout=300_000)
+    page.locator("#stop-training").click()
+    assert runs.checkpoints(run_dir), "no checkpoint before Stop"
+    expect(page.locator("#train-status")).to_contain_text("stopped", timeout=180_000)
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped" and status["step"] < STEPS, f"the run was not stopped mid-run (raise STEPS): {status}"
+    expect(page.locator("#train-notice")).to_have_text("", timeout=30_000)  # 3 · "stopping…" ends with the stopping
+
+    # 3 · Runs: the open run's detail says what the list says, re-read on every poll.
+    page.get_by_role("tab", name="Runs").click()
+    row = page.locator("#runs-table tbody tr", has_text=run_dir.name)
+    expect(page.locator("#run-picker input")).to_have_value(run_dir.name)
+    expect(row).to_contain_text("stopped")
+    expect(page.locator("#run-detail-status")).to_contain_text("stopped")
+    page.locator("#run-resume").click()
+    expect(page.locator("#runs-message")).to_contain_text(f"Resuming {run_dir.name}")
+    expect(page.locator("#runs-message")).to_be_in_viewport()  # 4 · next to the button that caused it
+    expect(row).to_contain_text("finished", timeout=600_000)
+    expect(page.locator("#run-detail-status")).to_contain_text(f"{run_dir.name} — finished")
+    expect(page.locator("#run-detail-status")).to_contain_text(f"Step {STEPS}/{STEPS}")
+    expect(page.locator("#runs-message")).not_to_contain_text("Resuming")  # 3 · it ended with the resuming
+    expect(banner).to_be_hidden()
+    _shot(page, "5-runs")
+    assert runs.read_status(run_dir)["state"] == "finished"
+
+    # 1 · Every Checkpoint picker moved to the final weights, without Refresh: none kept the checkpoint-N it showed.
+    for tab, prefix in (("5 · Chat", "chat"), ("6 · Evaluate", "eval"), ("7 · Export", "export")):
+        page.get_by_role("tab", name=tab).click()
+        expect(page.locator(f"#{prefix}-run input")).to_have_value(run_dir.name)
+        expect(page.locator(f"#{prefix}-checkpoint input")).to_have_value(runs.FINAL)
+
+    # Chat: base and tuned side by side, the tuned side from the run's final weights.
+    page.get_by_role("tab", name="5 · Chat").click()
+    page.locator("#chat-prompt textarea").fill("What is 12 + 30?")
+    page.locator("#chat-send").click()
+    expect(page.locator("#chat-left-badge")).to_contain_text("✓ base model", timeout=180_000)
+    expect(page.locator("#chat-right-badge")).to_contain_text(f"✓ tuned · weights from {run_dir.name}/model (checked", timeout=180_000)
+    for pane in ("#chat-left", "#chat-right"):
+        expect(page.locator(f"{pane} .message-row")).to_have_count(2, timeout=60_000)
+    _shot(page, "6-chat")
+
+    # 7 · Evaluate every checkpoint on the 6 held-out rows: n and 95 % intervals, and no best checkpoint on 6 prompts.
+    page.get_by_role("tab", name="6 · Evaluate").click()
+    _choose(page, "eval-checkpoint", "all checkpoints")
+    limit = page.locator("#eval-limit input")
+    limit.fill("6")
+    limit.press("Tab")
+    page.locator("#eval-start").click()
+    summary = page.locator("#eval-summary")
+    expect(summary).to_contain_text("n = 6 held-out prompts", timeout=600_000)
+    expect(summary).to_contain_text("95 % intervals")
+    expect(summary).to_contain_text("not distinguishable")
+    expect(summary).not_to_contain_text("Best checkpoint")
+    table = page.locator("#eval-table")
+    expect(table).to_contain_text(re.compile(r"\d+(\.\d+)? ?%? \[[-\d.]+, [-\d.]+\]"))  # an estimate with its interval
+    evaluated = runs.evaluable_checkpoints(run_dir)
+    assert len(evaluated) > 2, evaluated
+    rows = table.get_by_role("row")
+    expect(rows).to_have_count(2 + len(evaluated))  # the header, base, then every checkpoint and final
+    for i in range(1, 2 + len(evaluated)):  # n in its own column, on every row
+        expect(rows.nth(i).get_by_role("gridcell").nth(2)).to_have_text("6")
+    _shot(page, "7-evaluate")
+
+    # Export merged: the result names the final weights and the folder holds them.
+    page.get_by_role("tab", name="7 · Export").click()
+    page.get_by_label(next(label for label, value in FORMAT_CHOICES if value == "merged"), exact=True).check()
+    page.locator("#export-start").click()
+    result = page.locator("#export-result")
+    expect(result).to_contain_text("Exported merged (final)", timeout=600_000)
+    expect(result).to_contain_text(f"{run_dir.name}/exports/merged")
+    expect(result).not_to_contain_text("checkpoint-")
+    expect(result).to_be_in_viewport()
+    _shot(page, "8-export")
+    assert any((run_dir / runs.EXPORTS_DIR / "merged").glob("*.safetensors"))
+
+
+def wait_for_run(runs_dir: Path) -> Path:
+    found = [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()]
+    assert len(found) == 1, found
+    return found[0]

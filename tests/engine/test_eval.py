@@ -8,28 +8,14 @@ import sys
 
 import pytest
 import yaml
-from helpers import ADDITION_ROWS, USER_REWARDS, only_run_dir, run_cli
+from helpers import ADDITION_ROWS, run_cli
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory, tiny_model_dir):
-    folder = tmp_path_factory.mktemp("eval-run")
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ADDITION_ROWS))
-    (folder / "rewards.py").write_text(USER_REWARDS)
-    config = {
-        "model": {"name_or_path": str(tiny_model_dir), "max_seq_length": 128},
-        "lora": {"r": 8, "alpha": 16},
-        "data": {"source": "data.jsonl", "test_fraction": 0.25},
-        "rewards": [{"name": "numeric_answer"}, {"name": "think_format", "weight": 0.5}, {"file": "rewards.py", "weight": 0.5}],
-        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 12,
-                 "learning_rate": 5e-3, "max_steps": 3, "save_steps": 10, "beta": 0.0},
-    }
-    (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    result = run_cli("train", "config.yaml", cwd=folder)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return only_run_dir(folder / "runs"), tiny_model_dir
+def trained_run(trained_tiny_run):
+    return trained_tiny_run
 
 
 def test_eval_reports_base_and_tuned_and_writes_eval_json(trained_run):
@@ -43,7 +29,7 @@ def test_eval_reports_base_and_tuned_and_writes_eval_json(trained_run):
     assert report["decoding"]["mode"] == "greedy" and report["decoding"]["max_new_tokens"] == {"base": 12, "tuned": 12}
     for side in ("base", "tuned"):
         summary = report[side]
-        assert set(summary["rewards"]) == {"numeric_answer", "think_format", "short_answer"}
+        assert set(summary["rewards"]) == {"numeric_answer", "think_format", "think_length", "short_answer"}
         assert 0.0 <= summary["answer_accuracy"] <= 1.0 and 0.0 <= summary["format_rate"] <= 1.0
         assert summary["answer_accuracy"] == summary["rewards"]["numeric_answer"]
     wtl = report["tuned_vs_base"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, only_run_dir, run_cli
+from helpers import ROOT, run_cli
 
 from rloo_studio.errors import StudioError
 
@@ -22,24 +22,8 @@ NEW_TOKENS = 12
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory, tiny_model_dir):
-    folder = tmp_path_factory.mktemp("export-run")
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ADDITION_ROWS))
-    (folder / "rewards.py").write_text(USER_REWARDS)
-    config = {
-        "model": {"name_or_path": str(tiny_model_dir), "max_seq_length": 128},
-        "lora": {"r": 8, "alpha": 16},
-        "data": {"source": "data.jsonl", "test_fraction": 0.25},
-        "rewards": [{"name": "numeric_answer"}, {"name": "think_length", "weight": 0.2, "params": {"min_tokens": 2, "max_tokens": 16}},
-                    {"file": "rewards.py", "weight": 0.5}],
-        # A large learning rate, so that 4 steps move the adapter far enough to change greedy outputs.
-        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 12,
-                 "learning_rate": 2e-2, "max_steps": 4, "save_steps": 2, "beta": 0.0},
-    }
-    (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    result = run_cli("train", "config.yaml", cwd=folder)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return only_run_dir(folder / "runs"), tiny_model_dir
+def trained_run(trained_tiny_run):
+    return trained_tiny_run
 
 
 def copy_run(run_dir: Path, dest: Path) -> Path:
@@ -389,7 +373,7 @@ def test_script_export_trains_without_rloo_studio(trained_run, tmp_path):
     assert {"train.py", "config.yaml", "rewards.py", "builtin_rewards.py", "accelerate_config.yaml", "README.md",
             "data/data.jsonl"} <= set(json.loads(result.stdout)["files"])
     config = yaml.safe_load((out / "config.yaml").read_text())
-    assert config["data"]["source"] == "data/data.jsonl" and config["rewards"][2]["file"] == "rewards.py"
+    assert config["data"]["source"] == "data/data.jsonl" and [r["file"] for r in config["rewards"] if "file" in r] == ["rewards.py"]
     for name in ("train.py", "builtin_rewards.py"):
         assert "rloo_studio" not in (out / name).read_text().replace("rloo-studio", ""), name
     readme = (out / "README.md").read_text()

@@ -51,3 +51,19 @@ def real_run(tmp_path_factory, real_model_dir):
     assert done.returncode == 0, done.stderr[-4000:]
     [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
     return run_dir, reward_log
+
+
+@pytest.fixture(scope="module")
+def judge_server(real_model_dir, tmp_path_factory):
+    """(base url, request log) of an OpenAI-compatible server on 127.0.0.1 (judge_server.py) answering with the real
+    model's output; one per test module, so each module's request log holds only its own requests."""
+    log = tmp_path_factory.mktemp("judge-server") / "requests.jsonl"
+    log.touch()
+    proc = subprocess.Popen([sys.executable, str(HERE / "judge_server.py"), str(real_model_dir), str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(proc.stdout.readline().strip())
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

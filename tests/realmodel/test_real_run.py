@@ -29,8 +29,14 @@ def test_fp32_lora_training_sees_chat_messages_ended_by_the_end_of_turn_token(re
     assert all("rewards/numeric_answer/mean" in m and "rewards/exact_match/mean" in m for m in metrics)
 
     calls = [json.loads(line) for line in reward_log.read_text().splitlines()]
-    assert len(calls) == 1 and len(calls[0]["completions"]) == 4  # one call per step, with the step's 4 completions
-    for call in calls:
+    # TRL's call for the step, with the step's 4 completions; then the health checks at the step's checkpoint call the
+    # same reward (docs/alerts.md): the held-out prompts' greedy completions, one each, and the hack probes.
+    step_call, *checkpoint_calls = calls
+    assert len(step_call["completions"]) == 4
+    questions = [json.loads(line)["prompt"] for line in (run_dir.parent.parent / "test.jsonl").read_text().splitlines()]
+    held_out = [c for c in checkpoint_calls if [p[-1]["content"] for p in c["prompts"]] == questions]
+    assert len(held_out) == 1 and len(held_out[0]["completions"]) == len(questions)
+    for call in [step_call, held_out[0]]:  # what the model wrote (the probes are made-up completions)
         # Conversational prompts: TRL applied the chat template, and completions come back as assistant messages.
         assert all(isinstance(p, list) and p[-1]["role"] == "user" for p in call["prompts"])
         assert all(isinstance(c, list) and c[0]["role"] == "assistant" for c in call["completions"])
@@ -38,7 +44,7 @@ def test_fp32_lora_training_sees_chat_messages_ended_by_the_end_of_turn_token(re
             assert not any(s in text for s in SPECIAL_TEXT), text  # decoded without special tokens
             assert "\nuser\n" not in text and "\nassistant\n" not in text, text  # generation stopped at the end of its turn
     samples = runs.read_jsonl(run_dir / "samples.jsonl")
-    assert samples and all(s["completion"] in {t for c in calls for t in _texts(c["completions"])} for s in samples)
+    assert samples and all(s["completion"] in set(_texts(step_call["completions"])) for s in samples)
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
 
 

@@ -246,6 +246,24 @@ def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits
         assert "— fits** on Test GPU" in form.call("/estimate")
 
 
+def test_a_local_judge_is_in_the_estimate_and_start_says_when_its_copy_does_not_fit(tmp_path):
+    with served_app(tmp_path / "runs", known_hardware=_gpu(15.6)) as url:
+        form = Form(connect(url))
+        assert "— fits** on Test GPU" in form.call("/estimate")
+        form[text.JUDGE_USE] = True
+        form[text.JUDGE_RUBRIC] = "The answer is correct."
+        estimate = form.call("/estimate")  # the run's base model as judge: a second, 4-bit copy of the 7B model
+        assert "| judge model weights (Qwen/Qwen2.5-7B-Instruct) |" in estimate
+        assert "— tight** on Test GPU" in estimate and "the judge's weights are what make this tight" in estimate
+        form[text.JUDGE_SOURCE] = text.JUDGE_FOLDER_CHOICE
+        form[text.JUDGE_FOLDER] = "Qwen/Qwen3-14B"  # 9.2 GiB in 4-bit beside the policy: too much
+        estimate = form.call("/estimate")
+        assert "| judge model weights (Qwen/Qwen3-14B) |" in estimate and "— exceeds** on Test GPU" in estimate
+        refused = form.call("/start_training")[0]
+        assert "This will not fit Test GPU (15.6 GB)" in refused and "the LLM judge's own copy of its weights included" in refused
+        assert f"“{text.JUDGE_SERVER_CHOICE}” (Rewards tab)" in refused
+
+
 def test_start_refuses_reward_code_that_the_lint_flags(app, runs_dir):
     before = run_folders(runs_dir)
     form = Form(app)

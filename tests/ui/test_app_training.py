@@ -126,3 +126,23 @@ def test_a_restarted_app_finds_the_runs_and_a_killed_worker_shows_as_failed(runs
         assert written and log.splitlines()[-1] == written[-1]
         table, _picker = client.predict(api_name="/list_runs")
         assert table["data"][0][:2] == [run_dir.name, "interrupted"]
+
+
+def test_estimate_time_measures_a_trial_and_is_refused_while_a_run_trains(runs_dir):
+    with served_app(runs_dir) as url:
+        client = connect(url)
+        form = Form(client).fast_demo(steps=30)
+        measured = form.call("/estimate_time")
+        assert measured.startswith("**Measured:** ") and " s per step (generation + update; timed over 1 step after a 1-step warm-up)" in measured
+        assert "whole run: about " in measured and "for 30 steps" in measured
+        # The demo's 2000 training rows, counted although the Data tab was never shown: 30 steps x 2 new prompts.
+        assert "2000 training rows × 30 steps × 2 new prompts per step = 0.03 epochs (3 % of the prompts seen once)" in measured
+        assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()]  # the trial is not one of the person's runs
+
+        form["Training steps"] = 3
+        assert form.call("/start_training")[0] == ""
+        refused = form.call("/estimate_time")
+        run_dir = only_run(runs_dir)
+        assert refused.startswith("**Could not measure:**") and f"`{run_dir.name}` is training" in refused
+        wait_for(lambda: run_state(run_dir) in ("finished", "failed"), what="the run to end")
+        assert run_state(run_dir) == "finished"

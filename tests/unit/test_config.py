@@ -355,9 +355,9 @@ def test_validate_reward_spec_kinds():
                             {"file": "r.py", "params": {"a": 1}}, {"name": "x", "function": "f"}])
     problems = cfg.validate(RLOO_FIELDS)
     assert problems == [
-        "rewards[0]: give exactly one of name, file or model (got name, file)",
-        "rewards[1]: give exactly one of name, file or model (got none)",
-        "rewards[2].params: only builtin rewards (`name`) take params",
+        "rewards[0]: give exactly one of name, file, model or judge (got name, file)",
+        "rewards[1]: give exactly one of name, file, model or judge (got none)",
+        "rewards[2].params: only builtin rewards (`name`) and judges take params",
         "rewards[3].function: only meaningful together with `file`",
     ]
 

@@ -34,7 +34,7 @@ def test_engine_never_imports_gradio_or_ui():
 
 
 def test_light_layers_do_not_import_the_model_stack_at_module_level():
-    light = ([PACKAGE / n for n in ("config.py", "errors.py", "runs.py", "cli.py", "serve.py", "wall.py", "data.py", "jobs.py", "presets.py", "hardware.py",
+    light = ([PACKAGE / n for n in ("alerts.py", "config.py", "errors.py", "runs.py", "cli.py", "serve.py", "wall.py", "data.py", "jobs.py", "presets.py", "hardware.py",
                                           "inference_client.py", "distributed.py", "model_files.py", "paths.py")]
              + list((PACKAGE / "rewards").glob("*.py")) + list((PACKAGE / "ui").glob("*.py")))
     for path in light:
@@ -49,7 +49,8 @@ def test_config_imports_only_stdlib_and_yaml():
 def test_cli_and_rewards_import_without_torch_in_a_fresh_process():
     code = ("import sys, json; import rloo_studio.cli, rloo_studio.rewards, rloo_studio.engine.preflight, rloo_studio.serve, "
             "rloo_studio.jobs, rloo_studio.presets, rloo_studio.hardware, rloo_studio.data, rloo_studio.rewards.check, "
-            "rloo_studio.inference_client, rloo_studio.distributed, rloo_studio.engine.chat_model, rloo_studio.engine.inference_worker; "
+            "rloo_studio.inference_client, rloo_studio.distributed, rloo_studio.engine.chat_model, rloo_studio.engine.inference_worker, "
+            "rloo_studio.rewards.judge; "
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,420 @@
+"""An LLM judge as a reward: a rubric in words, scored by a language model, normalised to 0-1.
+
+A judge entry (`{judge: MODEL, rubric: ..., scale: [0, 10]}` in a config's `rewards`) becomes one
+reward function in TRL's contract. For every completion it fills the prompt template with the
+rubric, the prompt, the completion and the reference answer (when the dataset has the mapped
+answer column), asks the judge model, and parses the first number of its reply
+(`parse_score`). A reply without a usable number scores None (TRL's "does not apply") and its
+reason is kept beside the judge's own words (`JudgeReward.last_verdicts`).
+
+The judge is either a local model (a folder or hub id, loaded once with transformers on first use,
+in the training worker: greedy decoding, a few new tokens, its chat template) or an
+OpenAI-compatible server the person runs (`{url, model, api_key_env}`): a plain HTTP POST to
+`{url}/chat/completions` and nowhere else, with retries, the API key read from the environment at
+call time and never written anywhere. Calls are batched, cached by (rubric, prompt, completion)
+within a training step, and bounded by the entry's time limit; a judge that cannot be reached, or
+that answers without a usable score for a whole batch, stops with an error saying what to do.
+This module imports torch and transformers only inside the local judge's loader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import string
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..config import DEFAULT_JUDGE_SCALE, RewardSpec, local_judge_in_4bit
+from ..errors import ModelError, RewardError
+from ..paths import DEMO_MODEL_DIR
+from .builtin import completion_text
+
+# The judge's prompt. Fields: {rubric}, {prompt}, {completion}, {reference} (the row's reference answer, or
+# NO_REFERENCE), {low} and {high} (the scale). An entry's `template:` replaces it; it must keep {completion}.
+DEFAULT_TEMPLATE = (
+    "You are a strict grader. Grade the answer below by this rubric:\n{rubric}\n\n"
+    "Question:\n{prompt}\n\n"
+    "Answer to grade:\n{completion}\n\n"
+    "Reference answer: {reference}\n\n"
+    "Give a score from {low} to {high}. Reply in the form \"Score: N\" followed by one short sentence saying why."
+)
+TEMPLATE_FIELDS = ("rubric", "prompt", "completion", "reference", "low", "high")
+NO_REFERENCE = "(none given)"
+
+
+@dataclass(frozen=True)
+class Rubric:
+    text: str
+    limits: str  # what this rubric cannot judge, shown beside it
+
+
+# Three rubrics that work without editing, each with the limit a person should know before trusting it.
+RUBRICS: dict[str, Rubric] = {
+    "helpful_concise": Rubric(
+        "The answer addresses the question directly, is correct as far as you can tell, and has no padding, "
+        "repetition or filler. A short complete answer scores high; a long or evasive one scores low.",
+        "a judge cannot check facts it does not know; small judges reward confident tone over correctness."),
+    "follows_format": Rubric(
+        "The answer follows the format the question asks for (for example a single number, a list, JSON, or a "
+        "given number of sentences) exactly. Ignore whether the content is correct; score only the format.",
+        "a format a regular expression can check is better scored by a builtin (regex_format): exact and free."),
+    "correct_vs_reference": Rubric(
+        "The answer reaches the same final result as the reference answer. Wording and working may differ; "
+        "a different or missing final result scores the lowest.",
+        "needs the answer column mapped; for a number or exact string the builtins numeric_answer/exact_match are exact."),
+}
+
+# A score and one short sentence fit in 32 new tokens; more only makes the judge slower.
+JUDGE_MAX_NEW_TOKENS = 32
+# The judge's reply is started for it with these words, as a final assistant message to continue: small chat models
+# asked for "Score: N" otherwise often restate the question first; started this way they give the number first.
+# A local judge always continues it; a server continues it if it treats a final assistant message as a start, else it
+# answers on its own (the score is read the same way). The reply kept is what the judge wrote after it.
+REPLY_START = "Score:"
+LOCAL_BATCH_SIZE = 8
+# Server case: attempts per request and the pause before the next (doubled each time); requests in flight at once.
+SERVER_ATTEMPTS = 3
+SERVER_BACKOFF_S = 0.5
+SERVER_CONCURRENCY = 4
+
+_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+# A number after a score-like word ("Score: 7", "rating = 8/10") wins over earlier numbers (echoed from the answer).
+_LABELLED = re.compile(r"(?:score|rating|grade)\s*(?:is|of|=|:)?\s*\**\s*(" + _NUMBER + r")", re.IGNORECASE)
+_ANY_NUMBER = re.compile(_NUMBER)
+
+
+@dataclass
+class Verdict:
+    """One completion's judgement: the normalised score (0-1, None when unusable), the raw reply, and why it is None."""
+    score: float | None
+    reply: str
+    problem: str = ""
+
+
+def parse_score(reply: str, low: float, high: float) -> tuple[float | None, str]:
+    """The judge's score in `reply` on the scale [low, high], or (None, the reason).
+
+    The number after "score"/"rating"/"grade" counts when there is one, else the first number;
+    "7/10" reads as 7. A number outside the scale is not clipped (the judge misread the task), it is None.
+
+    >>> parse_score("Score: 7/10. Clear.", 0, 10)
+    (7.0, '')
+    >>> parse_score("Score: 11", 0, 10)
+    (None, 'the score 11 is outside the scale 0-10')
+    """
+    text = reply or ""
+    match = _LABELLED.search(text) or _ANY_NUMBER.search(text)
+    if match is None:
+        return None, "the reply has no number" if text.strip() else "the reply is empty"
+    value = float(match.group(1) if match.re is _LABELLED else match.group(0))
+    if not (low <= value <= high) or not math.isfinite(value):
+        return None, f"the score {value:g} is outside the scale {low:g}-{high:g}"
+    return value, ""
+
+
+def normalise(value: float, low: float, high: float) -> float:
+    """A score on [low, high] as 0-1."""
+    return (value - low) / (high - low)
+
+
+def check_template(template: str) -> str | None:
+    """What is wrong with a prompt template (an unknown field, a missing {completion}, a stray brace), or None."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        return f"the template is not a valid {{field}} template ({exc}); write a literal brace as {{{{ or }}}}"
+    unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
+    if unknown:
+        return f"the template has unknown field(s) {', '.join('{' + f + '}' for f in unknown)}; the fields are " + \
+               ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+    if "completion" not in fields:
+        return "the template has no {completion} field, so the judge would never see what it grades"
+    return None
+
+
+def prompt_text(prompt) -> str:
+    """A prompt as the judge reads it: the text, or a chat's system and user messages one after another."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict) and m.get("role") != "assistant")
+    return str(prompt)
+
+
+def render(template: str, rubric: str, prompt, completion, reference, scale: Sequence[float]) -> str:
+    """The judge's prompt for one completion."""
+    ref = NO_REFERENCE if reference is None or not str(reference).strip() else str(reference)
+    return template.format(rubric=rubric, prompt=prompt_text(prompt), completion=completion_text(completion),
+                           reference=ref, low=f"{scale[0]:g}", high=f"{scale[1]:g}")
+
+
+# ---- the two kinds of judge: each turns a list of judge prompts into a list of replies ------------------------------
+
+class LocalJudge:
+    """A causal language model loaded once, on first use, on the training device; greedy replies via its chat template,
+    each started with REPLY_START."""
+
+    def __init__(self, source: str, max_new_tokens: int = JUDGE_MAX_NEW_TOKENS, batch_size: int = LOCAL_BATCH_SIZE):
+        self.source = source
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self.state: dict = {}
+
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(self.source)
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            if device == "cuda" and local_judge_in_4bit():
+                from transformers import BitsAndBytesConfig
+
+                compute = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+                quantized = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                               bnb_4bit_compute_dtype=compute)
+                # A 4-bit model is placed by device_map at load time (it cannot be moved with .to() afterwards).
+                model = AutoModelForCausalLM.from_pretrained(self.source, quantization_config=quantized, dtype=compute,
+                                                             device_map={"": torch.cuda.current_device()})
+            else:
+                # CPUs compute bfloat16 slowly or not at all: float32 there; the model's own dtype on a GPU without bitsandbytes.
+                model = AutoModelForCausalLM.from_pretrained(self.source, dtype="auto" if device == "cuda" else torch.float32)
+                model = model.to(device)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ModelError(f"judge model {self.source!r} could not be loaded", str(exc).splitlines()[0],
+                             "give `judge:` a local folder or hub id of a causal (chat) language model, or a server "
+                             "{url, model}") from None
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        tok.padding_side = "left"  # generation continues each row from its last real token
+        self.state.update(tok=tok, model=model.eval(), device=device, torch=torch)
+
+    def replies(self, prompts: list[str], deadline: float) -> list[tuple[str | None, str]]:
+        """(reply, "") for each judge prompt; raises _TimeUp when the deadline passes between batches."""
+        if not self.state:
+            self._load()
+        tok, model, torch = self.state["tok"], self.state["model"], self.state["torch"]
+        out: list[tuple[str | None, str]] = []
+        for start in range(0, len(prompts), self.batch_size):
+            if time.monotonic() > deadline:
+                raise _TimeUp(len(out), len(prompts))
+            chunk = prompts[start:start + self.batch_size]
+            if getattr(tok, "chat_template", None):
+                texts = [tok.apply_chat_template([{"role": "user", "content": p}, {"role": "assistant", "content": REPLY_START}],
+                                                 tokenize=False, continue_final_message=True) for p in chunk]
+            else:
+                texts = [p + "\n" + REPLY_START for p in chunk]
+            batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.state["device"])
+            with torch.inference_mode():
+                generated = model.generate(**batch, do_sample=False, max_new_tokens=self.max_new_tokens,
+                                           pad_token_id=tok.pad_token_id, temperature=None, top_p=None, top_k=None)
+            new = generated[:, batch["input_ids"].shape[1]:]
+            out.extend((t.strip(), "") for t in tok.batch_decode(new, skip_special_tokens=True))
+        return out
+
+
+class ServerJudge:
+    """An OpenAI-compatible chat-completions server (Ollama, llama.cpp server, vLLM, LM Studio) at the given URL only."""
+
+    def __init__(self, url: str, model: str, api_key_env: str | None = None, max_new_tokens: int = JUDGE_MAX_NEW_TOKENS):
+        self.endpoint = url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.max_new_tokens = max_new_tokens
+
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise RewardError(f"the judge's API key variable {self.api_key_env} is not set",
+                                  "the judge entry says `api_key_env: " + self.api_key_env + "`, and the key is read from "
+                                  "the environment when the judge is called (it is never stored in the run folder)",
+                                  f"set it before starting (e.g. `export {self.api_key_env}=...`), or remove api_key_env "
+                                  "if the server needs no key")
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _one(self, prompt: str, deadline: float, headers: dict) -> tuple[str | None, str]:
+        """(reply, "") or (None, why the server gave none)."""
+        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": prompt},
+                                                             {"role": "assistant", "content": REPLY_START}],
+                           "temperature": 0, "max_tokens": self.max_new_tokens}).encode()
+        problem = ""
+        for attempt in range(SERVER_ATTEMPTS):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, problem or "the time limit passed before the request was sent"
+            request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=left) as response:
+                    data = json.loads(response.read().decode("utf-8", "replace"))
+                return str(data["choices"][0]["message"]["content"] or "").strip(), ""
+            except urllib.error.HTTPError as exc:
+                problem = f"HTTP {exc.code} {exc.reason}"
+                if exc.code in (400, 401, 403, 404):  # the request itself is wrong: asking again will not help
+                    return None, problem
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                problem = str(getattr(exc, "reason", exc)) or type(exc).__name__
+            except (ValueError, KeyError, IndexError, TypeError):
+                problem = "the answer is not an OpenAI chat-completions response (no choices[0].message.content)"
+            pause = SERVER_BACKOFF_S * 2 ** attempt
+            if attempt + 1 < SERVER_ATTEMPTS and time.monotonic() + pause < deadline:
+                time.sleep(pause)
+        return None, problem
+
+    def replies(self, prompts: list[str], deadline: float) -> list[tuple[str | None, str]]:
+        """(reply, "") or (None, why the server gave none) for each judge prompt; fails when none is answered."""
+        headers = self._headers()
+        with ThreadPoolExecutor(max_workers=SERVER_CONCURRENCY) as pool:
+            results = list(pool.map(lambda p: self._one(p, deadline, headers), prompts))
+        if results and all(reply is None for reply, _ in results):
+            raise RewardError(
+                f"the judge server at {self.endpoint} did not answer any of {len(results)} requests",
+                f"{results[0][1]} (after {SERVER_ATTEMPTS} attempts each, within the time limit)",
+                "start the server (e.g. `ollama serve`), check the `url:` (it ends before /chat/completions, e.g. "
+                f"http://127.0.0.1:11434/v1) and the `model:` name it serves, then run again")
+        return results
+
+
+def server_unreachable(url: str, timeout_s: float = 3.0) -> str | None:
+    """Why nothing answers at a judge server's address (refused, no such host, silent), or None when something does.
+
+    One GET of `{url}/models` (the OpenAI listing; any HTTP answer, even an error status, means a server is there),
+    so a page can refuse at once instead of spending the retries of every judge call."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, ValueError) as exc:
+        return str(getattr(exc, "reason", exc)) or type(exc).__name__
+
+
+class _TimeUp(Exception):
+    def __init__(self, done: int, total: int):
+        super().__init__(f"{done} of {total}")
+        self.done, self.total = done, total
+
+
+# ---- the reward function ------------------------------------------------------------------------------------------
+
+class JudgeReward:
+    """The reward function of one judge entry, in TRL's contract (`__call__(prompts, completions, **columns)`)."""
+
+    def __init__(self, name: str, judge, rubric: str, scale: Sequence[float], template: str = DEFAULT_TEMPLATE,
+                 answer_column: str | None = None, time_limit_s: float = 120.0):
+        self.__name__ = self.__qualname__ = name
+        self.judge = judge
+        self.rubric = rubric
+        self.low, self.high = float(scale[0]), float(scale[1])
+        self.template = template
+        self.answer_column = answer_column
+        self.time_limit_s = float(time_limit_s)
+        self.cache: dict[tuple[str, str, str], Verdict] = {}
+        self._cache_step = None
+        self.last_verdicts: list[Verdict] = []  # the latest batch's verdicts: the judge's words and why a score is None
+        self.calls = 0  # judge requests made (cache hits excluded)
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
+        state = kwargs.get("trainer_state")
+        step = getattr(state, "global_step", None)
+        if step != self._cache_step:  # the cache lives for one step: a new step brings a changed policy
+            self.cache, self._cache_step = {}, step
+        references = kwargs.get(self.answer_column) if self.answer_column else None
+        keys, todo = [], {}
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            key = (self.rubric, prompt_text(prompt), completion_text(completion))
+            keys.append(key)
+            if key not in self.cache and key not in todo:
+                reference = references[i] if references is not None else None
+                todo[key] = render(self.template, self.rubric, prompt, completion, reference, (self.low, self.high))
+        if todo:
+            deadline = time.monotonic() + self.time_limit_s
+            try:
+                results = self.judge.replies(list(todo.values()), deadline)
+            except _TimeUp as up:
+                raise RewardError(
+                    f"the judge `{self.__name__}` scored only {up.done} of {up.total} completions within its time limit "
+                    f"of {self.time_limit_s:g} s", "each batch of completions must be judged within the entry's timeout_s",
+                    f"use a smaller or faster judge, fewer completions per step, or a larger `timeout_s` (e.g. timeout_s: "
+                    f"{4 * self.time_limit_s:g})") from None
+            self.calls += len(results)
+            for key, (reply, problem) in zip(todo, results):
+                if reply is None:
+                    self.cache[key] = Verdict(None, "", f"the judge gave no reply: {problem}")
+                    continue
+                value, why = parse_score(reply, self.low, self.high)
+                self.cache[key] = Verdict(None if value is None else normalise(value, self.low, self.high), reply, why)
+        self.last_verdicts = [self.cache[k] for k in keys]
+        if self.last_verdicts and all(v.score is None for v in self.last_verdicts):
+            first = self.last_verdicts[0]
+            raise RewardError(
+                f"the judge `{self.__name__}` gave no usable score for any of the {len(keys)} completions of this batch",
+                f"{first.problem}; its first reply was {first.reply[:200]!r}",
+                f"make the template ask plainly for one number from {self.low:g} to {self.high:g} (\"Score: N\"), "
+                "or use a larger instruction-tuned judge model")
+        return [v.score for v in self.last_verdicts]
+
+
+def judge_calls_per_step(specs: Sequence[RewardSpec], plan) -> float:
+    """Judge requests per optimiser step: one per newly generated completion (`plan.new_completions_per_step` of a
+    batching.BatchPlan), for each judge entry in `specs`.
+
+    Rewards are computed once per generation batch, so a step asks the judge about its new completions only. Identical
+    (rubric, prompt, completion) triples within a step are asked once (`JudgeReward.cache`): this is the most a step asks."""
+    return sum(1 for spec in specs if spec.judge is not None) * plan.new_completions_per_step
+
+
+def judge_cost_line(specs: Sequence[RewardSpec], plan) -> str | None:
+    """The judge's cost in words, for the estimate; None without a judge entry."""
+    judges = [spec.judge for spec in specs if spec.judge is not None]
+    if not judges:
+        return None
+    each = f", for each of the {len(judges)} judge entries" if len(judges) > 1 else ""
+    where = "on the training GPU, between generation and training" if any(not isinstance(j, dict) for j in judges) \
+        else "on the judge server"
+    return (f"Judge calls per training step: {judge_calls_per_step(specs, plan):g} (one per newly generated completion{each}; "
+            f"identical completions within a step are asked once). Each call generates up to {JUDGE_MAX_NEW_TOKENS} tokens, "
+            f"{where}.")
+
+
+def judge_name(judge) -> str:
+    """The reward's name in logs and metrics: `judge_` and the judge model's name, made an identifier."""
+    model = judge.get("model", "") if isinstance(judge, dict) else Path(str(judge)).name
+    return "judge_" + (re.sub(r"\W+", "_", str(model)).strip("_") or "model")
+
+
+def judge_reward_function(spec: RewardSpec, base_dir: str | Path = ".", dataset_columns: Sequence[str] = (),
+                          check_only: bool = False) -> Callable:
+    """The reward function of a `judge:` entry; with `check_only`, checks its template and columns and loads nothing."""
+    wrong = spec.judge_problems("judge entry")
+    if wrong:
+        raise RewardError(f"judge reward: {wrong[0]}", "the entry's judge settings are checked before anything is loaded",
+                          "fix the entry (see docs/judge.md)")
+    template = spec.template or DEFAULT_TEMPLATE
+    problem = check_template(template)
+    if problem:
+        raise RewardError(f"judge reward: {problem}", "the template is the judge's prompt, filled in for every completion",
+                          "fix its `template:`, or remove it to use the default")
+    column = spec.params.get("answer_column")
+    if column is None and "answer" in dataset_columns:
+        column = "answer"  # the column the answer-checking builtins read by default
+    if spec.judge is not None and isinstance(spec.judge, dict):
+        judge = ServerJudge(spec.judge["url"], spec.judge["model"], spec.judge.get("api_key_env"))
+    else:
+        local = Path(str(spec.judge)).expanduser()
+        local = local if local.is_absolute() else Path(base_dir) / local
+        if str(spec.judge) == "demo" and not local.exists():  # the bundled model, as `model.name_or_path: demo` means
+            local = DEMO_MODEL_DIR
+        judge = LocalJudge(str(local) if local.exists() else str(spec.judge))
+    scale = spec.scale or DEFAULT_JUDGE_SCALE
+    return JudgeReward(judge_name(spec.judge), judge, spec.rubric, scale, template, column, spec.timeout_s)

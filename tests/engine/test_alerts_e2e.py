@@ -1,0 +1,113 @@
+"""Live health alerts from real training runs on the tiny model: `rloo-studio train` writes alerts.jsonl, prints a
+line when an alert begins, and the Train and Runs tabs show it as a badge.
+
+A constant reward gives no learning signal from the first step; a reward that pays for length (len(completion))
+drives completions to the limit and scores the preview's 'rambling' probe far above anything the model writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+from helpers import only_run_dir, run_cli
+
+from rloo_studio import alerts, runs
+
+pytestmark = pytest.mark.slow
+
+CONSTANT_REWARD = '''
+def constant(completions, **kwargs):
+    return [1.0 for _ in completions]
+'''
+
+LENGTH_REWARD = '''
+def longer(completions, **kwargs):
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [float(len(t)) for t in texts]
+'''
+
+
+def _train(workspace, reward_code: str, steps: int):
+    (workspace.path / "rewards.py").write_text(reward_code)
+    config = workspace.write_config(rewards=[{"file": "rewards.py"}],
+                                    rloo={"max_steps": steps, "save_steps": 2, "per_device_train_batch_size": 8,
+                                          "max_completion_length": 8})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    return run_dir, runs.read_jsonl(run_dir / runs.ALERTS_FILE), result.stdout
+
+
+def test_constant_reward_raises_no_signal_and_the_tabs_show_it(workspace):
+    run_dir, records, stdout = _train(workspace, CONSTANT_REWARD, steps=4)
+    metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
+    assert [m["frac_reward_zero_std"] for m in metrics] == [1.0] * 4
+    began = [r for r in records if r["event"] == "began" and r["kind"] == alerts.NO_SIGNAL]
+    assert len(began) == 1, records
+    assert began[0]["began_step"] == 1 and began[0]["step"] == alerts.NO_SIGNAL_STEPS
+    assert began[0]["numbers"]["frac_reward_zero_std"] == 1.0
+    # A constant reward scores the probes exactly like the real completions: no hacking alarm.
+    assert not [r for r in records if r["kind"] == alerts.PROBE_WINS], records
+    assert f"alert at step {alerts.NO_SIGNAL_STEPS} (since step 1): No learning signal" in stdout
+    assert all(m["rewards/constant/none_share"] == 0.0 for m in metrics)
+
+    from rloo_studio.ui.runs_tab import RunsTab
+    from rloo_studio.ui.train_tab import TrainTab
+
+    badges = TrainTab.alerts_of(str(run_dir))
+    assert 'data-alert="no_signal"' in badges and "since step 1" in badges and "What to do:" in badges
+    assert 'data-alert="no_signal"' in RunsTab.alerts_of(SimpleNamespace(runs_dir=run_dir.parent), run_dir.name)
+
+
+def test_length_gamed_reward_raises_the_length_alert_and_the_probe_alarm(workspace):
+    run_dir, records, stdout = _train(workspace, LENGTH_REWARD, steps=4)
+    kinds = {r["kind"] for r in records if r["event"] == "began"}
+    assert alerts.LENGTH_LIMIT in kinds, records
+    [probe] = [r for r in records if r["event"] == "began" and r["kind"] == alerts.PROBE_WINS]
+    assert probe["step"] == probe["began_step"] == 2  # the first checkpoint (save_steps 2)
+    # 'rambling' is ~2,400 characters, far longer than any 8-token completion the model writes.
+    assert probe["numbers"]["winning"]["rambling"] > 100 * probe["numbers"]["real_mean"] > 0
+    assert "alert at step 2 (since step 2): Possible reward hacking" in stdout
+
+
+def test_a_resumed_run_sets_later_alerts_aside_and_raises_each_once(workspace):
+    import shutil
+
+    run_dir, records, _ = _train(workspace, CONSTANT_REWARD, steps=4)
+    assert [(r["event"], r["step"]) for r in records if r["kind"] == alerts.NO_SIGNAL] == [("began", 3)]
+    # Resume from checkpoint-2 (the test removes the later one): step 3, where the alert was raised, is trained again.
+    shutil.rmtree(run_dir / "checkpoints" / "checkpoint-4")
+    result = run_cli("train", "--resume", run_dir, "rloo.max_steps=6", cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert runs.read_status(run_dir)["resumed_from"] == 2
+    after = [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["kind"] == alerts.NO_SIGNAL]
+    assert [(r["event"], r["began_step"], r["step"]) for r in after] == [("began", 1, 3)], after
+    set_aside = runs.read_jsonl(run_dir / "alerts.superseded.jsonl")
+    assert [(r["kind"], r["step"]) for r in set_aside if r["kind"] == alerts.NO_SIGNAL] == [(alerts.NO_SIGNAL, 3)]
+    assert "alert at step 3 (since step 1): No learning signal" in result.stdout
+    # Resumed after the alert was raised: the worker knows alerts.jsonl holds it and does not raise it again.
+    again = run_cli("train", "--resume", run_dir, "rloo.max_steps=8", cwd=workspace.path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert runs.read_status(run_dir)["resumed_from"] == 6
+    assert [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["kind"] == alerts.NO_SIGNAL] == after
+    assert "No learning signal" not in again.stdout
+
+
+def test_the_heldout_check_at_a_checkpoint_is_what_eval_reports_for_it(workspace):
+    """The held-out check scores the model as saved at the checkpoint: `rloo-studio eval --checkpoint` on the same
+    first held-out prompts (greedy, the run's rewards) gives the same mean reward."""
+    config = workspace.write_config(data={"source": "data.jsonl", "test_fraction": 0.25},
+                                    rloo={"max_steps": 2, "save_steps": 1, "learning_rate": 2e-2})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    logged = re.findall(r"held-out check at step (\d+): mean reward (\S+) on the first (\d+) held-out prompts", result.stdout)
+    assert [(step, n) for step, _, n in logged] == [("1", str(alerts.HELDOUT_PROMPTS)), ("2", str(alerts.HELDOUT_PROMPTS))]
+    for step, mean, _ in logged:
+        evaluated = run_cli("eval", run_dir, "--checkpoint", f"checkpoint-{step}", "--limit", alerts.HELDOUT_PROMPTS, "--json",
+                            cwd=workspace.path)
+        assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+        assert float(mean) == pytest.approx(json.loads(evaluated.stdout)["tuned"]["mean_reward"], rel=1e-3, abs=1e-4)

@@ -1,0 +1,67 @@
+"""`rloo-studio estimate CONFIG --measure`: a real trial run of the config, timed, then removed; its time per step against
+the run that follows, and a trial that fails says why in the run's own words."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import ADDITION_ROWS, only_run_dir, run_cli
+
+from rloo_studio import runs
+from rloo_studio.batching import batch_plan
+from rloo_studio.config import RunConfig
+from rloo_studio.trial import run_steps, trial_steps
+
+pytestmark = pytest.mark.slow
+
+STEPS = 6
+
+
+def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_step(workspace, tmp_path):
+    config = workspace.write_config(rloo={"max_steps": STEPS, "save_steps": 100})
+    trial_tmp = tmp_path / "tmp"
+    trial_tmp.mkdir()
+    result = run_cli("estimate", config, "--measure", "--json", cwd=workspace.path, env={"TMPDIR": str(trial_tmp)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured = json.loads(result.stdout)["measured"]
+    assert "[estimate] trial step 2/2 done" in result.stderr
+    # Two generation cycles of one step each: the first warms up, the second is timed.
+    assert (measured["trial_steps"], measured["timed_steps"], measured["run_steps"]) == (2, 1, STEPS)
+    # 8 completions per step / 4 per prompt = 2 new prompts per step, over all 39 rows (none held out).
+    assert measured["epochs"] == pytest.approx(STEPS * 2 / len(ADDITION_ROWS))
+    assert measured["run_s"] == pytest.approx(measured["startup_s"] + STEPS * measured["seconds_per_step"])
+    assert measured["peak_rss_gib"] > 0.2  # torch and a model were loaded in the trial's worker
+    assert measured["peak_gpu_gib"] is None  # no CUDA here
+    # The trial's folder is gone and nothing was written where the person's runs are.
+    assert not list(trial_tmp.glob("rloo-studio-trial-*")) and not (workspace.path / "runs").exists()
+
+    done = run_cli("train", config, cwd=workspace.path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    times = {r["step"]: r["time"] for r in runs.read_jsonl(only_run_dir(workspace.path / "runs") / runs.METRICS_FILE)
+             if "time" in r and "step" in r}
+    real_per_step = (times[STEPS] - times[2]) / (STEPS - 2)  # after the same warm-up
+    # The same order: a trial that counted the model's loading (seconds) as a step (a fraction of one) is far off.
+    assert real_per_step / 5 < measured["seconds_per_step"] < real_per_step * 5, (measured, real_per_step)
+
+
+def test_a_trial_that_fails_says_what_the_run_would_say(workspace, tmp_path):
+    (workspace.path / "broken.py").write_text("def broken(completions, **kwargs):\n    raise ValueError('no score for you')\n")
+    config = workspace.write_config(rewards=[{"file": "broken.py"}])
+    trial_tmp = tmp_path / "tmp"
+    trial_tmp.mkdir()
+    result = run_cli("estimate", config, "--measure", cwd=workspace.path, env={"TMPDIR": str(trial_tmp)})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "error: the time trial failed: " in result.stderr and "broken" in result.stderr and "no score for you" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(trial_tmp.glob("rloo-studio-trial-*"))
+
+
+def test_trial_and_run_steps_follow_the_generation_cycle_and_the_epochs():
+    # Two passes over each generation batch: a cycle is 2 steps, so the trial trains 4 and times the last 2.
+    assert trial_steps(batch_plan({"num_iterations": 2})) == (4, 2)
+    assert trial_steps(batch_plan({})) == (2, 1)
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": -1, "num_train_epochs": 3,
+                                                                               "per_device_train_batch_size": 8, "num_generations": 4}})
+    assert run_steps(cfg, batch_plan(cfg.rloo), 39) == 59  # 3 epochs x 39 rows / 2 prompts per step, rounded up
+    assert run_steps(cfg, batch_plan(cfg.rloo), None) is None

@@ -1,0 +1,150 @@
+"""The judge reward without a model: its config entry's checks, the score parser (hand cases and real judge
+replies from tests/fixtures/judge_replies.jsonl), the template check, and a judge server that cannot be
+reached or never answers failing clearly within the entry's time limit."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rloo_studio.config import RunConfig
+from rloo_studio.errors import RewardError
+from rloo_studio.rewards import build_rewards, check_reward_specs
+from rloo_studio.rewards.judge import DEFAULT_TEMPLATE, RUBRICS, check_template, normalise, parse_score
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "judge_replies.jsonl"
+
+
+def _problems(entry: dict) -> list[str]:
+    return RunConfig.from_dict({"rewards": [entry]}).validate()
+
+
+def test_a_judge_entry_with_a_model_or_a_server_is_valid():
+    assert _problems({"judge": "HuggingFaceTB/SmolLM2-135M-Instruct", "rubric": "Correct.", "scale": [1, 5]}) == []
+    assert _problems({"judge": {"url": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b", "api_key_env": "JUDGE_KEY"},
+                      "rubric": "Correct."}) == []
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"judge": "m"}, "rewards[0].rubric: a judge needs a rubric"),
+    ({"judge": "m", "rubric": "r", "scale": [10, 0]}, "rewards[0].scale: [10, 0] must be [lowest, highest]"),
+    ({"judge": "m", "rubric": "r", "scale": [0]}, "rewards[0].scale"),
+    ({"judge": {"url": "127.0.0.1:11434", "model": "m"}, "rubric": "r"}, "rewards[0].judge.url: '127.0.0.1:11434' is not an http(s) address"),
+    ({"judge": {"url": "http://h/v1"}, "rubric": "r"}, "rewards[0].judge.model: give the name"),
+    ({"judge": {"url": "http://h/v1", "model": "m", "api_key": "sk-1"}, "rubric": "r"}, "rewards[0].judge.api_key: unknown key — did you mean `api_key_env`?"),
+    ({"judge": {"url": "http://h/v1", "model": "m", "api_key_env": "sk-123 secret"}, "rubric": "r"}, "is not an environment variable name"),
+    ({"judge": "m", "rubric": "r", "params": {"min_tokens": 2}}, "a judge takes only answer_column"),
+    ({"name": "numeric_answer", "rubric": "r"}, "rewards[0].rubric: only meaningful together with `judge`"),
+    ({"judge": "m", "model": "rm", "rubric": "r"}, "give exactly one of name, file, model or judge (got model, judge)"),
+])
+def test_a_wrong_judge_entry_is_reported_in_config_words(entry, words):
+    problems = _problems(entry)
+    assert any(words in p for p in problems), problems
+
+
+def test_template_fields_and_answer_column_are_checked_with_the_rewards():
+    spec = RunConfig.from_dict({"rewards": [{"judge": "m", "rubric": "r", "template": "Grade {answer} by {rubric}"}]}).rewards
+    [problem] = check_reward_specs(spec, dataset_columns=["prompt", "answer"])
+    assert "unknown field(s) {answer}" in problem and "{completion}" in problem and "template:" in problem
+    spec = RunConfig.from_dict({"rewards": [{"judge": "m", "rubric": "r", "params": {"answer_column": "solution"}}]}).rewards
+    [problem] = check_reward_specs(spec, dataset_columns=["prompt", "answer"])
+    assert "no column `solution`" in problem
+    assert check_template("Rate {prompt} only") == "the template has no {completion} field, so the judge would never see what it grades"
+    assert check_template(DEFAULT_TEMPLATE) is None
+
+
+def test_the_three_rubric_templates_each_say_their_limits():
+    assert set(RUBRICS) == {"helpful_concise", "follows_format", "correct_vs_reference"}
+    assert all(r.text.strip() and r.limits.strip() for r in RUBRICS.values())
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("7/10", (7.0, "")),
+    ("Score: 7/10. It answers the question.", (7.0, "")),
+    ("The answer 25 is wrong. Score: 2", (2.0, "")),
+    ("Rating = 8.5", (8.5, "")),
+    (" 3, because it is long.", (3.0, "")),
+    ("Score: 11", (None, "the score 11 is outside the scale 0-10")),
+    ("no idea", (None, "the reply has no number")),
+    ("", (None, "the reply is empty")),
+    ("-1", (None, "the score -1 is outside the scale 0-10")),
+])
+def test_score_parser_on_hand_cases(reply, expected):
+    assert parse_score(reply, 0, 10) == expected
+
+
+def test_score_parser_on_real_judge_replies():
+    header, *rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    assert "produced_by" in header and len(rows) >= 10
+    for row in rows:
+        value, why = parse_score(row["reply"], 0, 10)
+        assert value == row["expected"], (row["reply"], value, why)
+        assert (value is None) == bool(why)
+
+
+def test_scores_are_normalised_to_0_1():
+    assert normalise(7, 0, 10) == 0.7 and normalise(1, 1, 5) == 0.0 and normalise(5, 1, 5) == 1.0
+
+
+def _server_reward(url: str, timeout_s: float):
+    spec = RunConfig.from_dict({"rewards": [{"judge": {"url": url, "model": "m"}, "rubric": "Correct.",
+                                             "timeout_s": timeout_s}]}).rewards
+    [loaded] = build_rewards(spec, dataset_columns=["prompt"])
+    return loaded.func
+
+
+def test_an_unreachable_judge_server_fails_clearly():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    judge = _server_reward(f"http://127.0.0.1:{port}/v1", timeout_s=20)
+    with pytest.raises(RewardError) as caught:
+        judge(prompts=["What is 2 + 2?", "What is 2 + 2?"], completions=["4", "5"])
+    err = caught.value
+    assert f"the judge server at http://127.0.0.1:{port}/v1/chat/completions did not answer any of 2 requests" in err.what
+    assert "refused" in err.why.lower() and "3 attempts" in err.why
+    assert "start the server" in err.fix and "url:" in err.fix
+
+
+def test_a_judge_server_that_never_answers_is_given_up_after_the_time_limit():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts connections (the kernel does), never reads or answers
+    try:
+        judge = _server_reward(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", timeout_s=4)
+        start = time.monotonic()
+        with pytest.raises(RewardError) as caught:
+            judge(prompts=["q"], completions=["a"])
+        elapsed = time.monotonic() - start
+    finally:
+        listener.close()
+    assert "did not answer any of 1 requests" in caught.value.what and "within the time limit" in caught.value.why
+    # The entry's limit bounds the whole wait, retries included: without it urllib waits forever, and retries that
+    # ignored it would wait 3 attempts x 4 s.
+    assert elapsed < 2 * 4, elapsed
+
+
+def test_a_missing_api_key_variable_is_named(monkeypatch):
+    monkeypatch.delenv("H20_NO_SUCH_KEY", raising=False)
+    spec = RunConfig.from_dict({"rewards": [{"judge": {"url": "http://127.0.0.1:9/v1", "model": "m",
+                                                       "api_key_env": "H20_NO_SUCH_KEY"}, "rubric": "r"}]}).rewards
+    [loaded] = build_rewards(spec)
+    with pytest.raises(RewardError, match="H20_NO_SUCH_KEY is not set") as caught:
+        loaded.func(prompts=["q"], completions=["a"])
+    assert "export H20_NO_SUCH_KEY=" in caught.value.fix
+
+
+def test_a_local_judge_folder_becomes_absolute_for_the_run_and_a_hub_id_or_server_stays(tmp_path):
+    from rloo_studio.jobs import absolute_paths
+
+    (tmp_path / "judge-model").mkdir()
+    server = {"url": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b", "api_key_env": "JUDGE_KEY"}
+    cfg = RunConfig.from_dict({"rewards": [{"judge": "judge-model", "rubric": "r"}, {"judge": "org/judge-1b", "rubric": "r"},
+                                           {"judge": server, "rubric": "r"}]}, base_dir=tmp_path)
+    moved = absolute_paths(cfg, tmp_path / "runs" / "run-1")
+    assert [r.judge for r in moved.rewards] == [str(tmp_path / "judge-model"), "org/judge-1b", server]

@@ -1,0 +1,70 @@
+"""The judge section's entry for each kind of judge (and back), and the agreement line of the preview."""
+
+from __future__ import annotations
+
+import statistics
+
+from rloo_studio.config import RunConfig
+from rloo_studio.rewards.judge import DEFAULT_TEMPLATE
+from rloo_studio.rewards.preview import agreement
+from rloo_studio.ui import text
+from rloo_studio.ui.judge_panel import entry_values, judge_entry
+from rloo_studio.ui.rewards_tab import agreement_line
+
+
+def values(source: str, folder: str = "", **changed) -> list:
+    v = [True, "Correct and short.", source, folder, "", "", "", 1.0, 0, 10, DEFAULT_TEMPLATE]
+    for index, value in changed.items():
+        v[int(index.lstrip("_"))] = value
+    return v
+
+
+def test_the_base_model_and_a_folder_round_trip(tmp_path):
+    model = {"model": {"name_or_path": "Qwen/Qwen3-0.6B"}}
+    entry, problems = judge_entry(model, values(text.JUDGE_BASE))
+    assert problems == [] and entry == {"judge": "Qwen/Qwen3-0.6B", "rubric": "Correct and short.", "weight": 1.0}
+    cfg = RunConfig.from_dict({**model, "rewards": [entry]})
+    assert entry_values(cfg) == values(text.JUDGE_BASE)
+
+    (tmp_path / "judge").mkdir()
+    entry, problems = judge_entry(model, values(text.JUDGE_FOLDER_CHOICE, str(tmp_path / "judge")))
+    assert problems == [] and entry["judge"] == str(tmp_path / "judge")
+    assert entry_values(RunConfig.from_dict({**model, "rewards": [entry]})) == values(text.JUDGE_FOLDER_CHOICE, str(tmp_path / "judge"))
+
+
+def test_a_missing_folder_or_an_unused_section_adds_no_entry(tmp_path):
+    entry, problems = judge_entry({}, values(text.JUDGE_FOLDER_CHOICE, str(tmp_path / "nowhere")))
+    assert entry is None and problems == [f"Rewards: “{text.JUDGE_FOLDER}” (Rewards tab) {str(tmp_path / 'nowhere')!r} is not a "
+                                          "folder on this machine — give the folder that holds the judge model's config.json"]
+    assert judge_entry({}, values(text.JUDGE_BASE, _0=False)) == (None, [])
+
+
+def test_agreement_is_pearson_over_the_completions_both_scored():
+    per_function = {"judge_x": [0.9, 0.2, None, 0.7, 0.4], "numeric_answer": [1.0, 0.0, 1.0, 1.0, 0.0],
+                    "flat": [1.0, 1.0, 1.0, 1.0, 1.0], "judge_y": [None, None, 0.5, None, None]}
+    found = {(a["judge"], a["other"]): a for a in agreement(per_function, ["judge_x"])}
+    expected = statistics.correlation([0.9, 0.2, 0.7, 0.4], [1.0, 0.0, 1.0, 0.0])
+    assert abs(found["judge_x", "numeric_answer"]["r"] - expected) < 1e-12 and found["judge_x", "numeric_answer"]["n"] == 4
+    assert found["judge_x", "flat"]["r"] is None and found["judge_x", "flat"]["why"] == "`flat` gives all 4 the same score"
+    assert found["judge_x", "judge_y"]["why"] == "only 0 completion(s) scored by both"
+    line = agreement_line(list(found.values()))
+    assert line.startswith(f"🤝 **Agreement:** judge `judge_x` agrees with `numeric_answer`: r = {expected:.2f} over 4 completions; "
+                           "with `flat` cannot be measured (`flat` gives all 4 the same score)")
+
+
+def test_the_data_tabs_answer_column_reaches_a_judge_only_when_it_is_not_the_default():
+    from rloo_studio.ui.data_tab import DataTab
+
+    for answer, expected in (("solution", {"answer_column": "solution"}), ("answer", None), ("(none)", None)):
+        cfg = {"rewards": [{"judge": "demo", "rubric": "r"}]}
+        DataTab.apply(cfg, [text.SOURCE_CHOICES[0], "", "", "", "train", "prompt", answer, "", "", 0.0, None, "auto"])
+        assert cfg["rewards"][0].get("params") == expected, answer
+
+
+def test_a_judge_on_the_demo_model_is_the_bundled_model():
+    from rloo_studio.config import RewardSpec
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.rewards.judge import judge_reward_function
+
+    fn = judge_reward_function(RewardSpec(judge="demo", rubric="Correct."), "/nowhere")
+    assert fn.judge.source == str(DEMO_MODEL_DIR) and fn.__name__ == "judge_demo"
