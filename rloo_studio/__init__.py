@@ -27,7 +27,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "data": BASE | {"config", "demo_task"},
     "vram": BASE | {"config"},
     "jobs": BASE | {"config", "runs"},
-    "trial": BASE | {"config", "runs", "batching", "jobs"},
+    "trial": BASE | {"config", "runs", "batching", "jobs", "rewards"},
     "inference_client": BASE | {"runs"},
     "rewards": BASE | {"config", "runs", "model_files"},
     "scan": BASE | {"config", "runs", "batching", "rewards", "data"},

@@ -23,6 +23,7 @@ from . import jobs, runs
 from .batching import BatchPlan, batch_plan, epochs, epochs_words
 from .config import RunConfig
 from .errors import StudioError
+from .rewards.judge import judge_time_share
 
 TRIAL_CYCLES = 2  # the first generation cycle warms up, the second is timed
 TRIAL_NAME = "time-trial"
@@ -45,6 +46,7 @@ class Measurement:
     new_prompts_per_step: float  # prompts drawn from the data per step
     peak_gpu_gib: float | None  # torch's peak allocated GPU memory in the trial (None without CUDA)
     peak_rss_gib: float | None  # the worker's peak resident memory (Linux), what a CPU run needs
+    judge_share: float | None = None  # the judges' share of the timed steps' training time (None without a judge)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,12 +147,14 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     first = min(rows)
     startup = max(0.0, rows[first]["time"] - started - first * per_step)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
+    share = judge_time_share([r for step, r in rows.items() if warm < step <= last])
     total_steps = run_steps(cfg, plan, train_rows)
     return Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, startup_s=startup,
                        run_steps=total_steps or 0, run_s=startup + (total_steps or 0) * per_step,
                        epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
                        train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
-                       peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss)
+                       peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
+                       judge_share=share[0] / share[1] if share else None)
 
 
 def duration(seconds: float) -> str:
@@ -170,6 +174,9 @@ def summary_lines(m: Measurement) -> list[str]:
     if m.epochs is not None:
         lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
                      f"{epochs_words(m.epochs)}")
+    if m.judge_share is not None:
+        lines.append(f"the judge takes {100 * m.judge_share:.0f} % of each step's time "
+                     f"(about {m.judge_share * m.seconds_per_step:.1f} s of {m.seconds_per_step:.1f} s)")
     if m.peak_gpu_gib is not None:
         lines.append(f"peak GPU memory in the trial: {m.peak_gpu_gib:.2f} GiB (allocated by torch)")
     if m.peak_rss_gib is not None:

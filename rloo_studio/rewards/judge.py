@@ -84,6 +84,9 @@ LOCAL_BATCH_SIZE = 8
 SERVER_ATTEMPTS = 3
 SERVER_BACKOFF_S = 0.5
 SERVER_CONCURRENCY = 4
+# The seconds a judge entry spent judging one generation batch, logged through TRL's `log_metric` as
+# `judge/<name>/seconds`: beside each step's `step_time` in metrics.jsonl it gives the judge's share of training time.
+SECONDS_METRIC = "judge/{name}/seconds"
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 # A number after a score-like word ("Score: 7", "rating = 8/10") wins over earlier numbers (echoed from the answer).
@@ -337,8 +340,9 @@ class JudgeReward:
             if key not in self.cache and key not in todo:
                 reference = references[i] if references is not None else None
                 todo[key] = render(self.template, self.rubric, prompt, completion, reference, (self.low, self.high))
+        started = time.monotonic()
         if todo:
-            deadline = time.monotonic() + self.time_limit_s
+            deadline = started + self.time_limit_s
             try:
                 results = self.judge.replies(list(todo.values()), deadline)
             except _TimeUp as up:
@@ -354,6 +358,9 @@ class JudgeReward:
                     continue
                 value, why = parse_score(reply, self.low, self.high)
                 self.cache[key] = Verdict(None if value is None else normalise(value, self.low, self.high), reply, why)
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):  # training (TRL passes it); the preview calls without it
+            log_metric(SECONDS_METRIC.format(name=self.__name__), time.monotonic() - started)
         self.last_verdicts = [self.cache[k] for k in keys]
         if self.last_verdicts and all(v.score is None for v in self.last_verdicts):
             first = self.last_verdicts[0]
@@ -371,20 +378,65 @@ def judge_calls_per_step(specs: Sequence[RewardSpec], plan) -> float:
 
     Rewards are computed once per generation batch, so a step asks the judge about its new completions only. Identical
     (rubric, prompt, completion) triples within a step are asked once (`JudgeReward.cache`): this is the most a step asks."""
-    return sum(1 for spec in specs if spec.judge is not None) * plan.new_completions_per_step
+    return calls_per_step(sum(1 for spec in specs if spec.judge is not None), plan)
+
+
+def calls_per_step(judges: int, plan) -> float:
+    """`judge_calls_per_step` for a number of judge entries."""
+    return judges * plan.new_completions_per_step
 
 
 def judge_cost_line(specs: Sequence[RewardSpec], plan) -> str | None:
     """The judge's cost in words, for the estimate; None without a judge entry."""
-    judges = [spec.judge for spec in specs if spec.judge is not None]
+    return judge_cost_words([spec.judge for spec in specs if spec.judge is not None], plan)
+
+
+def judge_cost_words(judges: Sequence, plan) -> str | None:
+    """`judge_cost_line` for the `judge:` values themselves (a local model's name, or a server's {url, model})."""
     if not judges:
         return None
     each = f", for each of the {len(judges)} judge entries" if len(judges) > 1 else ""
     where = "on the training GPU, between generation and training" if any(not isinstance(j, dict) for j in judges) \
         else "on the judge server"
-    return (f"Judge calls per training step: {judge_calls_per_step(specs, plan):g} (one per newly generated completion{each}; "
-            f"identical completions within a step are asked once). Each call generates up to {JUDGE_MAX_NEW_TOKENS} tokens, "
-            f"{where}.")
+    return (f"Judge calls per training step: {calls_per_step(len(judges), plan):g} (one per newly generated "
+            f"completion{each}; identical completions within a step are asked once). Each call generates up to "
+            f"{JUDGE_MAX_NEW_TOKENS} tokens, {where}.")
+
+
+def judge_seconds(row: dict) -> dict[str, float]:
+    """The seconds each judge spent in one metrics row (`SECONDS_METRIC`), by reward name; {} in a row without a judge."""
+    prefix, suffix = SECONDS_METRIC.split("{name}")
+    return {key[len(prefix):-len(suffix)]: float(value) for key, value in row.items()
+            if key.startswith(prefix) and key.endswith(suffix) and isinstance(value, (int, float))}
+
+
+def judge_time_share(rows: Sequence[dict]) -> tuple[float, float] | None:
+    """(the judges' seconds, the training seconds) over metric rows that log TRL's `step_time`; None without a judge.
+
+    Rewards are computed once per generation batch, inside the training step that generates it, so a row logs the
+    judge's seconds only on such a step; summed over the rows, the two give the judge's share of the training time."""
+    judged = total = 0.0
+    seen = False
+    for row in rows:
+        if not isinstance(row.get("step_time"), (int, float)):
+            continue
+        total += float(row["step_time"])
+        seconds = judge_seconds(row)
+        seen = seen or bool(seconds)
+        judged += sum(seconds.values())
+    return (judged, total) if seen and total > 0 else None
+
+
+def judge_share_line(rows: Sequence[dict]) -> str | None:
+    """The judge's share of the training time so far in words ("Judge: 41 % of the training time, 12.3 s of 30.0 s a
+    step"); None without a judge in these rows."""
+    share = judge_time_share(rows)
+    if share is None:
+        return None
+    judged, total = share
+    steps = sum(1 for row in rows if isinstance(row.get("step_time"), (int, float)))
+    return (f"Judge: {100 * judged / total:.0f} % of the training time ({judged / steps:.1f} s of {total / steps:.1f} s "
+            f"a step, over {steps} step{'s' if steps != 1 else ''})")
 
 
 def judge_name(judge) -> str:

@@ -18,6 +18,7 @@ from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
 from . import text
+from .rewards_tab import unshown_note
 from .workspace import DRAFT_CONFIG
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ class ModelTab:
             active = jobs.active_run(form.runs_dir)
             latest = active or next((r.path for r in runs.list_runs(form.runs_dir)), None)
             notes = f"The form shows {origin}.\n\n{method_note(cfg)}"
+            unshown = unshown_note(form.state_of(cfg))
+            if unshown:
+                notes += "\n\n" + unshown
             return [device, form.state_of(cfg), str(latest) if latest else None, notes] + form.values_from(cfg)
 
         demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs, api_name="load_form").then(

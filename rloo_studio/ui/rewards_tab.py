@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import RunConfig
-from ..errors import StudioError
+from ..errors import ConfigError, StudioError
 from ..jobs import USER_REWARDS_FILE, absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
@@ -95,6 +95,7 @@ class RewardsTab:
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
         self.judge = JudgePanel()
+        self.unshown = gr.Markdown(elem_id="rewards-unshown")  # rewards of the settings the tab cannot show (unshown_note)
         self.insert.click(lambda code, name: (code.rstrip() + "\n\n\n" + template(name)) if name else code,
                           inputs=[self.code, self.template], outputs=self.code, api_name="insert_template")
         self.code.change(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards", show_progress="hidden",
@@ -127,6 +128,7 @@ class RewardsTab:
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
         self.judge.wire(workspace)
+        form.base.change(unshown_note, inputs=form.base, outputs=self.unshown, api_visibility="private", show_progress="hidden")
 
         def check_code(code, user_table, cols):
             workspace.write(DRAFT_REWARDS, code or "")
@@ -255,6 +257,7 @@ class RewardsTab:
         problems += judge_problems
         if entry is not None:
             rewards.append(entry)
+        rewards += unshown_entries(cfg.get("rewards"))  # kept as they are: this tab cannot show them (unshown_note says so)
         if not rewards and not judge_problems:
             problems.append(f"Rewards: none chosen — tick at least one builtin reward, one of your functions, or "
                             f"“{text.JUDGE_USE}”")
@@ -408,6 +411,40 @@ def agreement_line(pairs: list[dict]) -> str:
 
 
 BASELINE = "baseline (others' mean)"
+
+
+def unshown_entries(rewards) -> list[dict]:
+    """A config's reward entries that this tab cannot show: reward models (`model:`) and every judge entry after the
+    first (the judge section shows one). The form keeps them as they are, so a run starts with every reward it had."""
+    kept, judges = [], 0
+    for entry in rewards or []:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("judge") is not None:
+            judges += 1
+            if judges > 1:
+                kept.append(entry)
+        elif entry.get("model"):
+            kept.append(entry)
+    return kept
+
+
+def unshown_note(state: dict | None) -> str:
+    """Says which rewards of the form's settings this tab does not show, and that they are kept; "" when none."""
+    kept = unshown_entries(((state or {}).get("config") or {}).get("rewards"))
+    if not kept:
+        return ""
+    try:
+        names = [spec.label() for spec in RunConfig.from_dict({"rewards": kept}).rewards]
+    except ConfigError:
+        names = [str(entry) for entry in kept]
+    listed = ", ".join(f"`{name}`" for name in names)
+    return (f"**Also in these settings, not shown on this page:** {listed} ({len(kept)} reward entr"
+            f"{'y' if len(kept) == 1 else 'ies'}: this page shows one judge and no reward models). They are kept as they are "
+            "and trained with; to change or remove them, edit the config (*Show config and command* in the Train tab) and "
+            "run it with `rloo-studio train`.")
+
+
 REASON_SUFFIX = " says"  # the column of a judge's own words, after its score column
 TEXT_COLUMNS = {"prompt": 4, "thinking": 3, "answer": 3}  # shares of the width left over by the number columns
 REASON_SHARE = 3  # a judge's words share the width like the answer

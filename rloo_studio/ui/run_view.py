@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import alerts, runs
 from ..jobs import RunView
+from ..rewards.judge import judge_share_line
 from . import text
 
 REWARD_SERIES_PREFIX = "rewards/"
@@ -58,6 +59,9 @@ def status_markdown(view: RunView | None) -> str:
         if isinstance(last.get("reward"), (int, float)):
             first = next((m["reward"] for m in view.metrics if isinstance(m.get("reward"), (int, float))), None)
             lines.append(f"Reward: {last['reward']:.3f} now (first step {first:.3f})")
+        judge_share = judge_share_line(view.metrics)
+        if judge_share:
+            lines.append(judge_share)
     if view.status.get("note"):
         lines.append(f"Note: {view.status['note']}")
     error = view.status.get("error")

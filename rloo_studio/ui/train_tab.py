@@ -21,6 +21,7 @@ from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
 from ..inference_client import InferenceWorker
 from ..jobs import RunView
+from ..rewards.judge import judge_cost_words
 from . import run_view, text
 from .pickers import refuse
 from .wording import page_words
@@ -47,6 +48,19 @@ def batch_summary(num_generations, per_device, num_iterations) -> str:
     except (TypeError, ValueError):
         return ""
     return summary_line(plan)
+
+
+def judge_cost_markdown(num_generations, per_device, num_iterations, use, source) -> str:
+    """The Rewards tab's judge, priced per training step for these batch settings ("" when no judge is ticked)."""
+    if not (use is True or use == "true"):
+        return ""
+    try:
+        plan = batch_plan({"num_generations": int(num_generations), "per_device_train_batch_size": int(per_device),
+                           "num_iterations": int(num_iterations)})
+    except (TypeError, ValueError):
+        return ""
+    judge = {"url": ""} if source == text.JUDGE_SERVER_CHOICE else "local"
+    return (judge_cost_words([judge], plan) or "") + (" *Estimate time* measures its share of a step.")
 
 
 def _field(key: str):
@@ -77,6 +91,8 @@ class TrainTab:
         for widget in batch_keys:
             widget.change(batch_summary, inputs=batch_keys, outputs=self.batch_summary, show_progress="hidden",
                           api_visibility="private")
+        self.batch_keys = batch_keys
+        self.judge_cost = gr.Markdown(elem_id="judge-cost")  # with a judge ticked in the Rewards tab: its calls per step
         self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
         self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
@@ -204,6 +220,11 @@ class TrainTab:
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
         timer.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", show_progress="hidden")
         form.watched.change(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_visibility="private")
+        judge = form.rewards_tab.judge
+        cost_inputs = self.batch_keys + [judge.use, judge.source]
+        for widget in cost_inputs:
+            widget.change(judge_cost_markdown, inputs=cost_inputs, outputs=self.judge_cost, show_progress="hidden",
+                          api_visibility="private")
         sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps", "num_iterations")]
         for trigger in [form.data_rows.change] + [w.change for w in sizes]:
             trigger(epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs, api_visibility="private",

@@ -108,3 +108,28 @@ def test_ticking_the_judge_with_no_rubric_picks_the_first_template(app):
     unchanged = {"__type__": "update"}  # an update that sets nothing
     assert app.predict(True, "My own rubric.", api_name="/judge_ticked") == unchanged  # kept: nothing to choose
     assert app.predict(False, "", api_name="/judge_ticked") == unchanged
+
+
+def test_rewards_the_page_cannot_show_are_kept_and_said(tmp_path):
+    """A hand-edited draft with two judges and a reward model: the page shows one judge; the second judge and the reward
+    model are kept in the config the Train tab starts, and the page says which ones it does not show."""
+    runs_dir = tmp_path / "runs"
+    (runs_dir / ".studio").mkdir(parents=True)
+    first = {"judge": "demo", "rubric": RUBRICS["helpful_concise"].text, "weight": 1.0}
+    second = {"judge": {"url": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b"}, "rubric": "Short answers score high."}
+    scorer = {"model": "OpenAssistant/reward-model-deberta-v3-large-v2", "weight": 0.5}
+    draft = {"model": {"name_or_path": "demo"}, "data": {"source": "demo"},
+             "rewards": [{"name": "numeric_answer"}, first, second, scorer]}
+    (runs_dir / ".studio" / "draft-config.yaml").write_text(yaml.safe_dump(draft))
+    with served_app(runs_dir) as url:
+        form = Form(connect(url))
+        assert form[text.JUDGE_RUBRIC] == first["rubric"]  # the first judge is the one the section shows
+        for name in ("judge:qwen2.5:7b", f"model:{scorer['model']}"):
+            assert f"`{name}`" in form.notes and "not shown on this page" in form.notes, form.notes
+        saved = yaml.safe_load(form.call("/show_config")[2])["rewards"]
+        assert [r.get("name") or r.get("model") or r["judge"] for r in saved] == \
+            ["numeric_answer", "demo", second["judge"], scorer["model"]], saved
+        # Unticking the section's judge removes that one only.
+        form[text.JUDGE_USE] = False
+        saved = yaml.safe_load(form.call("/show_config")[2])["rewards"]
+        assert [r.get("name") or r.get("model") or r["judge"] for r in saved] == ["numeric_answer", second["judge"], scorer["model"]]

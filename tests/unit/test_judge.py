@@ -15,7 +15,8 @@ import pytest
 from rloo_studio.config import RunConfig
 from rloo_studio.errors import RewardError
 from rloo_studio.rewards import build_rewards, check_reward_specs
-from rloo_studio.rewards.judge import DEFAULT_TEMPLATE, RUBRICS, check_template, normalise, parse_score
+from rloo_studio.rewards.judge import (DEFAULT_TEMPLATE, RUBRICS, SECONDS_METRIC, check_template, judge_share_line,
+                                      judge_time_share, normalise, parse_score)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "judge_replies.jsonl"
 
@@ -148,3 +149,50 @@ def test_a_local_judge_folder_becomes_absolute_for_the_run_and_a_hub_id_or_serve
                                            {"judge": server, "rubric": "r"}]}, base_dir=tmp_path)
     moved = absolute_paths(cfg, tmp_path / "runs" / "run-1")
     assert [r.judge for r in moved.rewards] == [str(tmp_path / "judge-model"), "org/judge-1b", server]
+
+
+def _row(step: int, step_time: float, judge_s: float | None = None) -> dict:
+    row = {"step": step, "time": 100.0 + 10 * step, "step_time": step_time}
+    if judge_s is not None:
+        row[SECONDS_METRIC.format(name="judge_qwen")] = judge_s
+    return row
+
+
+def test_the_judge_share_is_its_seconds_over_the_training_seconds():
+    # Generation (and so judging) every other step: the judge's seconds are on the generating steps' rows only.
+    rows = [_row(1, 10.0, 6.0), _row(2, 2.0), _row(3, 10.0, 4.0), _row(4, 2.0), {"step": 4, "eval_reward": 1.0}]
+    assert judge_time_share(rows) == (10.0, 24.0)
+    assert judge_share_line(rows) == "Judge: 42 % of the training time (2.5 s of 6.0 s a step, over 4 steps)"
+    assert judge_time_share([_row(1, 10.0), _row(2, 2.0)]) is None  # no judge: nothing said
+    assert judge_share_line([]) is None
+
+
+def test_a_time_trial_says_the_judges_share_of_the_timed_steps(tmp_path):
+    from rloo_studio import runs, trial
+    from rloo_studio.batching import batch_plan
+
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": 10}})
+    # The warm-up step's judge time (loading the judge) is not the run's: only the timed step counts.
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, _row(1, 30.0, 25.0))
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, _row(2, 8.0, 2.0))
+    m = trial._measurement(cfg, batch_plan(cfg.rloo), tmp_path, 2, 1, 100.0, None, None)
+    assert m.judge_share == 0.25
+    assert "the judge takes 25 % of each step's time (about 2.5 s of 10.0 s)" in trial.summary_lines(m)
+    plain = tmp_path / "no-judge"
+    plain.mkdir()
+    for row in (_row(1, 30.0), _row(2, 8.0)):
+        runs.append_jsonl(plain / runs.METRICS_FILE, row)
+    without = trial._measurement(cfg, batch_plan(cfg.rloo), plain, 2, 1, 100.0, None, None)
+    assert without.judge_share is None and not any("judge" in line for line in trial.summary_lines(without))
+
+
+def test_the_train_tab_prices_a_ticked_judge_per_step():
+    from rloo_studio.ui import text
+    from rloo_studio.ui.train_tab import judge_cost_markdown
+
+    assert judge_cost_markdown(4, 16, 1, False, text.JUDGE_BASE) == ""
+    local = judge_cost_markdown(4, 16, 1, True, text.JUDGE_BASE)
+    assert local.startswith("Judge calls per training step: 16 (") and "on the training GPU" in local
+    assert "on the judge server" in judge_cost_markdown(8, 16, 1, True, text.JUDGE_SERVER_CHOICE)
+    # Two passes over each generation batch: half the new completions per step, so half the calls.
+    assert judge_cost_markdown(4, 16, 2, True, text.JUDGE_BASE).startswith("Judge calls per training step: 8 (")
