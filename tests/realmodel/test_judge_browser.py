@@ -73,3 +73,104 @@ def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreeme
         table.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "judge-preview.png"), full_page=True)
         browser.close()
+
+
+RUBRIC = "The answer ends with the correct result of the sum. A wrong or missing result scores the lowest."
+PINS = [["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 200.0],
+        ["What is 5 + 6?", "<think>5+6</think>I am not sure.", "11", 0.0, 200.0]]
+
+
+def _fill(page, elem_id: str, value) -> None:
+    box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained_with(runs_dir, judge_server):
+    """The issue's whole path in the browser: a rubric in the person's words, previewed on completions the demo model
+    samples, two pinned examples judged, a short run trained with the judge, whose metrics log it like any reward and
+    whose page says the judge's calls per step and its share of the training time."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from rloo_studio import runs
+    from rloo_studio.rewards.judge import SECONDS_METRIC
+
+    server_url, log = judge_server
+    asked_before = len(requests(log))
+    with served_app(runs_dir) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.set_default_timeout(60_000)
+        page.goto(page_url(url))
+        expect(page.locator("#model-name input")).to_have_value("demo", timeout=120_000)
+
+        # Small steps: k = 4 completions of 2 prompts a step, 2 steps.
+        page.get_by_role("tab", name="4 · Train").click()
+        for elem_id, value in (("rloo-num-generations", 4), ("rloo-per-device-train-batch-size", 8), ("rloo-max-steps", 2)):
+            _fill(page, elem_id, value)
+
+        # The rubric in the person's own words; the judge is the test server. Scale 0-100: this tiny judge often
+        # answers above 10 about the tiny policy's noise, which a 0-10 scale rightly refuses.
+        page.get_by_role("tab", name="3 · Rewards").click()
+        page.locator("#judge-use").get_by_label(text.JUDGE_USE).check()
+        # The tick fills in the first template (a judge that works as it is); the person then writes their own.
+        expect(page.locator("#judge-rubric textarea")).not_to_have_value("", timeout=30_000)
+        _fill(page, "judge-rubric", RUBRIC)
+        expect(page.locator("#judge-rubric textarea")).to_have_value(RUBRIC)
+        page.locator("#judge-source").get_by_label(text.JUDGE_SERVER_CHOICE).check()
+        _fill(page, "judge-url", server_url)
+        _fill(page, "judge-server-model", "smollm2")
+        _fill(page, "judge-high", 100)
+
+        # Previewed on sampled completions: one prompt from the data, k = 4 answers the demo model writes.
+        page.locator("#preview-prompts input[type=number]").fill("1")
+        page.locator("#preview-prompts input[type=number]").press("Tab")
+        page.locator("#preview-run").click()
+        expect(page.locator("#preview-status")).to_contain_text("Scored 4 completions (4 per prompt sampled", timeout=600_000)
+        table = page.locator("#preview-table")
+        headers = [" ".join(h.split()) for h in table.get_by_role("columnheader").all_inner_texts()]
+        assert JUDGE in headers and JUDGE + REASON_SUFFIX in headers and "advantage" in headers, headers
+        said, advantage = headers.index(JUDGE + REASON_SUFFIX), headers.index("advantage")
+        rows = [[table.locator(f"[data-testid=cell-{i}-{j}]").inner_text().strip() for j in range(advantage + 1)] for i in range(4)]
+        sampled = [r for r in requests(log)[asked_before:] if RUBRIC in r["messages"][0]["content"]]
+        # Each different sampled completion put to the judge once (the same completion twice is asked once).
+        shown = [h for h in ("thinking", "answer") if h in headers]
+        distinct = {tuple(row[headers.index(h)] for h in shown) for row in rows}
+        assert len(sampled) == len(distinct), (len(sampled), distinct)
+        for row in rows:  # the judge's own words in each row
+            assert any(r["reply"].strip() and r["reply"].strip() in row[said] for r in sampled), row[said]
+        assert abs(sum(float(row[advantage]) for row in rows)) < 0.01, rows
+        findings = page.locator("#preview-findings")
+        expect(findings).to_contain_text(re.compile(r"Hack probes?:"), timeout=30_000)
+        expect(findings).to_contain_text(f"Agreement: judge {JUDGE}")
+
+        # Two pinned examples: the starting one replaced and one added, both judged.
+        for i, pin in enumerate(PINS):
+            if i:
+                page.locator("#pinned-add").click()
+                expect(page.locator(f"#pinned [data-testid=cell-{i}-0]")).to_be_visible()
+            for column, value in enumerate(pin):
+                page.locator(f"#pinned [data-testid=cell-{i}-{column}]").dblclick()
+                page.keyboard.press("Control+A")
+                page.keyboard.insert_text(str(value))
+                page.keyboard.press("Enter")
+        page.locator("#check-code").click()
+        result = page.locator("#pinned-result")
+        expect(result).to_contain_text("2/2 pinned examples pass", timeout=600_000)
+        judged = {judged_completion(r) for r in requests(log)[asked_before:]}
+        assert {pin[1] for pin in PINS} <= judged, "the pinned examples were not put to the judge"
+
+        # Trained with it: the Train tab prices the judge per step, the run logs it, the page shows its share of the time.
+        page.get_by_role("tab", name="4 · Train").click()
+        expect(page.locator("#judge-cost")).to_contain_text("Judge calls per training step: 8 (")  # 8 new completions a step
+        page.locator("#start-training").click()
+        expect(page.locator("#train-status")).to_contain_text("finished", timeout=900_000)
+        expect(page.locator("#start-problems")).to_have_text("")  # (read once Start has answered: it shows a timer till then)
+        run_dir = next(p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists())
+        metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
+        assert [m["step"] for m in metrics] == [1, 2], metrics
+        for row in metrics:
+            assert 0.0 <= row[f"rewards/{JUDGE}/mean"] <= 1.0 and row[SECONDS_METRIC.format(name=JUDGE)] > 0, row
+        expect(page.locator("#train-status")).to_contain_text(re.compile(r"Judge: \d+ % of the training time"))
+        page.screenshot(path=str(ARTIFACTS / "judge-trained.png"), full_page=True)
+        browser.close()

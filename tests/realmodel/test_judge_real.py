@@ -14,10 +14,11 @@ import pytest
 import yaml
 from realtask import run_cli, run_python
 
-from rloo_studio import runs
+from rloo_studio import jobs, runs
 from rloo_studio.config import RunConfig
 from rloo_studio.rewards import build_rewards
-from rloo_studio.rewards.judge import RUBRICS
+from rloo_studio.rewards.judge import RUBRICS, SECONDS_METRIC, judge_time_share
+from rloo_studio.ui.run_view import status_markdown
 
 HERE = Path(__file__).resolve().parent
 KEY_VAR = "H20_JUDGE_TEST_KEY"
@@ -108,6 +109,13 @@ def test_a_run_with_a_server_judge_trains_and_logs_it_like_any_reward(judge_serv
     for row in metrics:
         assert isinstance(row["rewards/judge_smollm2/mean"], float) and 0.0 <= row["rewards/judge_smollm2/mean"] <= 1.0
         assert "rewards/numeric_answer/mean" in row
+        # The judge's own time in the step (logged through TRL's log_metric), part of the step's time.
+        assert 0.0 < row[SECONDS_METRIC.format(name="judge_smollm2")] <= row["step_time"], row
+    judged, total = judge_time_share(metrics)
+    assert total == sum(m["step_time"] for m in metrics) and 0.0 < judged < total
+    # Shown with the run's status, as the Train and Runs tabs show it.
+    shown = status_markdown(jobs.view(run_dir))
+    assert f"Judge: {100 * judged / total:.0f} % of the training time" in shown, shown
     asked = _requests(log)[before:]
     assert asked and all(r["authorization"] == f"Bearer {KEY}" for r in asked)
     samples = runs.read_jsonl(run_dir / "samples.jsonl")
