@@ -5,9 +5,9 @@
 Trains the bundled demo (`presets/cpu-demo.yaml`, about five minutes on two cores) into a
 scratch runs folder, serves the app on it, and drives Debian's Chromium: the Train tab showing
 that run (docs/train-tab.png), the reward preview sampling the demo's prompts
-(docs/reward-preview.png), the Chat tab with a held-out question (greedy, so the picture is
-reproducible; it tries a few questions and keeps the first on which base and tuned answer
-differently: docs/compare-chat.png) and the Evaluate tab with every checkpoint on 100 held-out
+(docs/reward-preview.png; down to the pinned example, checked: docs/images/rewards-tab.png),
+the Chat tab with a held-out question (greedy, so the picture is reproducible; it tries a few
+questions and keeps the first on which base and tuned answer differently: docs/compare-chat.png) and the Evaluate tab with every checkpoint on 100 held-out
 prompts (docs/eval-chart.png). `--shots` takes some of them only.
 Needs the test extras (playwright) and `chromium`; nothing leaves the machine.
 """
@@ -92,6 +92,16 @@ def main() -> int:
                             clip={"x": 0, "y": top["y"] + scroll - 60, "width": 1400,
                                   "height": bottom["y"] + bottom["height"] - top["y"] + 80})
             written.append("reward-preview.png")
+            # The whole tab's lower half for docs/app.md: the preview and the pinned example, checked.
+            page.locator("#check-code").click()
+            expect(page.locator("#pinned-result")).to_contain_text("pinned examples pass", timeout=300_000)
+            top, bottom = page.locator("#preview-prompts").bounding_box(), page.locator("#pinned-result").bounding_box()
+            scroll = page.evaluate("window.scrollY")
+            (args.out / "images").mkdir(exist_ok=True)
+            page.screenshot(path=str(args.out / "images" / "rewards-tab.png"), full_page=True,
+                            clip={"x": 0, "y": top["y"] + scroll - 60, "width": 1400,
+                                  "height": bottom["y"] + bottom["height"] - top["y"] + 80})
+            written.append("images/rewards-tab.png")
 
         if "chat" in shots:
             chat_pictures(page, expect, run_dir, questions, args.out)
