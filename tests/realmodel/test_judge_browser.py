@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))  # the browser tests' setup
@@ -21,17 +22,29 @@ from rloo_studio.ui import text  # noqa: E402
 from rloo_studio.ui.rewards_tab import REASON_SUFFIX  # noqa: E402
 
 
-def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreement_and_probes(runs_dir, judge_server):
+@contextmanager
+def opened_page(runs_dir):
+    """The app served on `runs_dir`, open in Chromium at 1400 px, once the form has loaded the demo."""
     from playwright.sync_api import expect, sync_playwright
 
-    server_url, log = judge_server
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the screenshots' folder
     with served_app(runs_dir) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        expect(page.locator("#model-name input")).to_have_value("demo", timeout=120_000)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            expect(page.locator("#model-name input")).to_have_value("demo", timeout=120_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreement_and_probes(runs_dir, judge_server):
+    from playwright.sync_api import expect
+
+    server_url, log = judge_server
+    with opened_page(runs_dir) as page:
         page.get_by_role("tab", name="3 · Rewards").click()
 
         # The judge section: ticked, a template rubric, the test server by its URL and model name.
@@ -72,7 +85,6 @@ def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreeme
         expect(findings).to_contain_text(re.compile(r"Hack probes?:"), timeout=30_000)
         table.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "judge-preview.png"), full_page=True)
-        browser.close()
 
 
 RUBRIC = "The answer ends with the correct result of the sum. A wrong or missing result scores the lowest."
@@ -90,19 +102,14 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
     """The issue's whole path in the browser: a rubric in the person's words, previewed on completions the demo model
     samples, two pinned examples judged, a short run trained with the judge, whose metrics log it like any reward and
     whose page says the judge's calls per step and its share of the training time."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from rloo_studio import runs
     from rloo_studio.rewards.judge import SECONDS_METRIC
 
     server_url, log = judge_server
     asked_before = len(requests(log))
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        expect(page.locator("#model-name input")).to_have_value("demo", timeout=120_000)
+    with opened_page(runs_dir) as page:
 
         # Small steps: k = 4 completions of 2 prompts a step, 2 steps.
         page.get_by_role("tab", name="4 · Train").click()
@@ -174,4 +181,3 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
             assert 0.0 <= row[f"rewards/{JUDGE}/mean"] <= 1.0 and row[SECONDS_METRIC.format(name=JUDGE)] > 0, row
         expect(page.locator("#train-status")).to_contain_text(re.compile(r"Judge: \d+ % of the training time"), timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "judge-trained.png"), full_page=True)
-        browser.close()
