@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ("train", "rewards", "chat", "eval")
-sys.path.insert(0, str(ROOT / "tests" / "ui"))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers (helpers.app)
 os.environ.update(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", HF_HUB_DISABLE_TELEMETRY="1")
 
 
@@ -51,7 +51,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown --shots {', '.join(unknown)}; choose from {', '.join(SHOTS)}")
 
-    from apphelpers import page_url, served_app
+    from helpers.app import page_url, served_app
     from playwright.sync_api import expect, sync_playwright
 
     scratch = None

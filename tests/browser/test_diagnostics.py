@@ -7,11 +7,11 @@ side in the Runs tab. Screenshots go to test-artifacts/browser/diagnostics-*.png
 
 from __future__ import annotations
 
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, coloured_pixels, pytestmark  # noqa: F401 - same browser, same skip rule
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, opened_page
 
-from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
+from rloo_studio import runs
 
-from rloo_studio import runs  # noqa: E402
+pytestmark = BROWSER_MARKS
 
 SCANNED = 8
 
@@ -23,15 +23,9 @@ def fill(page, elem_id: str, value) -> None:
 
 
 def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+    with opened_page(runs_dir) as page:
 
         # Scan: a few prompts of the demo, their buckets, then the filtered file becomes the Data tab's.
         page.get_by_role("tab", name="3 · Rewards").click()
@@ -96,4 +90,3 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         chart.scroll_into_view_if_needed()
         assert coloured_pixels(chart.screenshot(path=str(ARTIFACTS / "diagnostics-compare-chart.png"))) > 100
         page.screenshot(path=str(ARTIFACTS / "diagnostics-compare.png"), full_page=True)
-        browser.close()

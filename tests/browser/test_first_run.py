@@ -9,51 +9,20 @@ none may leave 127.0.0.1.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, opened_page
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import page_url, served_app  # noqa: E402
+from rloo_studio import runs
 
-from rloo_studio import runs  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("RLOO_STUDIO_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")) / "browser"
-# Flags that stop Chromium's own background traffic (updates, sync, field trials), so that what the
-# request log shows is what the page itself asked for.
-CHROMIUM_ARGS = ["--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-                 "--disable-default-apps", "--disable-quic"]
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("RLOO_STUDIO_REQUIRE_BROWSER"), reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")]
-
-
-def coloured_pixels(png: bytes) -> int:
-    """Pixels whose colour is clearly not grey: the plotted lines and legend marks."""
-    import io
-
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 60)
+pytestmark = BROWSER_MARKS
 
 
 def test_first_run_in_a_browser(runs_dir):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     requests: list[str] = []
-    with served_app(runs_dir, detect_hardware=True) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.on("request", lambda request: requests.append(request.url))
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-
+    with opened_page(runs_dir, detect_hardware=True, on_request=lambda request: requests.append(request.url)) as page:
         # 1 · Model & hardware: the device is detected, the demo model is chosen.
         expect(page.locator("#device-info")).to_contain_text("CPU", timeout=90_000)
         expect(page.locator("#model-name input")).to_have_value("demo")
@@ -142,7 +111,6 @@ def test_first_run_in_a_browser(runs_dir):
         assert coloured_pixels(chart.screenshot(path=str(ARTIFACTS / "eval-chart.png"))) > 50
         page.screenshot(path=str(ARTIFACTS / "7-evaluate.png"), full_page=True)
         assert (run_dir / "eval.json").is_file()
-        browser.close()
 
     outside = sorted({u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")
                       and urlparse(u).hostname not in ("127.0.0.1", "localhost")})

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
+from helpers import make_adapter_run
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
 
-from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
-from helpers import make_adapter_run  # noqa: E402
-
-VIEWPORT = {"width": 1400, "height": 900}
+pytestmark = BROWSER_MARKS
+HEIGHT = 900  # the viewport's, at the width every page is checked at
 RUN_ID = "20260101-000000-done"
 BUSY_ID = "20260101-000001-busy"
 
@@ -42,19 +41,14 @@ def assert_seen(page, words: str) -> None:
 
 
 def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, tiny_model_dir):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
     busy = runs_dir / BUSY_ID
     busy.mkdir()
     (busy / "config.yaml").write_text((runs_dir / RUN_ID / "config.yaml").read_text())
     (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1, "max_steps": 10}))
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport=VIEWPORT)
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
+    with opened_page(runs_dir, height=HEIGHT) as page:
 
         page.get_by_role("tab", name="5 · Chat").click()
         expect(page.locator("#chat-run input")).to_have_value(RUN_ID)
@@ -89,4 +83,3 @@ def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, tiny_model_dir):
         expect(page.locator("#eval-summary")).not_to_contain_text("is training", timeout=30_000)
         page.get_by_role("tab", name="5 · Chat").click()
         expect(page.locator("#chat-status")).not_to_contain_text("is training", timeout=30_000)
-        browser.close()

@@ -20,12 +20,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
 
-from apphelpers import page_url, served_app  # noqa: E402 - on the path once test_first_run is imported
+from rloo_studio import runs
+from rloo_studio.ui.export_tab import FORMAT_CHOICES
 
-from rloo_studio import runs  # noqa: E402
-from rloo_studio.ui.export_tab import FORMAT_CHOICES  # noqa: E402
+pytestmark = BROWSER_MARKS
 
 GOOD_ROWS = [(f"What is {a} + {b}?", a + b) for a, b in [(i * 7 % 50 + 3, i * 11 % 40 + 5) for i in range(60)]]
 LINT_ERROR = "def polite(completions, **kwargs):\n    return [lenn(c) for c in completions]\n"
@@ -125,18 +125,13 @@ def _type_code(page, code: str) -> None:
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
     """One served app and one browser page for the whole scenario: the second half goes on where the first stopped."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     expect.set_options(timeout=90_000)  # a loaded 2-core machine answers slowly; no step depends on it being fast
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     folder = tmp_path_factory.mktemp("own-csv")
     runs_dir = folder / "runs"
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        yield SimpleNamespace(url=url, runs_dir=runs_dir, folder=folder, page=page, ready_to_start=False)
-        browser.close()
+    with opened_page(runs_dir, height=1000) as page:
+        yield SimpleNamespace(runs_dir=runs_dir, folder=folder, page=page, ready_to_start=False)
 
 
 def _shot(page, name: str) -> None:
@@ -154,7 +149,6 @@ def test_own_csv_up_to_start(studio):
     good = tmp_path / "sums.csv"
     good.write_text("question,answer\n" + "".join(f"{q},{a}\n" for q, a in GOOD_ROWS))
 
-    page.goto(page_url(studio.url))
     expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # 10 · the preset's method, explained
     expect(page.locator("#run-banner")).to_be_hidden()
     shot(page, "1-model")

@@ -3,23 +3,17 @@ and see each completion's rewards and leave-one-out advantage. Screenshot: test-
 
 from __future__ import annotations
 
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: F401 - same browser, same skip rule
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
 
-from apphelpers import page_url, served_app
+pytestmark = BROWSER_MARKS
 
 REWARD = "def brief(completions, **kwargs):\n    return [1.0 if len(c[0]['content']) < 24 else 0.0 for c in completions]\n"
 
 
 def test_edit_check_tick_and_preview_a_reward(runs_dir):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        expect(page.locator("#model-name input")).to_have_value("demo")
+    with opened_page(runs_dir) as page:
         page.get_by_role("tab", name="3 · Rewards").click()
 
         editor = page.locator("#reward-code .cm-content")
@@ -45,4 +39,3 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         expect(page.locator("#preview-findings")).to_contain_text("Learnability")
         page.locator("#preview-table").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "6-reward-preview.png"), full_page=True)
-        browser.close()

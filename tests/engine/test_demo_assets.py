@@ -9,7 +9,7 @@ import sys
 import pytest
 from helpers import ROOT
 
-from rloo_studio.data import DEMO_DATA_DIR, load_rows
+from rloo_studio.data import load_rows
 from rloo_studio.engine.model import DEMO_MODEL_DIR, resolve_model_source
 from rloo_studio.config import DataConfig
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from helpers import ROOT, run_cli
+from helpers import ROOT, assert_trained_with, run_cli
 
 from rloo_studio import runs
 
@@ -39,6 +39,7 @@ def test_short_demo_run_raises_the_reward(tmp_path):
                      f"rloo.max_steps={STEPS}", "rloo.save_steps=1000", cwd=tmp_path, timeout=1200,
                      env={"OMP_NUM_THREADS": "2"})  # the calibrated curve's float order (run_tests.py sets 1 thread)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert_trained_with(run_dir)  # the preset's `backend: auto`, as a person gets it
     metrics = runs.read_jsonl(run_dir / "metrics.jsonl")
     assert [m["step"] for m in metrics] == list(range(1, STEPS + 1))
     reward = [m["reward"] for m in metrics]

@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from helpers import assert_trained_with
 
 from rloo_studio import runs
 
@@ -107,4 +108,5 @@ def test_two_machines_train_stop_and_resume_one_run(workspace):
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == stopped_at + 1 and status["resumed_from"] == stopped_at
     assert [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")] == list(range(1, stopped_at + 2))  # rank 0 only
+    assert_trained_with(run_dir)
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 
 import pytest
-from helpers import only_run_dir, run_cli
+from helpers import assert_trained_with, only_run_dir, run_cli
 
 from rloo_studio import runs
 
@@ -44,6 +44,7 @@ def test_two_processes_train_one_run(workspace):
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "finished" and status["step"] == 2 and status["num_processes"] == 2
     assert status["pid"] is None
+    assert_trained_with(run_dir)
     metrics = runs.read_jsonl(run_dir / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [1, 2]  # rank 0 only: each step exactly once
     samples = runs.read_jsonl(run_dir / "samples.jsonl")
@@ -99,5 +100,6 @@ def test_ctrl_c_stops_both_processes_at_one_step_and_resume_continues(workspace)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == stopped_at + 1 and status["resumed_from"] == stopped_at
+    assert_trained_with(run_dir)
     assert [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")] == list(range(1, stopped_at + 2))
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()

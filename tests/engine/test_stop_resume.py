@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from helpers import assert_trained_with, run_cli
 
 from rloo_studio import runs
 
@@ -40,6 +40,7 @@ def test_stop_file_then_resume_continues_from_checkpoint(workspace):
     assert proc.returncode == 0, stderr[-3000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "stopped"
+    assert_trained_with(run_dir)
     stopped_at = status["step"]
     assert 3 <= stopped_at < 500
     assert runs.last_checkpoint(run_dir)[0] == stopped_at, "the stop must save a checkpoint at the current step"
@@ -52,6 +53,7 @@ def test_stop_file_then_resume_continues_from_checkpoint(workspace):
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == stopped_at + 2
     assert status["resumed_from"] == stopped_at
+    assert_trained_with(run_dir)  # the resumed process too
     steps = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")]
     assert steps == list(range(1, stopped_at + 3)), "metrics continue after the checkpoint, none duplicated or lost"
     sample_steps = {s["step"] for s in runs.read_jsonl(run_dir / "samples.jsonl")}

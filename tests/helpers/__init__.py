@@ -38,6 +38,20 @@ def length(completions, trainer_state=None, **kwargs):
 '''
 
 
+# What `model.backend: auto` resolves to with this project's packages, on CPU as on GPU: Unsloth imports and is
+# used. Tests that train through `auto` assert it from the run's status.json, so that a silent fall-back to
+# transformers + PEFT (Unsloth failing to import, or imported too late) fails them instead of passing unnoticed.
+AUTO_BACKEND = "unsloth"
+
+
+def assert_trained_with(run_dir: Path, backend: str = AUTO_BACKEND) -> None:
+    """The run in `run_dir` recorded `backend` as the one it trained with."""
+    status = json.loads((Path(run_dir) / "status.json").read_text())
+    log = Path(run_dir) / "train.log"
+    said = [line for line in log.read_text().splitlines() if "backend:" in line] if log.exists() else []
+    assert status.get("backend") == backend, f"trained with {status.get('backend')!r}, not {backend!r}: {said}"
+
+
 def cuda_available() -> bool:
     """Whether torch sees a CUDA GPU, asked in a child process (this one never imports torch before unsloth)."""
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True, text=True)

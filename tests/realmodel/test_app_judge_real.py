@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,12 @@ import yaml
 from realtask import run_cli
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "ui"))  # the app-test helpers
 
-from apphelpers import Form, connect, served_app  # noqa: E402
+from helpers.app import Form, connect, served_app
 
-from rloo_studio.rewards.judge import RUBRICS  # noqa: E402
-from rloo_studio.ui import text  # noqa: E402
-from rloo_studio.ui.rewards_tab import REASON_SUFFIX  # noqa: E402
+from rloo_studio.rewards.judge import RUBRICS
+from rloo_studio.ui import text
+from rloo_studio.ui.rewards_tab import REASON_SUFFIX
 
 PROMPT, ANSWER = "What is 3 + 4?", "7"
 PASTED = ["<think>3+4</think>7", "<think>3+4=8</think>8", "The answer is 7.", "<think>hmm</think>I do not know, maybe 12 or 40."]

@@ -7,37 +7,14 @@ verdict. Screenshot: test-artifacts/browser/judge-preview.png."""
 from __future__ import annotations
 
 import re
-import sys
-from contextlib import contextmanager
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))  # the browser tests' setup
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests
 
-from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests  # noqa: E402
-from test_first_run import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, pytestmark  # noqa: E402,F401 - same browser, same skip rule
+from rloo_studio.ui import text
+from rloo_studio.ui.rewards_tab import REASON_SUFFIX
 
-from apphelpers import page_url, served_app  # noqa: E402
-
-from rloo_studio.ui import text  # noqa: E402
-from rloo_studio.ui.rewards_tab import REASON_SUFFIX  # noqa: E402
-
-
-@contextmanager
-def opened_page(runs_dir):
-    """The app served on `runs_dir`, open in Chromium at 1400 px, once the form has loaded the demo."""
-    from playwright.sync_api import expect, sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the screenshots' folder
-    with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(60_000)
-            page.goto(page_url(url))
-            expect(page.locator("#model-name input")).to_have_value("demo", timeout=120_000)
-            yield page
-        finally:
-            browser.close()
+pytestmark = BROWSER_MARKS
 
 
 def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreement_and_probes(runs_dir, judge_server):

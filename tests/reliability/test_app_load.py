@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))
-from apphelpers import Form, connect, only_run, run_state, served_app, wait_for  # noqa: E402
+from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
 
-from rloo_studio import runs  # noqa: E402
+from rloo_studio import runs
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,9 @@ import json
 import pytest
 import yaml
 import sys
-from pathlib import Path
 
 from helpers import ROOT, run_cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
 
 from rloo_studio.rewards.preview import score_in_child
 
@@ -126,7 +124,7 @@ def test_a_reward_importing_a_missing_package_when_called(tmp_path):
         guard(functions["needs_pkg"], "needs_pkg", str(tmp_path / "rewards.py"))(completions=["a"], prompts=["p"])
     message = failed.value.message()
     assert "reward function `needs_pkg` raised ModuleNotFoundError: No module named 'not_a_real_pkg_xyz'" in message
-    assert f"rewards.py:2 in needs_pkg: import not_a_real_pkg_xyz.sub" in message
+    assert "rewards.py:2 in needs_pkg: import not_a_real_pkg_xyz.sub" in message
     assert f"`{sys.executable} -m pip install not_a_real_pkg_xyz`" in message
 
 
@@ -352,7 +350,7 @@ def test_uploads_cannot_escape_their_folder(tmp_path, name, stored):
 def test_a_huge_upload_is_refused_with_what_to_do_instead(runs_dir, tmp_path, monkeypatch):
     from gradio_client import handle_file
 
-    from apphelpers import connect, served_app
+    from helpers.app import connect, served_app
     from rloo_studio.ui import data_tab
 
     monkeypatch.setattr(data_tab, "MAX_UPLOAD_MB", 1)

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from helpers import assert_trained_with
 
 from rloo_studio import runs
 
@@ -45,6 +46,7 @@ def test_kill_9_then_resume_continues_the_metrics(workspace):
     assert result.returncode == 0, result.stderr[-2000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["resumed_from"] == 4 and status["step"] == 8
+    assert_trained_with(run_dir)
     assert logged_steps() == list(range(1, 9))  # each step exactly once
     # The steps logged after the checkpoint were trained again: their old records are set aside, not lost.
     superseded = run_dir / "metrics.superseded.jsonl"

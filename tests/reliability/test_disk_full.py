@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, assert_trained_with
 from rloo_studio import runs
 from rloo_studio.engine.failures import disk_full_error
 
@@ -191,6 +191,7 @@ def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path):
         assert f"resuming from {kept}" in resumed.stdout
         status = runs.read_status(run_dir)
         assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 6 and status["error"] is None
+        assert_trained_with(run_dir)
         assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
         superseded = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.superseded.jsonl")]
         assert superseded == [3, 4]  # trained again after the resume: set aside, not lost

@@ -24,8 +24,7 @@ import pytest
 
 from helpers import ROOT, run_cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
-from apphelpers import BEARER, TOKEN, connect, free_port, page_url, served_app  # noqa: E402
+from helpers.app import BEARER, TOKEN, connect, free_port, page_url, served_app
 
 REBIND = "rebind.attacker.example"
 EMPTY_TABLE = {"headers": ["use", "function", "weight"], "data": []}

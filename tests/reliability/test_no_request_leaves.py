@@ -23,8 +23,7 @@ from rloo_studio import runs
 
 from helpers import ROOT  # noqa: F401 - puts the repository first on the path, as the other tests do
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # apphelpers
-from apphelpers import TOKEN, Form, connect, free_port, only_run, run_state, wait_for  # noqa: E402
+from helpers.app import TOKEN, Form, connect, free_port, only_run, run_state, wait_for
 
 pytestmark = pytest.mark.slow
 

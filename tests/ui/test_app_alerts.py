@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from apphelpers import Form, connect, only_run, run_state, served_app, wait_for
+from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
 from rloo_studio import alerts, runs
 from rloo_studio.ui import text
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from apphelpers import connect, served_app
+from helpers.app import connect, served_app
 from helpers import make_adapter_run
 
 pytestmark = pytest.mark.slow

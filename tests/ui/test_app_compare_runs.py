@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 import yaml
-from apphelpers import connect, served_app
+from helpers.app import connect, served_app
 from helpers import only_run_dir, run_cli
 
 from rloo_studio import runs

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from gradio_client import handle_file
 
-from apphelpers import Form, connect, only_run, served_app
+from helpers.app import Form, connect, only_run, served_app
 from rloo_studio.ui import text
 
 

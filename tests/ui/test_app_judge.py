@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from apphelpers import Form, connect, free_port, served_app
+from helpers.app import Form, connect, free_port, served_app
 from rloo_studio.config import RunConfig
 from rloo_studio.rewards.judge import DEFAULT_TEMPLATE, RUBRICS
 from rloo_studio.ui import text

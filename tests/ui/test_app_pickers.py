@@ -11,7 +11,7 @@ import shutil
 
 import gradio as gr
 import pytest
-from apphelpers import connect, served_app
+from helpers.app import connect, served_app
 from helpers import make_adapter_run
 
 from rloo_studio.ui.pickers import RunPicker, not_final_note

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from apphelpers import Form, connect, served_app
+from helpers.app import Form, connect, served_app
 from rloo_studio.ui import rewards_tab as rewards_module
 from rloo_studio.ui import text
 

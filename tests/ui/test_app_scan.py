@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from apphelpers import Form, connect, served_app
+from helpers.app import Form, connect, served_app
 from rloo_studio.paths import DEMO_DATA_DIR
 from rloo_studio.ui import text
 

@@ -11,7 +11,8 @@ import signal
 
 import pytest
 
-from apphelpers import Form, connect, only_run, run_state, served_app, wait_for
+from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
+from helpers import assert_trained_with
 from rloo_studio import runs
 from rloo_studio.ui import text
 
@@ -60,6 +61,7 @@ def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
         assert samples["data"] and samples["data"][0][0] == 3  # newest first
         assert "brief_answer=" in samples["data"][0][4]
         assert (run_dir / "model").is_dir()  # full fine-tuning of the demo writes the whole model
+        assert_trained_with(run_dir)  # the page's runs train with Unsloth, as the CLI's do
         table, _picker = client.predict(api_name="/list_runs")
         assert table["data"][0][:3] == [run_dir.name, "finished", "3/3"]
         detail_status, _plot, detail_config, detail_log = client.predict(run_dir.name, api_name="/open_run")

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 
-from apphelpers import BEARER, free_port, served_app
+from helpers.app import BEARER, free_port, served_app
 from helpers import ROOT, run_cli
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 
 from rloo_studio.config import DataConfig
 from rloo_studio.data import peek_in_child

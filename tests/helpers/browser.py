@@ -1,0 +1,65 @@
+"""The browser tests' one way to open the app: Debian's Chromium driven by Playwright, the marks that skip (or, in CI,
+fail) them when Chromium is missing, where their screenshots go, and `opened_page`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT
+from helpers.app import page_url, served_app
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("RLOO_STUDIO_ARTIFACTS", ROOT / "test-artifacts")) / "browser"
+# Flags that stop Chromium's own background traffic (updates, sync, field trials), so that what a request log shows
+# is what the page itself asked for.
+CHROMIUM_ARGS = ["--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--disable-default-apps", "--disable-quic"]
+
+# Every browser test module's `pytestmark`: slow, and skipped without Chromium unless RLOO_STUDIO_REQUIRE_BROWSER is
+# set (as .ci/run sets it), in which case a missing Chromium fails the tests instead.
+BROWSER_MARKS = [pytest.mark.slow,
+                 pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("RLOO_STUDIO_REQUIRE_BROWSER"),
+                                    reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")]
+
+WIDTH = 1400  # the width the pages are designed and checked at
+
+
+@contextmanager
+def opened_page(runs_dir: Path, *, height: int = 1100, detect_hardware: bool = False, on_request=None,
+                ready_timeout_ms: int = 120_000):
+    """The app served on `runs_dir`, open in Chromium at 1400 px once its form has loaded the demo model; closed after.
+
+    `on_request(request)` sees every request the page makes, from the first. Waits default to 60 s (a loaded 2-core
+    machine answers slowly); Playwright's `expect` keeps its own 5 s default, so tests give expect timeouts explicitly.
+    """
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the screenshots' folder
+    with served_app(runs_dir, detect_hardware=detect_hardware) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": WIDTH, "height": height})
+            if on_request is not None:
+                page.on("request", on_request)
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            expect(page.locator("#model-name input")).to_have_value("demo", timeout=ready_timeout_ms)
+            yield page
+        finally:
+            browser.close()
+
+
+def coloured_pixels(png: bytes) -> int:
+    """Pixels whose colour is clearly not grey: the plotted lines and legend marks."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 60)
