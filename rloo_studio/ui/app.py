@@ -32,13 +32,15 @@ from .eval_tab import EvalTab  # noqa: E402
 from .export_tab import ExportTab  # noqa: E402
 from .form import HardwareCache, PageForm  # noqa: E402
 from .model_tab import ModelTab  # noqa: E402
+from .poller import Poller  # noqa: E402
 from .rewards_tab import RewardsTab  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .scan_panel import ScanPanel  # noqa: E402
 from .train_tab import TrainTab, resume_run  # noqa: E402
 from .workspace import DRAFT_REWARDS, Workspace  # noqa: E402
 
-POLL_SECONDS = 2.0
+POLL_SECONDS = 2.0  # while a run trains: the curves and the step counter move
+IDLE_POLL_SECONDS = 6.0  # otherwise: a run started elsewhere (the command line) still shows within seconds
 QUEUE_CONCURRENCY = 4  # default concurrency per event listener (see launch)
 CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
 # Readability rules that must hold however the app is launched (tests launch it without `css=`), so they are in the page.
@@ -88,30 +90,32 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
                 export_tab = ExportTab(runs_dir, worker)
             with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
                 runs_tab = RunsTab(runs_dir)
-        timer = gr.Timer(POLL_SECONDS)
+        # The page's one timer: every tab's polls run in one event a tick, often while a run trains, else seldom.
+        poller = Poller(POLL_SECONDS, IDLE_POLL_SECONDS, busy=lambda: jobs.active_run(runs_dir) is not None)
         form = PageForm(runs_dir, workspace, hw, presets, default_preset, model_tab, data_tab, rewards_tab, train_tab)
 
         model_tab.wire(demo, form)
         data_tab.wire(demo, form)
         rewards_tab.wire(demo, form, worker)
         scan_panel.wire(demo, form, worker)
-        train_tab.wire(demo, form, worker, timer)
-        runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir), timer)
+        train_tab.wire(demo, form, worker, poller)
+        runs_tab.wire(demo, form, lambda run_dir: resume_run(worker, run_dir), poller)
         for tab in (chat_tab, eval_tab, export_tab):
-            tab.wire(demo, timer)
+            tab.wire(demo, poller)
 
-        def banner_now(watched):
+        def banner_now(watched, shown=None):
             active = jobs.active_run(runs_dir)
             if active is None:
-                return gr.update(visible=False), "", gr.skip()
+                # Already hidden (the poll reads what the banner shows): nothing to send.
+                return (gr.skip(), gr.skip(), gr.skip()) if shown == "" else (gr.update(visible=False), "", gr.skip())
             status = runs.read_status(active)
             step = f"step {status.get('step', 0)}/{status.get('max_steps') or '?'}"
             # The run that trains is the one the Train tab shows: a reload or another window re-attaches to it.
             return gr.update(visible=True), f"**Run `{active.name}` is training** — {step}.", gr.skip() if watched else str(active)
 
         demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")
-        timer.tick(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_visibility="private",
-                   show_progress="hidden")
+        poller.tick(banner_now, inputs=[form.watched, banner], outputs=[banner_row, banner, form.watched])
+        poller.wire()
         open_train.click(lambda: gr.Tabs(selected="train"), outputs=tabs, api_visibility="private")
     # Whoever serves the page ends the worker with it. (A worker whose app process ends sees its input close
     # and exits; an app closed inside a process that goes on, as in tests, must shut it down.)

@@ -23,6 +23,7 @@ from ..errors import StudioError
 from ..inference_client import InferenceWorker
 from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
+from .poller import Poller
 
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
@@ -123,13 +124,13 @@ class ChatTab:
 
     # ---- wiring ----------------------------------------------------------------------------------
 
-    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
+    def wire(self, demo: gr.Blocks, poller: Poller | None = None) -> None:
         settings = [self.system_prompt, self.temperature, self.top_p, self.max_tokens, self.seed, self.decoding]
         panes = [self.left, self.right, self.left_badge, self.right_badge, self.status, self.session,
                  self.vote_a, self.vote_tie, self.vote_b]
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="chat_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
-        self.picker.wire(demo, timer)
+        self.picker.wire(demo, poller)
         self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
                         api_name="chat_pick_run")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
@@ -145,8 +146,8 @@ class ChatTab:
         for button, choice in ((self.vote_a, "a"), (self.vote_tie, "tie"), (self.vote_b, "b")):
             button.click(self._voter(choice), inputs=[self.run, self.checkpoint, self.session], outputs=panes,
                          api_name=f"chat_vote_{choice}")
-        if timer is not None:  # "run X is training" goes once X stops: the refusal described a state that ended
-            timer.tick(self.status_now, inputs=self.status, outputs=self.status, api_visibility="private", show_progress="hidden")
+        if poller is not None:  # "run X is training" goes once X stops: the refusal described a state that ended
+            poller.tick(self.status_now, inputs=self.status, outputs=self.status)
 
     def status_now(self, status: str | None):
         return "" if busy_ended(status, self.runs_dir) else gr.skip()

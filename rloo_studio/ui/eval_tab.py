@@ -25,6 +25,7 @@ from ..inference_client import InferenceWorker
 from ..stats import fmt_interval, fmt_paired, summary_estimate
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
+from .poller import Poller
 
 ALL = "all checkpoints"
 TABLE_HEADERS = ["model", "step", "n", "token budget", "mean reward [95 %]", "answer accuracy [95 %]", "format rate [95 %]",
@@ -214,17 +215,16 @@ class EvalTab:
         with gr.Accordion("Examples", open=False):
             self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True, elem_id="eval-examples")
 
-    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
+    def wire(self, demo: gr.Blocks, poller: Poller | None = None) -> None:
         outputs = [self.summary, self.chart, self.table, self.examples]
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="eval_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
-        self.picker.wire(demo, timer)
+        self.picker.wire(demo, poller)
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
         self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples,
                                                    self.base_tokens, self.select_split], outputs=outputs, api_name="evaluate")
-        if timer is not None:  # "run X is training" goes once X stops: the summary of the last evaluation comes back
-            timer.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary, api_visibility="private",
-                       show_progress="hidden")
+        if poller is not None:  # "run X is training" goes once X stops: the summary of the last evaluation comes back
+            poller.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary)
 
     def summary_now(self, summary: str | None, run_id: str | None):
         return summary_markdown(self._report(run_id)) if busy_ended(summary, self.runs_dir) else gr.skip()

@@ -19,6 +19,7 @@ from ..inference_client import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import run_cli
 from .wording import page_words
+from .poller import Poller
 
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
@@ -60,20 +61,20 @@ class ExportTab:
         self.existing = gr.Dataframe(headers=["folder", "files", "MiB"], interactive=False, label="Exports of this run",
                                      elem_id="export-existing")
 
-    def wire(self, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
+    def wire(self, demo: gr.Blocks, poller: Poller | None = None) -> None:
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint, self.existing],
                            api_name="export_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint, self.existing],
                   api_visibility="private")
-        self.picker.wire(demo, timer)
+        self.picker.wire(demo, poller)
         self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
         self.format.change(lambda fmt: gr.update(visible=fmt == "gguf"), inputs=self.format, outputs=self.gguf_type,
                            api_visibility="private")
         self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name, self.gguf_type],
                           outputs=[self.result, self.existing], api_name="export")
-        if timer is not None:  # "run X is training" goes once X stops
-            timer.tick(lambda result: "" if busy_ended(result, self.runs_dir) else gr.skip(), inputs=self.result,
-                       outputs=self.result, api_visibility="private", show_progress="hidden")
+        if poller is not None:  # "run X is training" goes once X stops
+            poller.tick(lambda result: "" if busy_ended(result, self.runs_dir) else gr.skip(), inputs=self.result,
+                       outputs=self.result)
 
     def list_runs(self, current, chosen=None):
         choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)

@@ -16,6 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import jobs, runs
+from .poller import Poller
 
 FINAL = runs.FINAL
 
@@ -122,14 +123,14 @@ class RunPicker:
             return [gr.skip(), gr.skip(), shown]
         return [gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt), key]
 
-    def wire(self, demo: gr.Blocks, timer: gr.Timer | None, refresh: gr.Button | None = None) -> None:
+    def wire(self, demo: gr.Blocks, poller: Poller | None, refresh: gr.Button | None = None) -> None:
         """The timer (and Refresh, when given) rebuild the dropdowns; a person's pick is remembered."""
         outputs = [self.run, self.checkpoint, self.shown]
         self.checkpoint.input(lambda run_id, name: {"run": run_id, "checkpoint": name}, inputs=[self.run, self.checkpoint],
                               outputs=self.chosen, api_visibility="private")
         self.run.input(lambda run_id: {"run": run_id, "checkpoint": None}, inputs=self.run, outputs=self.chosen, api_visibility="private")
-        if timer is not None:
-            timer.tick(lambda run_id, chosen, shown: self.updates(run_id, chosen, shown, force=False),
-                       inputs=[self.run, self.chosen, self.shown], outputs=outputs, api_visibility="private", show_progress="hidden")
+        if poller is not None:
+            poller.tick(lambda run_id, chosen, shown: self.updates(run_id, chosen, shown, force=False),
+                       inputs=[self.run, self.chosen, self.shown], outputs=outputs)
         if refresh is not None:
             refresh.click(self.updates, inputs=[self.run, self.chosen], outputs=outputs, api_visibility="private")

@@ -17,6 +17,7 @@ from ..errors import StudioError
 from . import compare_runs, run_view, text
 from .pickers import refuse
 from .train_tab import TrainTab
+from .poller import Poller
 
 if TYPE_CHECKING:
     from .form import PageForm
@@ -76,7 +77,7 @@ class RunsTab:
                                              label="Their last evaluations (Evaluate tab; brackets: 95 % intervals)")
         self.shown = gr.State(None)  # the runs' states the page shows: the poll sends only changes
 
-    def wire(self, demo: gr.Blocks, form: "PageForm", resume, timer: gr.Timer | None = None) -> None:
+    def wire(self, demo: gr.Blocks, form: "PageForm", resume, poller: Poller | None = None) -> None:
         """`resume(run_dir) -> (message, run_dir)` is the Train tab's resume (one rule for both buttons)."""
         runs_dir = self.runs_dir
         detail_outputs = [self.status, self.plot, self.config, self.log]
@@ -86,11 +87,10 @@ class RunsTab:
         self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run")
         self.picker.change(self.alerts_of, inputs=self.picker, outputs=self.alerts, api_name="run_alerts_of")
         self.table.select(self.row_clicked, inputs=None, outputs=self.picker, api_visibility="private")
-        if timer is not None:
+        if poller is not None:
             # Every state shown is re-read from the run folders: the list and the open run's detail change together.
-            timer.tick(self.poll, inputs=[self.picker, self.shown], outputs=[self.table, self.picker] + detail_outputs + [self.shown],
-                       api_visibility="private", show_progress="hidden")
-            timer.tick(self.alerts_of, inputs=self.picker, outputs=self.alerts, api_visibility="private", show_progress="hidden")
+            poller.tick(self.poll, inputs=[self.picker, self.shown], outputs=[self.table, self.picker] + detail_outputs + [self.shown])
+            poller.tick(self.alerts_of, inputs=self.picker, outputs=self.alerts, only_changes=True)
         self.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=self.picker, outputs=form.watched,
                          api_name="watch_run")
 
@@ -101,9 +101,8 @@ class RunsTab:
 
         self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run").then(
             TrainTab.lasting, inputs=[self.message, form.watched], outputs=self.message_for, api_visibility="private")
-        if timer is not None:  # "Resuming …" ends with the resuming, as the Train tab's notices do
-            timer.tick(TrainTab.notice_now, inputs=self.message_for, outputs=[self.message, self.message_for],
-                       api_visibility="private", show_progress="hidden")
+        if poller is not None:  # "Resuming …" ends with the resuming, as the Train tab's notices do
+            poller.tick(TrainTab.notice_now, inputs=self.message_for, outputs=[self.message, self.message_for])
 
         def delete(run_id, confirmed, current):
             try:

@@ -24,6 +24,7 @@ from ..jobs import RunView
 from ..rewards.judge import judge_cost_words
 from . import run_view, text
 from .pickers import refuse
+from .poller import Poller
 from .wording import page_words
 from .rewards_tab import PINNED_RUN_FILE
 from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
@@ -108,6 +109,7 @@ class TrainTab:
         # What Stop / Resume / a refused Start said: shown next to the buttons while the run's state it speaks of lasts.
         self.notice = gr.Markdown(elem_id="train-notice")
         self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
+        self.shown = gr.State({})  # what the page shows of the watched run (`file_marks`): the poll sends only changes
         self.status = gr.Markdown(text.NO_RUN, elem_id="train-status")
         self.progress = gr.HTML(run_view.progress_html(None), elem_id="train-progress-box")
         self.alerts = gr.HTML("", elem_id="train-alerts")  # health alerts of the run (alerts.jsonl), re-read on each poll
@@ -132,7 +134,7 @@ class TrainTab:
 
     # ---- wiring ----------------------------------------------------------------------------------
 
-    def wire(self, demo: gr.Blocks, form: "PageForm", worker: InferenceWorker, timer: gr.Timer) -> None:
+    def wire(self, demo: gr.Blocks, form: "PageForm", worker: InferenceWorker, poller: Poller) -> None:
         workspace, runs_dir = form.workspace, form.runs_dir
         self.runs_dir = runs_dir
 
@@ -216,10 +218,10 @@ class TrainTab:
             view = jobs.view(run_dir) if run_dir and Path(run_dir).is_dir() else None
             return TrainTab.render(view)
 
-        timer.tick(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status", show_progress="hidden")
-        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_visibility="private")
-        timer.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", show_progress="hidden")
-        form.watched.change(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_visibility="private")
+        poller.tick(self.poll_changes, inputs=[form.watched, self.shown], outputs=self.outputs + [self.shown])
+        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status")
+        poller.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, only_changes=True)
+        form.watched.change(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts")
         judge = form.rewards_tab.judge
         cost_inputs = self.batch_keys + [judge.use, judge.source]
         for widget in cost_inputs:
@@ -229,8 +231,7 @@ class TrainTab:
         for trigger in [form.data_rows.change] + [w.change for w in sizes]:
             trigger(epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs, api_visibility="private",
                     show_progress="hidden")
-        timer.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for], api_name="train_notice",
-                   show_progress="hidden")
+        poller.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for])
         self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
                                api_name="show_config")
 
@@ -275,6 +276,23 @@ class TrainTab:
         """The watched run's health alerts as badges, read from its folder now."""
         return run_view.alerts_html(run_dir if run_dir and Path(run_dir).is_dir() else None)
 
+    def poll_changes(self, run_dir: str | None, shown: dict | None) -> list:
+        """The outputs whose files changed since this page last showed them (`gr.skip()` for the others), then what it
+        shows now. A finished run's page is left alone: re-sent plots and tables cost the browser a redraw each tick."""
+        run_dir = run_dir if run_dir and Path(run_dir).is_dir() else None
+        marks = {"run": run_dir, **file_marks(run_dir)}
+        shown = shown or {}
+        active = bool(run_dir) and runs.effective_state(runs.read_status(run_dir)) in runs.ACTIVE_STATES
+        if marks == shown and not active:  # a training run's status line counts its time even between steps
+            return [gr.skip()] * len(self.outputs) + [shown]
+        rendered = TrainTab.render(jobs.view(run_dir) if run_dir else None)
+
+        def unchanged(name: str) -> bool:
+            return bool(shown) and shown.get("run") == run_dir and shown.get(name) == marks.get(name)
+
+        kept = [False, False] + [unchanged(n) for n in (runs.METRICS_FILE, runs.METRICS_FILE, runs.SAMPLES_FILE, runs.LOG_FILE)]
+        return [gr.skip() if keep else value for keep, value in zip(kept, rendered)] + [marks]
+
     @staticmethod
     def render(view: RunView | None) -> list:
         return [run_view.status_markdown(view), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
@@ -300,6 +318,18 @@ class TrainTab:
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
         return [cfg.rloo.get(k, FORM_DEFAULTS[k]) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+
+
+def file_marks(run_dir: str | None) -> dict:
+    """{file name: [size, modification time]} of the run's files the Train tab shows (None where a file is missing)."""
+    marks = {}
+    for name in (runs.STATUS_FILE, runs.METRICS_FILE, runs.SAMPLES_FILE, runs.LOG_FILE):
+        try:
+            stat = (Path(run_dir) / name).stat() if run_dir else None
+        except OSError:
+            stat = None
+        marks[name] = [stat.st_size, stat.st_mtime_ns] if stat else None
+    return marks
 
 
 def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str | None]:
