@@ -60,8 +60,7 @@ def per_poll_events() -> None:
     def wire(self) -> None:
         self._wired = True
         for poll in self._polls:
-            self.timer.tick(poll.fn, inputs=poll.inputs[:len(poll.inputs) - (len(poll.outputs) if poll.only_changes else 0)],
-                            outputs=poll.outputs, api_visibility="private", show_progress="hidden")
+            self.timer.tick(poll.fn, inputs=poll.inputs, outputs=poll.outputs, api_visibility="private", show_progress="hidden")
 
     poller.Poller.wire = wire
 

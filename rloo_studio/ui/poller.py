@@ -1,8 +1,8 @@
 """The page's one timer: each tab registers what it re-reads from the run folders, and one event per tick runs them all.
 
-Why one event: the browser's cost of an event (Gradio gathers and clones the page's state for it) grows with the page,
-not with what the event sends. With each tab on the timer by itself, thirteen events every two seconds kept a CPU core
-busy in the browser even with nothing training, a core a CPU run needs. One event a tick costs a thirteenth of that,
+Why one event: each event costs the browser a fixed share of work over the whole page, whatever it sends. With each tab
+on the timer by itself, thirteen events every two seconds kept a CPU core busy in the browser even with nothing training
+(benchmarks/page_idle_cpu.py), a core a CPU run needs. One event a tick costs a thirteenth of that,
 and with nothing training the ticks come less often (`idle_seconds`).
 
 A tab calls `poller.tick(fn, inputs, outputs)` where it would call `gr.Timer.tick`; `wire()` then makes the one event, whose
@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Poll:
     fn: object
-    inputs: list
+    inputs: list  # what `fn` is called with
     outputs: list
-    only_changes: bool = False
+    only_changes: bool = False  # then the event also reads `outputs`, to compare with what `fn` returns
 
 
 def _equal(a, b) -> bool:
@@ -64,7 +64,7 @@ class Poller:
         taken = {id(c) for p in self._polls for c in p.outputs}
         if any(id(c) in taken for c in outputs):
             raise ValueError(f"{getattr(fn, '__qualname__', fn)} updates a component another poll already updates")
-        self._polls.append(_Poll(fn, _as_list(inputs) + (outputs if only_changes else []), outputs, only_changes))
+        self._polls.append(_Poll(fn, _as_list(inputs), outputs, only_changes))
 
     def interval(self) -> float:
         """The seconds to the next tick: short while something is going on."""
@@ -83,9 +83,8 @@ class Poller:
         for poll in self._polls:
             args = values[at:at + len(poll.inputs)]
             at += len(poll.inputs)
-            shown = args[len(args) - len(poll.outputs):] if poll.only_changes else None
-            if poll.only_changes:
-                args = args[:len(args) - len(poll.outputs)]
+            shown = values[at:at + len(poll.outputs)] if poll.only_changes else None
+            at += len(poll.outputs) if poll.only_changes else 0
             try:
                 out = poll.fn(*args)
                 out = [out] if len(poll.outputs) == 1 else list(out)
@@ -107,6 +106,6 @@ class Poller:
     def wire(self) -> None:
         """Make the page's one tick event over every registered poll."""
         self._wired = True
-        inputs = [c for p in self._polls for c in p.inputs] + [self.timer]
+        inputs = [c for p in self._polls for c in p.inputs + (p.outputs if p.only_changes else [])] + [self.timer]
         outputs = [c for p in self._polls for c in p.outputs] + [self.timer]
         self.timer.tick(self.run_all, inputs=inputs, outputs=outputs, api_visibility="private", show_progress="hidden")
