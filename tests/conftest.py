@@ -18,7 +18,7 @@ from filelock import FileLock
 os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                   HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", TOKENIZERS_PARALLELISM="false")
 
-from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, only_run_dir, run_cli  # noqa: E402,F401 - shared with tests that import them
+from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, make_adapter_run, only_run_dir, run_cli  # noqa: E402 - after the offline variables
 
 
 # Seconds before a real-model test counts as hung: it trains and evaluates a 135M model on CPU, far slower than
@@ -91,6 +91,22 @@ def trained_tiny_folder(tmp_path_factory, tiny_model_dir) -> Path:
         result = run_cli("train", "config.yaml", cwd=folder)
         assert result.returncode == 0, result.stderr[-3000:]
     return built_once(tmp_path_factory, "trained-tiny", build)
+
+
+@pytest.fixture(scope="session")
+def adapter_run(tmp_path_factory, tiny_model_dir):
+    """`place(run_dir) -> run_dir`: puts a copy of the session's random-adapter run of the tiny model at `run_dir`.
+
+    The run (`make_adapter_run`: a final adapter and checkpoint-1 with different random non-zero weights, so that
+    "adapter on" and "adapter off" differ for sure) is made once for the session, as it costs a process that
+    imports PEFT; each test gets its own copy, since the app and the chat write into run folders.
+    """
+    made = built_once(tmp_path_factory, "adapter-run", lambda folder: make_adapter_run(folder / "run", tiny_model_dir))
+
+    def place(run_dir: Path) -> Path:
+        shutil.copytree(made / "run", run_dir)
+        return run_dir
+    return place
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import make_adapter_run
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
 
 pytestmark = BROWSER_MARKS
@@ -40,10 +39,10 @@ def assert_seen(page, words: str) -> None:
     page.locator(".toast-body .toast-close").evaluate_all("buttons => buttons.forEach(b => b.click())")  # the next one alone
 
 
-def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, tiny_model_dir):
+def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, adapter_run):
     from playwright.sync_api import expect
 
-    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    adapter_run(runs_dir / RUN_ID)
     busy = runs_dir / BUSY_ID
     busy.mkdir()
     (busy / "config.yaml").write_text((runs_dir / RUN_ID / "config.yaml").read_text())

@@ -1,7 +1,8 @@
 """Bad input to `rloo-studio train` gets one clear message (what, why, what to do) and a non-zero exit.
 
-The first group fails in the pre-flight check, before torch is imported; the second fails while
-training (a misbehaving reward, out of memory) and must mark the run as failed with the reason.
+The first group fails in the pre-flight check, before torch is imported: most of it runs `cli.main` in this
+process (`cli_in_process`), a few in a real process (`run_cli`) for the exit code and the no-traceback contract. The
+second fails while training (a misbehaving reward, out of memory) and must mark the run as failed with the reason.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import only_run_dir, run_cli
+from helpers import cli_in_process, only_run_dir, run_cli
 
 
 def _assert_clean_failure(result, *fragments, code=2):
@@ -26,7 +27,7 @@ def test_missing_config_file(tmp_path):
 
 def test_no_config_means_the_bundled_demo(tmp_path):
     # A bad override makes it stop right after choosing the config: we only check which config was chosen.
-    result = run_cli("train", "modle.x=1", cwd=tmp_path)
+    result = cli_in_process("train", "modle.x=1", cwd=tmp_path)
     assert "No config given: training the bundled demo (presets/cpu-demo.yaml)" in result.stdout
     _assert_clean_failure(result, "config", "cpu-demo.yaml", "modle: unknown key — did you mean `model`?")
 
@@ -34,7 +35,7 @@ def test_no_config_means_the_bundled_demo(tmp_path):
 def test_malformed_yaml_names_the_line(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("model:\n  name_or_path: x\n rloo: [\n")
-    _assert_clean_failure(run_cli("train", path, cwd=tmp_path), "not valid YAML at line")
+    _assert_clean_failure(cli_in_process("train", path, cwd=tmp_path), "not valid YAML at line")
 
 
 def test_every_config_problem_is_reported_at_once(workspace):
@@ -58,25 +59,25 @@ def test_every_config_problem_is_reported_at_once(workspace):
 
 def test_generation_batch_not_divisible(workspace):
     config = workspace.write_config(rloo={"num_generations": 3, "per_device_train_batch_size": 8})
-    _assert_clean_failure(run_cli("train", config, cwd=workspace.path), "generation batch", "not divisible by num_generations 3")
+    _assert_clean_failure(cli_in_process("train", config, cwd=workspace.path), "generation batch", "not divisible by num_generations 3")
 
 
 def test_malformed_dataset_line_is_named(workspace):
     with open(workspace.path / "data.jsonl", "a") as fh:
         fh.write('{"prompt": "What is 1 + 1?", "answer": \n')
     lines = (workspace.path / "data.jsonl").read_text().count("\n")
-    _assert_clean_failure(run_cli("train", workspace.write_config(), cwd=workspace.path), f"line {lines} is not valid JSON")
+    _assert_clean_failure(cli_in_process("train", workspace.write_config(), cwd=workspace.path), f"line {lines} is not valid JSON")
 
 
 def test_dataset_without_prompt_column(workspace):
     (workspace.path / "qa.csv").write_text("question,answer\nWhat is 1+1?,2\n")
     config = workspace.write_config(data={"source": "qa.csv"})
-    _assert_clean_failure(run_cli("train", config, cwd=workspace.path), "no column `prompt`", "question, answer", "data.prompt_column")
+    _assert_clean_failure(cli_in_process("train", config, cwd=workspace.path), "no column `prompt`", "question, answer", "data.prompt_column")
 
 
 def test_reward_file_syntax_error_names_file_and_line(workspace):
     (workspace.path / "rewards.py").write_text("def ok(completions, **kwargs):\n    return [1.0] * len(completions\n")
-    _assert_clean_failure(run_cli("train", workspace.write_config(), cwd=workspace.path), "syntax error at", "rewards.py:2")
+    _assert_clean_failure(cli_in_process("train", workspace.write_config(), cwd=workspace.path), "syntax error at", "rewards.py:2")
 
 
 def test_unknown_model_hub_id_offline(workspace):
@@ -135,7 +136,7 @@ def test_reward_failure_during_training_fails_the_run_clearly(workspace, source,
 def test_overrides_may_follow_options(workspace):
     # The override is applied (and here makes the config invalid, so nothing trains).
     config = workspace.write_config()
-    result = run_cli("train", config, "--run-dir", workspace.path / "r", "rloo.num_generations=1", cwd=workspace.path)
+    result = cli_in_process("train", config, "--run-dir", workspace.path / "r", "rloo.num_generations=1", cwd=workspace.path)
     _assert_clean_failure(result, "rloo.num_generations: 1")
     result = run_cli("train", config, "--run-dir", workspace.path / "r", "--bogus", cwd=workspace.path)
     assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr

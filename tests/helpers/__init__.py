@@ -65,6 +65,48 @@ def run_cli(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout, env=full_env)
 
 
+class WouldTrain(BaseException):
+    """`cli_in_process` was asked to run a command that got past the pre-flight check. (Not an Exception, so that
+    the command's own `except Exception` cannot turn it into an exit code.)"""
+
+
+def cli_in_process(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    """Run `rloo-studio ARGS` inside this test process, for commands that must stop before training.
+
+    The same `cli.main` as `run_cli`, without a fresh interpreter (the pre-flight check needs neither torch nor
+    TRL, so a process would mostly cost its own start). Its exit code, stdout and stderr come back as `run_cli`'s
+    do. A command that gets as far as importing the training stack raises `WouldTrain` instead: this process
+    must not train (nor import transformers before unsloth), and such a case belongs in `run_cli`. The exit-code
+    and no-traceback contract of a real process stays covered by the tests that use `run_cli`.
+    """
+    import contextlib
+    import io
+
+    from rloo_studio import cli
+    from rloo_studio.engine import stack
+
+    def would_train(*_a, **_k):
+        raise WouldTrain(f"`rloo-studio {' '.join(map(str, args))}` passed the pre-flight check: run it with run_cli")
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_cwd, saved_env, saved_import = os.getcwd(), dict(os.environ), stack.import_training_stack
+    os.chdir(cwd)
+    os.environ.update(env or {})
+    stack.import_training_stack = would_train
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        stack.import_training_stack = saved_import
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    return subprocess.CompletedProcess(["rloo-studio", *map(str, args)], code, out.getvalue(), err.getvalue())
+
+
 def only_run_dir(runs_root: Path) -> Path:
     found = [p for p in Path(runs_root).iterdir() if p.is_dir()]
     assert len(found) == 1, f"expected one run directory in {runs_root}, found {found}"

@@ -33,7 +33,7 @@ WIDTH = 1400  # the width the pages are designed and checked at
 @contextmanager
 def opened_page(runs_dir: Path, *, height: int = 1100, detect_hardware: bool = False, on_request=None,
                 ready_timeout_ms: int = 120_000):
-    """The app served on `runs_dir`, open in Chromium at 1400 px once its form has loaded the demo model; closed after.
+    """The app served on `runs_dir`, open in Chromium at 1400 px once its form has loaded (the demo model); closed after.
 
     `on_request(request)` sees every request the page makes, from the first. Waits default to 60 s (a loaded 2-core
     machine answers slowly); Playwright's `expect` keeps its own 5 s default, so tests give expect timeouts explicitly.
@@ -49,6 +49,9 @@ def opened_page(runs_dir: Path, *, height: int = 1100, detect_hardware: bool = F
                 page.on("request", on_request)
             page.set_default_timeout(60_000)
             page.goto(page_url(url))
+            # The form's load event has answered (it says where the form's values come from). Not the model's name:
+            # the page is served with "demo" there already, and a field filled before the load answers is overwritten.
+            expect(page.locator("#preset-notes")).to_contain_text("The form shows", timeout=ready_timeout_ms)
             expect(page.locator("#model-name input")).to_have_value("demo", timeout=ready_timeout_ms)
             yield page
         finally:

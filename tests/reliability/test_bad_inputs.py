@@ -12,7 +12,7 @@ import pytest
 import yaml
 import sys
 
-from helpers import ROOT, run_cli
+from helpers import ROOT, cli_in_process, run_cli
 
 
 from rloo_studio.rewards.preview import score_in_child
@@ -21,7 +21,9 @@ PRESET = ROOT / "presets" / "cpu-demo.yaml"
 
 
 def train_fails(tmp_path, *overrides, config=PRESET):
-    result = run_cli("train", config, *overrides, cwd=tmp_path, timeout=300)
+    """stderr of `rloo-studio train CONFIG OVERRIDES`, which must fail its pre-flight check with exit code 2 (run in
+    this process: each case here stops before training; the tests that use run_cli keep a real process's contract)."""
+    result = cli_in_process("train", config, *overrides, cwd=tmp_path)
     assert result.returncode == 2, (result.returncode, result.stdout[-1500:], result.stderr[-1500:])
     assert "Traceback" not in result.stderr and "\nerror: " in "\n" + result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "a failed start left a run behind"

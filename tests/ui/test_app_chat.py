@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from helpers.app import connect, served_app
-from helpers import make_adapter_run
 
 pytestmark = pytest.mark.slow
 
@@ -17,9 +16,9 @@ RUN_ID = "20260101-000000-chat"
 
 
 @pytest.fixture(scope="module")
-def chat_runs_dir(tmp_path_factory, tiny_model_dir):
+def chat_runs_dir(tmp_path_factory, adapter_run):
     runs_dir = tmp_path_factory.mktemp("app-chat") / "runs"
-    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    adapter_run(runs_dir / RUN_ID)
     return runs_dir
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from helpers.app import connect, served_app
-from helpers import make_adapter_run
 
 pytestmark = pytest.mark.slow
 
@@ -18,9 +17,9 @@ RUN_ID = "20260101-000000-compare"
 
 
 @pytest.fixture(scope="module")
-def compare_runs_dir(tmp_path_factory, tiny_model_dir):
+def compare_runs_dir(tmp_path_factory, adapter_run):
     runs_dir = tmp_path_factory.mktemp("app-compare") / "runs"
-    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    adapter_run(runs_dir / RUN_ID)
     return runs_dir
 
 

@@ -12,7 +12,6 @@ import shutil
 import gradio as gr
 import pytest
 from helpers.app import connect, served_app
-from helpers import make_adapter_run
 
 from rloo_studio.ui.pickers import RunPicker, not_final_note
 
@@ -67,9 +66,9 @@ def test_a_stopped_runs_final_weights_say_they_are_the_stop_steps(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_export_of_a_checkpoint_says_it_is_not_the_final_weights(tmp_path, tiny_model_dir):
+def test_an_export_of_a_checkpoint_says_it_is_not_the_final_weights(tmp_path, adapter_run):
     runs_dir = tmp_path / "runs"
-    make_adapter_run(runs_dir / RUN_ID, tiny_model_dir)
+    adapter_run(runs_dir / RUN_ID)
     with served_app(runs_dir) as url:
         client = connect(url)
         run_update, ckpt_update, _existing = client.predict(None, api_name="/export_runs")
