@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check on a machine with a CUDA PyTorch image and no internet:
-#   python scripts/fetch_gpu_wheels.py          (here, with internet: fills gpu-wheels/site)
-#   then on the GPU machine, from the repository root, with gpu-wheels carried along:
+#   python scripts/fetch_gpu_wheels.py          (on a computer with internet: fills gpu-wheels/site)
+#   copy the repository, gpu-wheels/ included, to the GPU machine; there, from the repository root:
 #   bash benchmarks/gpu_check.sh [gpu_check.py options]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,11 +3,12 @@
     python scripts/fetch_gpu_wheels.py [--cuda 130] [--out gpu-wheels]
 
 For a GPU machine without internet access whose image has torch, transformers, peft, accelerate
-and triton (a stock CUDA PyTorch image), but not the packages in WHEELS. This downloads their Linux x86-64 / CPython 3.12 wheels from PyPI (no
-dependencies resolved: the list is the whole set), unpacks them into OUT/site/ and drops what the
-check never loads — Unsloth's `studio` GUI package (~80 MB) and bitsandbytes' libraries for other CUDA
-versions — so the folder stays small enough to copy over (about 51 MiB). OUT is git-ignored. On the
-machine, `benchmarks/gpu_check.sh` puts OUT/site on PYTHONPATH.
+and triton (a stock CUDA PyTorch image), but not the packages in WHEELS: run this on a computer that
+has internet access, then copy the repository, OUT included, to the GPU machine. It downloads the
+packages' Linux x86-64 / CPython 3.12 wheels from PyPI (no dependencies resolved: the list is the whole set),
+unpacks them into OUT/site/ and drops what the check never loads — Unsloth's `studio` GUI package
+(~80 MB) and bitsandbytes' libraries for other CUDA versions — which leaves about 51 MiB to copy.
+OUT is git-ignored. On the GPU machine, `benchmarks/gpu_check.sh` puts OUT/site on PYTHONPATH.
 """
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
-"""The engine: everything that touches torch, models and TRL — stack import, model loading, data,
-the pre-flight check and the training worker. Never imports gradio or the UI.
+"""The engine: everything that touches torch, models and TRL — the stack import, model loading, the
+pre-flight check, the training worker, sampling, evaluation, the chat's model and the exports.
+Never imports gradio or the UI.
 """

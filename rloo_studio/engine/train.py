@@ -1,7 +1,7 @@
 """The training worker: one RLOO run, from a checked config to a finished run directory.
 
-`run_training` is exactly what `rloo-studio train` executes (and what the app's training
-worker will run in a child process). It writes the run directory as the contract says:
+`run_training` is exactly what `rloo-studio train` executes (the app starts that same command in a
+child process, rloo_studio/jobs.py). It writes the run directory as the contract says:
 config.yaml, reward source copies, status.json, metrics.jsonl (every logged key), samples.jsonl,
 alerts.jsonl (health alerts, engine/health.py), train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
 ends training after the current step with a checkpoint and the adapter saved. It does not
