@@ -5,8 +5,8 @@ own 60-row CSV — a header-less file and one with other columns first, then a g
 that must not replace the data; one builtin and one hand-written reward (first with a name the lint
 flags, so Start is refused, with the page's words for a batch that k does not divide); a pinned
 example that fails while the function raises on it; the preview, whose completions table must show
-every column, advantage included, without sideways scrolling and with no header word broken. The
-issue's points are asserted where they show (the `# N ·` comments). Training, reload, Stop/Resume,
+every column, advantage included, without sideways scrolling and with no header word broken. Each
+point of the scenario is asserted where it shows (the `# N ·` comments). Training, reload, Stop/Resume,
 Chat, Evaluate and Export are covered through the API in tests/ui; refusals in sight by
 test_messages_in_sight.py. Screenshots go to test-artifacts/browser/own-csv-*.png.
 """

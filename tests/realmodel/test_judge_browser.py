@@ -76,7 +76,7 @@ def _fill(page, elem_id: str, value) -> None:
 
 
 def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained_with(runs_dir, judge_server):
-    """The issue's whole path in the browser: a rubric in the person's words, previewed on completions the demo model
+    """The judge's whole path in the browser: a rubric in the person's words, previewed on completions the demo model
     samples, two pinned examples judged, a short run trained with the judge, whose metrics log it like any reward and
     whose page says the judge's calls per step and its share of the training time."""
     from playwright.sync_api import expect
