@@ -26,7 +26,6 @@ from .procs import own_group_kwargs, utf8_env
 # Workers started by this process, by run directory: kept to reap them when they end (a child
 # that has exited but was never waited for is a zombie until then).
 _children: dict[str, subprocess.Popen] = {}
-USER_REWARDS_FILE = runs.REWARDS_FILE
 # Checking "is anything training?" and starting a worker must not interleave between two sessions.
 _start_lock = threading.Lock()
 
@@ -89,8 +88,8 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
     run_dir = runs.create_run_dir(runs_dir, name)
     cfg = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
     cfg.output.runs_dir = str(runs_dir)
-    if reward_source is not None and any(s.file == USER_REWARDS_FILE for s in cfg.rewards):
-        (run_dir / USER_REWARDS_FILE).write_text(reward_source, encoding="utf-8")
+    if reward_source is not None and any(s.file == runs.REWARDS_FILE for s in cfg.rewards):
+        (run_dir / runs.REWARDS_FILE).write_text(reward_source, encoding="utf-8")
     # Relative paths (data files, model folders) were chosen relative to the app's folder: make
     # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
     cfg = absolute_paths(cfg, run_dir)
@@ -122,7 +121,7 @@ def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
     rewards = []
     for spec in cfg.rewards:
         spec = RewardSpec(**{**spec.__dict__})
-        if spec.file and spec.file != USER_REWARDS_FILE:
+        if spec.file and spec.file != runs.REWARDS_FILE:
             spec.file = absolute(spec.file)
         if spec.model:
             spec.model = absolute(spec.model)

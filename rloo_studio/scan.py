@@ -15,7 +15,6 @@ inference worker. This module imports neither torch nor Gradio.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import statistics
@@ -26,6 +25,7 @@ from typing import Callable
 from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
+from .rewards.preview import SCORE_TIMEOUT_S
 
 ALWAYS_SOLVED, NEVER_SOLVED, MIXED = "always solved", "never solved", "mixed"
 BUCKETS = (ALWAYS_SOLVED, MIXED, NEVER_SOLVED)
@@ -102,7 +102,7 @@ def eta_words(event: dict) -> str:
 
 
 def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir: str | Path, limit: int | None = None,
-             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = 60,
+             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = SCORE_TIMEOUT_S,
              seed: int = 0) -> Path:
     """Scan the config's training prompts; returns the scan folder (scan.jsonl + summary).
 

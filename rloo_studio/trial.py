@@ -92,7 +92,7 @@ def measure(cfg: RunConfig, reward_source: str | None = None, train_rows: int | 
     if reward_source is None:
         # From the command line the config's own rewards.py is the code; `jobs` writes it into the trial's folder, as the
         # app writes its editor's code (a `file: rewards.py` entry is read from the run folder).
-        own = next((cfg.resolve_path(s.file) for s in cfg.rewards if s.file == jobs.USER_REWARDS_FILE), None)
+        own = next((cfg.resolve_path(s.file) for s in cfg.rewards if s.file == runs.REWARDS_FILE), None)
         reward_source = own.read_text(encoding="utf-8") if own is not None and own.is_file() else None
     trial = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
     trial.rloo["max_steps"] = steps

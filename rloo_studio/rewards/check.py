@@ -12,9 +12,9 @@ import json
 import sys
 
 from ..procs import json_child
+from ..runs import REWARDS_FILE
 
 CHECK_TIMEOUT_S = 30
-FILENAME = "rewards.py"
 
 
 def check_source(source: str, columns: list[str] | tuple[str, ...] = (), timeout_s: float = CHECK_TIMEOUT_S) -> dict:
@@ -23,7 +23,7 @@ def check_source(source: str, columns: list[str] | tuple[str, ...] = (), timeout
     from ..errors import RewardError
 
     try:
-        names = public_function_names(source, FILENAME)  # a syntax error is found here, without running anything
+        names = public_function_names(source, REWARDS_FILE)  # a syntax error is found here, without running anything
     except RewardError as exc:
         return {"functions": [], "problems": [exc.message()]}
     child = json_child("rloo_studio.rewards.check", {"source": source, "columns": list(columns)}, timeout_s)
@@ -47,9 +47,9 @@ def _main() -> None:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # prints in the user's code must not corrupt the JSON answer
     try:
-        result["functions"] = public_function_names(request["source"], FILENAME)
+        result["functions"] = public_function_names(request["source"], REWARDS_FILE)
         if result["functions"]:
-            load_reward_source(request["source"], FILENAME, extra_args=tuple(request.get("columns") or ()))
+            load_reward_source(request["source"], REWARDS_FILE, extra_args=tuple(request.get("columns") or ()))
         else:
             result["problems"].append("no reward function found.\nWhy: only top-level `def` functions whose names do not start "
                                       "with `_` are reward functions.\nWhat to do: add e.g. `def my_reward(completions, **kwargs):`.")

@@ -27,14 +27,16 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..config import RewardSpec
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
+from ..runs import REWARDS_FILE
 from .builtin import NEEDS_THINK_END_TOKEN_ID
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
@@ -193,16 +195,22 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
             "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
 
 
+@contextmanager
+def _editor_code_folder(source: str) -> Iterator[str]:
+    """A temporary folder holding the editor's code as REWARDS_FILE, where the specs' `file: rewards.py` finds it
+    (the run copies the same text); it goes when the block ends, as previews come one after another."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rloo-preview-") as folder:
+        (Path(folder) / REWARDS_FILE).write_text(source, encoding="utf-8")
+        yield folder
+
+
 def score(request: dict) -> dict:
     """Score in this process (the child calls this). See the module docstring for the request and result."""
     if request.get("source") is None:
         return _score(request)
-    # The editor's code, written where the specs' `file: rewards.py` finds it (the run copies the same text);
-    # the folder goes when scoring ends, as the warm scoring child serves many previews.
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="rloo-preview-") as folder:
-        (Path(folder) / "rewards.py").write_text(request["source"], encoding="utf-8")
+    with _editor_code_folder(request["source"]) as folder:
         return _score({**request, "base_dir": folder})
 
 
@@ -431,6 +439,16 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subp
     line), so a slow start of the child on a busy machine is not blamed on the reward;
     `load_timeout_s` limits the time outside calls (start-up, imports, loading the reward file).
     `proc`: a child from `start_scorer` to use."""
+    if request.get("source") is None:
+        return _score_in_child(request, timeout_s, proc, load_timeout_s)
+    # This process writes the editor's code and removes it once the child has ended: a child killed on the time
+    # limit, or ended by os._exit or a crash in reward code, never runs its own clean-up, and the person's code
+    # would stay behind in the temporary folder.
+    with _editor_code_folder(request["source"]) as folder:
+        return _score_in_child({**request, "source": None, "base_dir": folder}, timeout_s, proc, load_timeout_s)
+
+
+def _score_in_child(request: dict, timeout_s: float, proc: subprocess.Popen | None, load_timeout_s: float) -> dict:
     started = time.time()
     if proc is None or proc.poll() is not None:
         proc = start_scorer()

@@ -18,11 +18,10 @@ from pathlib import Path
 import gradio as gr
 import yaml
 
-from .. import hardware
+from .. import hardware, runs
 from ..config import RunConfig
 from ..data import is_hub_source
 from ..errors import ConfigError
-from ..jobs import USER_REWARDS_FILE
 from ..presets import Preset, get_preset, recommend
 from ..rewards.lint import syntax_problem, undefined_names
 from ..vram import estimate_config
@@ -57,7 +56,7 @@ class HardwareCache:
 
 def code_problems(cfg: dict, code: str | None) -> list[str]:
     """What the editor's lint shows, as a reason not to start: only when one of the person's functions is ticked."""
-    if not any(spec.get("file") == USER_REWARDS_FILE for spec in cfg.get("rewards", [])):
+    if not any(spec.get("file") == runs.REWARDS_FILE for spec in cfg.get("rewards", [])):
         return []
     where = f"“{text.CODE}” (Rewards tab)"
     problem = syntax_problem(code or "")

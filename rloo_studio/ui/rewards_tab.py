@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from .. import runs
 from ..config import RunConfig
 from ..errors import ConfigError, StudioError
-from ..jobs import USER_REWARDS_FILE, absolute_paths
+from ..jobs import absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
@@ -153,8 +154,8 @@ class RewardsTab:
             folder = workspace.dir / "preview"
             folder.mkdir(parents=True, exist_ok=True)
             code = values[form.code_index] or ""
-            (folder / "rewards.py").write_text(code, encoding="utf-8")
-            absolute_paths(cfg, folder).save(folder / "config.yaml")
+            (folder / runs.REWARDS_FILE).write_text(code, encoding="utf-8")
+            absolute_paths(cfg, folder).save(folder / runs.CONFIG_FILE)
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
             if lines:  # pasted completions: nothing to sample, the CLI scores them
                 if not (typed_prompt or "").strip():
@@ -165,7 +166,7 @@ class RewardsTab:
                 if (typed_answer or "").strip():
                     item["answer"] = typed_answer.strip()
                 (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-                finished = run_cli(["preview", str(folder / "config.yaml"), "--json", "--timeout", str(preview_timeout(cfg)),
+                finished = run_cli(["preview", str(folder / runs.CONFIG_FILE), "--json", "--timeout", str(preview_timeout(cfg)),
                                     "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
                 if finished.returncode != 0 or not finished.stdout.strip():
                     message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
@@ -174,7 +175,7 @@ class RewardsTab:
             else:  # sampled in the inference worker, which keeps the model loaded between previews
                 progress(0.05, desc="Asking the model worker…" if worker.alive else "Starting the model worker…")
                 try:
-                    result = sample_and_score(worker, RunConfig.load(folder / "config.yaml"),
+                    result = sample_and_score(worker, RunConfig.load(folder / runs.CONFIG_FILE),
                                               num_prompts=None if (typed_prompt or "").strip() else int(prompts_n),
                                               prompt=(typed_prompt or "").strip() or None, answer=(typed_answer or "").strip() or None,
                                               timeout_s=preview_timeout(cfg), progress=progress,
@@ -252,7 +253,7 @@ class RewardsTab:
             rewards.append({"name": name, "weight": _weight(weight, name, problems), "params": changed})
         for row in _rows(user):
             if len(row) >= 3 and _truthy(row[0]):
-                rewards.append({"file": USER_REWARDS_FILE, "function": str(row[1]), "weight": _weight(row[2], str(row[1]), problems)})
+                rewards.append({"file": runs.REWARDS_FILE, "function": str(row[1]), "weight": _weight(row[2], str(row[1]), problems)})
         entry, judge_problems = judge_entry(cfg, judge)
         problems += judge_problems
         if entry is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
 from ..jobs import absolute_paths
@@ -87,8 +88,8 @@ class ScanPanel:
                 return [form.problems_markdown(problems), *empty]
             folder = form.workspace.dir / "scan"  # the form's config and reward code, as the preview writes them
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "rewards.py").write_text(values[form.code_index] or "", encoding="utf-8")
-            absolute_paths(cfg, folder).save(folder / "config.yaml")
+            (folder / runs.REWARDS_FILE).write_text(values[form.code_index] or "", encoding="utf-8")
+            absolute_paths(cfg, folder).save(folder / runs.CONFIG_FILE)
             guard = lambda: busy_message(form.runs_dir, "Scanning the data")  # noqa: E731
 
             def sample(rows: list[dict], seed: int) -> dict:
@@ -108,7 +109,7 @@ class ScanPanel:
                     progress(min(0.99, event["done"] / max(1, event["total"])), desc=eta_words(event))
 
             try:
-                scan_cfg = RunConfig.load(folder / "config.yaml")
+                scan_cfg = RunConfig.load(folder / runs.CONFIG_FILE)
                 done = run_scan(scan_cfg, sample, form.runs_dir, limit=int(limit) or None, progress=moved)
                 summary, _ = read_scan(done)
             except StudioError as exc:

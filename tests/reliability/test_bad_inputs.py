@@ -316,6 +316,23 @@ def test_a_reward_that_sleeps_forever_is_stopped():
     assert "reward function `r` did not return within 6 s" in result["problems"][0]
 
 
+@pytest.mark.parametrize("source, timeout_s, expected", [
+    ("import time\ndef r(completions, **kwargs):\n    time.sleep(3600)\n", 4, "did not return within 4 s"),  # killed
+    ("import os\ndef r(completions, **kwargs):\n    os._exit(7)\n", 20, "ended the scoring process"),  # ends itself
+])
+def test_a_stopped_or_ended_scoring_child_leaves_no_copy_of_the_reward_code(tmp_path, monkeypatch, source, timeout_s, expected):
+    # The editor's code is copied to a temporary rloo-preview-* folder for scoring; neither a killed child nor one ended
+    # by os._exit gets to clean up, yet the folder (the person's code) must go. Both processes use tmp_path as the
+    # temporary folder, so whichever writes the copy, it is found here, and other processes' folders are not.
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = _score(source, timeout_s=timeout_s)
+    assert expected in result["problems"][0], result  # the reward ran: the copy was written and read
+    assert list(tmp_path.glob("rloo-preview-*")) == []
+
+
 def test_a_slow_start_is_not_blamed_on_the_reward():
     # Loading takes 4 s (as imports take on a busy machine); each call is quick: the 2 s limit is per call.
     result = _score("import time\ntime.sleep(4)\ndef r(completions, **kwargs):\n    return [1.0 for _ in completions]\n",
