@@ -74,40 +74,70 @@ def rloo_default(key: str) -> Any:
     return RLOO_DEFAULTS[key] if key in RLOO_DEFAULTS else TRL_FALLBACK_DEFAULTS.get(key)
 
 
-def _help(text: str, **kw) -> Any:
-    return field(metadata={"help": text}, **kw)
+# The `rloo:` options the app's form shows, with their label and help line: `rloo` is a free mapping of RLOOConfig
+# options (no dataclass fields to hold them), so these live in a table; `field_label`/`field_help` read it.
+RLOO_FIELDS: dict[str, tuple[str, str]] = {
+    "num_generations": ("Completions per prompt (k)", "Each completion is compared with the mean of the other k−1. Higher: a steadier baseline, slower steps."),
+    "per_device_train_batch_size": ("Batch per device (completions)", "A multiple of k. A step uses this × accumulation steps × processes (the line below the form). Higher: smoother updates, more memory."),
+    "max_completion_length": ("Max completion length (tokens)", "Longer allows more reasoning, costs memory and time."),
+    "learning_rate": ("Learning rate", "How big each update is. Too high breaks the model; LoRA on real models: 1e-5 to 1e-4."),
+    "beta": ("KL penalty (beta)", "0 = none (faster). 0.01–0.05 keeps the model close to where it started."),
+    "temperature": ("Sampling temperature", "Higher: more varied completions (more to learn from); lower: more focused."),
+    "max_steps": ("Training steps", "Optimiser updates. With one pass per batch each step samples new completions, scores them and updates the model once."),
+    "num_iterations": ("Passes per batch", "1 = plain RLOO; N reuses each batch of completions for N steps with clipping (new completions and reward logs every N steps)."),
+    "epsilon": ("Clipping range (epsilon)", "Only matters with more than one pass per batch."),
+    "normalize_advantages": ("Normalise advantages", "Divide advantages by their standard deviation over the batch."),
+    "top_p": ("Top-p", "Sample only from the most likely tokens that make up this probability (1 = all)."),
+    "seed": ("Seed", "Same seed and settings: the same run."),
+    "save_steps": ("Checkpoint every N steps", "Stop and resume continue from the last checkpoint. With several passes per batch, checkpoints and stops wait for the end of a batch's passes."),
+}
+
+
+def _help(text: str, label: str | None = None, **kw) -> Any:
+    """A config field with its help line and, for a field the app's form shows, the form's label for it: a setting's
+    label and help are written here once, for the page (ui.text, ui.wording) as for the config's own messages."""
+    return field(metadata={"help": text, **({"label": label} if label else {})}, **kw)
 
 
 @dataclass
 class ModelConfig:
-    name_or_path: str = _help("Hugging Face model id (e.g. Qwen/Qwen3-0.6B), a local model folder, or `demo`.", default="demo")
-    backend: str = _help("`auto` (Unsloth when importable, else transformers+PEFT), `unsloth`, or `transformers`.", default="auto")
+    name_or_path: str = _help("Hugging Face model id (e.g. Qwen/Qwen3-0.6B), a local model folder, or `demo`.", "Model", default="demo")
+    backend: str = _help("`auto` (Unsloth when importable, else transformers+PEFT), `unsloth`, or `transformers`.", "Backend",
+                         default="auto")
     load_in_4bit: bool = _help("Load the base weights in 4-bit (bitsandbytes NF4): QLoRA. Needs LoRA.", default=False)
     dtype: str = _help("Compute dtype: auto (bf16 on GPUs that support it, fp16 on older GPUs, fp32 on CPU), bfloat16, float16, float32.", default="auto")
-    max_seq_length: int = _help("Longest prompt + completion, in tokens, the model is prepared for.", default=1024)
-    gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models.", default=True)
+    max_seq_length: int = _help("Longest prompt + completion, in tokens, the model is prepared for.", "Max sequence length (tokens)",
+                                default=1024)
+    gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models.",
+                                         "Gradient checkpointing", default=True)
     trust_remote_code: bool = _help("Allow model code from the model's repository to run (only for models you trust).", default=False)
 
 
 @dataclass
 class LoraConfig:
-    r: int = _help("LoRA rank: higher learns more, costs more memory; 16 is a good start.", default=16)
-    alpha: int = _help("Scales the adapter (its effective scale is alpha/r); 2×r is common.", default=32)
-    dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL.", default=0.0)
-    target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", default="all-linear")
+    r: int = _help("LoRA rank: higher learns more, costs more memory; 16 is a good start.", "LoRA rank (r)", default=16)
+    alpha: int = _help("Scales the adapter (its effective scale is alpha/r); 2×r is common.", "LoRA alpha", default=32)
+    dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL.", "LoRA dropout", default=0.0)
+    target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", "LoRA target modules",
+                                default="all-linear")
 
 
 @dataclass
 class DataConfig:
     source: str = _help("`demo`, a local .jsonl/.json/.csv/.parquet file, or a Hugging Face dataset id.", default="demo")
-    config_name: str | None = _help("Hub dataset configuration (subset) name, if it has several.", default=None)
-    split: str = _help("Split used for training.", default="train")
-    prompt_column: str = _help("Column holding the prompt text (or a list of chat messages).", default="prompt")
-    system_prompt: str | None = _help("A system message put before every prompt, e.g. the answer format you expect.", default=None)
-    prompt_format: str = _help("`auto` (chat when the tokenizer has a chat template), `chat`, or `plain` text.", default="auto")
-    test_split: str | None = _help("Held-out data: a split name of the dataset, or a local file path.", default=None)
-    test_fraction: float = _help("When there is no test split: the fraction of rows held out for evaluation (0 = none).", default=0.0)
-    max_train_samples: int | None = _help("Use at most this many training rows (after shuffling); empty = all.", default=None)
+    config_name: str | None = _help("Hub dataset configuration (subset) name, if it has several.", "Subset (configuration)", default=None)
+    split: str = _help("Split used for training.", "Training split", default="train")
+    prompt_column: str = _help("Column holding the prompt text (or a list of chat messages).", "Prompt column", default="prompt")
+    system_prompt: str | None = _help("A system message put before every prompt, e.g. the answer format you expect.",
+                                      "System prompt (optional)", default=None)
+    prompt_format: str = _help("`auto` (chat when the tokenizer has a chat template), `chat`, or `plain` text.", "Prompt format",
+                               default="auto")
+    test_split: str | None = _help("Held-out data: a split name of the dataset, or a local file path.",
+                                   "Held-out split or file (for evaluation)", default=None)
+    test_fraction: float = _help("When there is no test split: the fraction of rows held out for evaluation (0 = none).",
+                                 "Held-out fraction", default=0.0)
+    max_train_samples: int | None = _help("Use at most this many training rows (after shuffling); empty = all.",
+                                          "Use at most this many training rows (0 = all)", default=None)
 
 
 # A reward call gets this long on one batch before training gives up on it. Generous: a builtin takes
@@ -195,7 +225,8 @@ class RewardSpec:
 @dataclass
 class OutputConfig:
     runs_dir: str = _help("Folder that holds the run directories.", default="runs")
-    run_name: str | None = _help("Short name put into the run id; empty = derived from the model name.", default=None)
+    run_name: str | None = _help("Short name put into the run id; empty = derived from the model name.", "Run name (optional)",
+                                 default=None)
     samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
 
 
@@ -219,8 +250,15 @@ def batch_sizes_around(batch: int, factor: int, k: int) -> tuple[int, int]:
 
 def four_bit_without_lora(load_in_4bit: bool, lora: LoraConfig | dict | None) -> bool:
     """The one rule on 4-bit weights: they are frozen (bitsandbytes NF4 has no gradient), so only a LoRA adapter
-    beside them can learn; 4-bit without LoRA trains nothing. Every surface (config check, page, engine) asks here."""
+    beside them can learn; 4-bit without LoRA trains nothing. `RunConfig.validate` refuses it with FOUR_BIT_NEEDS_LORA
+    (the page says it in its words: ui/wording.py), so the engine only ever loads allowed configs; the memory
+    estimate asks here too, to note it and never to propose it."""
     return bool(load_in_4bit) and lora is None
+
+
+# The problem four_bit_without_lora reports, in config words: the command line shows it as is, the page translates it.
+FOUR_BIT_NEEDS_LORA = ("model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) "
+                       "or set load_in_4bit: false")
 
 
 def local_judge_in_4bit() -> bool:
@@ -347,7 +385,7 @@ class RunConfig:
             if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(t, str) for t in tm))):
                 problems.append(f"lora.target_modules: {tm!r} must be `all-linear` or a non-empty list of module names")
         elif four_bit_without_lora(m.load_in_4bit, self.lora):
-            problems.append("model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) or set load_in_4bit: false")
+            problems.append(FOUR_BIT_NEEDS_LORA)
 
         d = self.data
         if not str(d.source).strip():
@@ -579,10 +617,33 @@ def apply_overrides(data: Mapping[str, Any], overrides: list[str]) -> dict:
     return data
 
 
-def field_help(section: str, name: str) -> str:
-    """Help text of one field, for the UI and the README (e.g. field_help('lora', 'r'))."""
+def _field_metadata(section: str, name: str) -> Mapping[str, str]:
+    if section == "rloo":
+        label, help_text = RLOO_FIELDS[name]
+        return {"label": label, "help": help_text}
     cls = _SECTION_TYPES.get(section, RewardSpec if section == "rewards" else RunConfig)
     for f in dataclasses.fields(cls):
         if f.name == name:
-            return f.metadata.get("help", "")
+            return f.metadata
     raise KeyError(f"{section}.{name}")
+
+
+def field_help(section: str, name: str) -> str:
+    """Help text of one field, for the UI and the docs (e.g. field_help('lora', 'r'))."""
+    return _field_metadata(section, name).get("help", "")
+
+
+def field_label(section: str, name: str) -> str:
+    """The app form's label of one field (e.g. field_label('lora', 'r') == 'LoRA rank (r)'); KeyError if the form has none."""
+    label = _field_metadata(section, name).get("label")
+    if not label:
+        raise KeyError(f"{section}.{name} has no label: the form does not show it")
+    return label
+
+
+def field_labels() -> dict[str, str]:
+    """`section.key` -> the form's label, for every field the form shows under its own name."""
+    labels = {f"rloo.{key}": label for key, (label, _help_text) in RLOO_FIELDS.items()}
+    for section, cls in _SECTION_TYPES.items():
+        labels.update({f"{section}.{f.name}": f.metadata["label"] for f in dataclasses.fields(cls) if "label" in f.metadata})
+    return labels

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import RunConfig, four_bit_without_lora, local_judge_in_4bit
+from .config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
 from .paths import DEMO_MODEL_DIR
 
 GIB = 1024**3
@@ -251,22 +251,35 @@ def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = Tr
     return None
 
 
+def _steps_per_generation(rloo_value) -> int:
+    """Steps per generation from `rloo_value` (key -> effective value): TRL falls back to gradient_accumulation_steps."""
+    return int(rloo_value("steps_per_generation") or rloo_value("gradient_accumulation_steps") or 1)
+
+
+def _optimizer(optim) -> str:
+    """The optimizer's kind for its state size (ADAMW_STATE_BYTES): bitsandbytes' 8-bit AdamW variants, or AdamW."""
+    return "adamw_8bit" if "8bit" in str(optim) else "adamw"
+
+
 @dataclass
 class Settings:
-    """The configuration choices that move memory, read from a RunConfig (see `settings_from_config`)."""
-    load_in_4bit: bool = False
+    """The configuration choices that move memory, read from a RunConfig (see `settings_from_config`).
+
+    The defaults are the config's own (ModelConfig, LoraConfig, config.rloo_default for the RLOO values), never
+    numbers of their own: Settings() is what a config with an empty `lora:` section gets on a bf16 GPU."""
+    load_in_4bit: bool = ModelConfig.load_in_4bit
     dtype: str = "bfloat16"
-    lora_r: int | None = 16           # None: full fine-tuning
-    lora_targets: Any = "all-linear"
-    gradient_checkpointing: bool = True
+    lora_r: int | None = LoraConfig.r  # None: full fine-tuning
+    lora_targets: Any = LoraConfig.target_modules
+    gradient_checkpointing: bool = ModelConfig.gradient_checkpointing
     unsloth: bool = True              # Unsloth's offloaded checkpointing and chunked logits
-    num_generations: int = 8
-    per_device_train_batch_size: int = 8
-    steps_per_generation: int = 1
-    max_completion_length: int = 256
+    num_generations: int = rloo_default("num_generations")
+    per_device_train_batch_size: int = rloo_default("per_device_train_batch_size")
+    steps_per_generation: int = _steps_per_generation(rloo_default)
+    max_completion_length: int = rloo_default("max_completion_length")
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    beta: float = 0.0
-    optimizer: str = "adamw"          # or adamw_8bit
+    beta: float = rloo_default("beta")
+    optimizer: str = _optimizer(rloo_default("optim"))
 
     @property
     def generation_batch(self) -> int:
@@ -274,19 +287,16 @@ class Settings:
 
 
 def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
-    r = cfg.rloo
     dtype = cfg.model.dtype if cfg.model.dtype != "auto" else ("bfloat16" if gpu_bf16 else "float16")
-    optim = str(cfg.rloo_value("optim"))
-    accumulation = int(cfg.rloo_value("gradient_accumulation_steps") or 1)
     return Settings(
         load_in_4bit=cfg.model.load_in_4bit, dtype=dtype,
         lora_r=cfg.lora.r if cfg.lora else None, lora_targets=cfg.lora.target_modules if cfg.lora else None,
         gradient_checkpointing=cfg.model.gradient_checkpointing, unsloth=cfg.model.backend != "transformers",
         num_generations=int(cfg.rloo_value("num_generations")), per_device_train_batch_size=int(cfg.rloo_value("per_device_train_batch_size")),
-        steps_per_generation=int(r.get("steps_per_generation") or accumulation),
+        steps_per_generation=_steps_per_generation(cfg.rloo_value),
         max_completion_length=int(cfg.rloo_value("max_completion_length")),
         prompt_tokens=min(DEFAULT_PROMPT_TOKENS, max(16, cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length")))),
-        beta=float(cfg.rloo_value("beta")), optimizer="adamw_8bit" if "8bit" in optim else "adamw",
+        beta=float(cfg.rloo_value("beta")), optimizer=_optimizer(cfg.rloo_value("optim")),
     )
 
 
@@ -374,7 +384,7 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
         trainable = lora
     else:
         if four_bit_without_lora(s.load_in_4bit, s.lora_r):
-            notes.append("4-bit weights cannot be fully fine-tuned: use LoRA")
+            notes.append(FOUR_BIT_NEEDS_LORA)  # the config check's own problem: this run could not train
         parts["gradients and optimizer (full fine-tuning)"] = shape.params * (dtype_bytes + adam)
         trainable = shape.params
     if s.beta > 0 and not s.lora_r:
@@ -484,8 +494,8 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> t
 
     if not trial.model.load_in_4bit:
         changes["model.load_in_4bit"] = True
-        if trial.lora is None:
-            changes["lora.r"] = 16
+        if four_bit_without_lora(True, trial.lora):  # propose only what the config check accepts: 4-bit with LoRA
+            changes["lora.r"] = LoraConfig.r
         if not still_over():
             return changes, est
     if not trial.model.gradient_checkpointing:

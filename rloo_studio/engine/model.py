@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import LoraConfig, ModelConfig, four_bit_without_lora
+from ..config import LoraConfig, ModelConfig
 from ..errors import ModelError
 from ..paths import DEMO_MODEL_DIR
 from ..model_files import missing_shards_error, missing_tokenizer_error
@@ -107,7 +107,8 @@ def _explain_load_error(exc: Exception, source: str) -> ModelError:
 def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: TrainingStack, base_dir: str | Path = ".",
                for_training: bool = True, seed: int | None = None) -> LoadedModel:
     """Load the model (and attach LoRA when training). With `seed`, every random number generator is seeded
-    first, so the LoRA initialisation, and with it the whole run, repeats exactly for one seed."""
+    first, so the LoRA initialisation, and with it the whole run, repeats exactly for one seed. For training, the
+    sections come from a validated RunConfig (run_training validates first): it holds no 4-bit model without LoRA."""
     source = resolve_model_source(model_cfg.name_or_path, base_dir)
     torch = stack.torch
     if seed is not None:
@@ -115,8 +116,6 @@ def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: Train
         stack.transformers.set_seed(seed)
     dtype_name = choose_dtype(model_cfg.dtype, torch, stack.cuda)
     torch_dtype = getattr(torch, dtype_name)
-    if for_training and four_bit_without_lora(model_cfg.load_in_4bit, lora_cfg):
-        raise ModelError("4-bit weights cannot be trained without LoRA", "quantised weights are frozen", "add a `lora:` section or set load_in_4bit: false")
     try:
         if stack.backend == "unsloth":
             model, tokenizer = _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed)

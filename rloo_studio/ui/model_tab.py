@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs
-from ..config import LoraConfig, RunConfig, apply_overrides, four_bit_without_lora
+from ..config import LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
 from . import text
 from .rewards_tab import unshown_note
+from .wording import page_words
 from .workspace import DRAFT_CONFIG
 
 if TYPE_CHECKING:
@@ -165,9 +166,9 @@ class ModelTab:
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
-        """Write the widget values into the config dict's `model` and `lora` sections; returns problems."""
+        """Write the widget values into the config dict's `model` and `lora` sections; returns problems: none, because
+        the combinations the config refuses (4-bit without LoRA) are the config check's (RunConfig.validate)."""
         name, precision, method, r, alpha, dropout, targets, max_seq, backend, grad_ckpt = values
-        problems = []
         model = cfg.setdefault("model", {})
         model["name_or_path"] = (name or "").strip() or "demo"
         model["load_in_4bit"] = precision == text.PRECISION_CHOICES[0]
@@ -181,10 +182,7 @@ class ModelTab:
                            "target_modules": target if target == "all-linear" else [t.strip() for t in target.split(",") if t.strip()]}
         else:
             cfg.pop("lora", None)  # no section = full fine-tuning (`lora: null` would mean LoRA with defaults)
-            if four_bit_without_lora(model["load_in_4bit"], cfg.get("lora")):
-                problems.append("4-bit weights cannot be trained directly: choose “LoRA adapter” under “What to train”, "
-                                "or 16-bit weights for full fine-tuning")
-        return problems
+        return []
 
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
@@ -213,7 +211,7 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
         return head
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
-    notes = "\n".join(f"- {n}" for n in est.notes)
+    notes = "\n".join(f"- {page_words(n)}" for n in est.notes)  # a note may be a config problem (4-bit without LoRA)
     advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
 

@@ -1,13 +1,14 @@
 """Every label, help line and message the app shows, in one place (so wording stays consistent).
 
-A field that means the same on the page and in a config file takes its help line from the config's own help
-(`config.field_help`), so the two never drift apart. Fields typed differently on the page (a model or data
-choice, comma-separated module names, a dropdown instead of `auto`/`chat`/`plain`) keep a page-worded line here.
+A field that means the same on the page and in a config file takes its label and help line from the config's own
+(`config.field_label`, `config.field_help`), so the two never drift apart. Fields typed differently on the page (a
+model or data choice, comma-separated module names, a dropdown instead of `auto`/`chat`/`plain`) keep a page-worded
+help line here.
 """
 
 from __future__ import annotations
 
-from ..config import field_help
+from ..config import field_help, field_label
 
 TITLE = "RLOO Studio"
 INTRO = (
@@ -21,7 +22,7 @@ INTRO = (
 DEVICE_DETECTING = "Detecting the GPU… (a child process asks PyTorch; this page stays usable meanwhile)"
 PRESET = "Start from a preset"
 PRESET_INFO = "A complete, tested set of settings; pick one, then adjust anything below."
-MODEL = "Model"
+MODEL = field_label("model", "name_or_path")
 MODEL_INFO = "`demo` is the bundled 0.8M-parameter model (works offline). Or a Hugging Face id such as Qwen/Qwen3-0.6B, or a local folder."
 PRECISION = "Weights"
 PRECISION_CHOICES = ("4-bit (QLoRA: least memory)", "16-bit (bf16/fp16 LoRA: faster, more memory)", "32-bit (CPU and tiny models)")
@@ -29,18 +30,18 @@ PRECISION_INFO = "4-bit stores the base model in a quarter of the memory; it nee
 METHOD = "What to train"
 METHOD_CHOICES = ("LoRA adapter (recommended)", "Full fine-tuning (tiny models only)")
 METHOD_INFO = "LoRA trains small added matrices and leaves the model untouched; full fine-tuning changes every weight."
-LORA_R = "LoRA rank (r)"
+LORA_R = field_label("lora", "r")
 LORA_R_INFO = field_help("lora", "r")
-LORA_ALPHA = "LoRA alpha"
+LORA_ALPHA = field_label("lora", "alpha")
 LORA_ALPHA_INFO = field_help("lora", "alpha")
-LORA_DROPOUT = "LoRA dropout"
-LORA_TARGETS = "LoRA target modules"
+LORA_DROPOUT = field_label("lora", "dropout")
+LORA_TARGETS = field_label("lora", "target_modules")
 LORA_TARGETS_INFO = "`all-linear`, or names separated by commas (q_proj, v_proj, …)."
-MAX_SEQ = "Max sequence length (tokens)"
+MAX_SEQ = field_label("model", "max_seq_length")
 MAX_SEQ_INFO = field_help("model", "max_seq_length")
-BACKEND = "Backend"
+BACKEND = field_label("model", "backend")
 BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
-GRAD_CKPT = "Gradient checkpointing"
+GRAD_CKPT = field_label("model", "gradient_checkpointing")
 GRAD_CKPT_INFO = field_help("model", "gradient_checkpointing")
 ESTIMATE_PENDING = "Memory estimate: computing…"
 ESTIMATE_UNKNOWN = ("Memory estimate: this model's shape is unknown (not a local folder, not in the Hugging Face cache, not in "
@@ -56,21 +57,21 @@ LOCAL_PATH = "File path"
 LOCAL_PATH_INFO = "Filled in by the upload, or type the path of a file on this computer."
 HUB_ID = "Dataset id"
 HUB_ID_INFO = "e.g. openai/gsm8k (needs the network the first time; cached afterwards)."
-HUB_CONFIG = "Subset (configuration)"
+HUB_CONFIG = field_label("data", "config_name")
 HUB_CONFIG_INFO = "Only for datasets with several, e.g. `main` for openai/gsm8k."
-SPLIT = "Training split"
-PROMPT_COLUMN = "Prompt column"
+SPLIT = field_label("data", "split")
+PROMPT_COLUMN = field_label("data", "prompt_column")
 PROMPT_COLUMN_INFO = field_help("data", "prompt_column")
 ANSWER_COLUMN = "Answer column (for answer-checking rewards)"
 ANSWER_COLUMN_INFO = "Rewards such as numeric_answer compare the model's answer with this column. Every column reaches your reward functions by name."
-SYSTEM_PROMPT = "System prompt (optional)"
+SYSTEM_PROMPT = field_label("data", "system_prompt")
 SYSTEM_PROMPT_INFO = field_help("data", "system_prompt")
-PROMPT_FORMAT = "Prompt format"
+PROMPT_FORMAT = field_label("data", "prompt_format")
 PROMPT_FORMAT_INFO = "auto: chat messages when the model has a chat template, else plain text."
-TEST_SPLIT = "Held-out split or file (for evaluation)"
+TEST_SPLIT = field_label("data", "test_split")
 TEST_SPLIT_INFO = "A split name (e.g. test) or a file path; left empty, the fraction below is held out instead."
-TEST_FRACTION = "Held-out fraction"
-MAX_TRAIN = "Use at most this many training rows (0 = all)"
+TEST_FRACTION = field_label("data", "test_fraction")
+MAX_TRAIN = field_label("data", "max_train_samples")
 PREVIEW_DATA = "Load and check the data"
 
 # ---- Rewards --------------------------------------------------------------------------------------
@@ -119,25 +120,10 @@ SCAN_KEEP_MIXED = "Only the mixed prompts (drop always and never solved)"
 SCAN_KEEP_BAND = "Prompts whose mean total reward lies in a band"
 
 # ---- Train ----------------------------------------------------------------------------------------
-RLOO_FIELDS = {
-    # key: (label, one-line explanation)
-    "num_generations": ("Completions per prompt (k)", "Each completion is compared with the mean of the other k−1. Higher: a steadier baseline, slower steps."),
-    "per_device_train_batch_size": ("Batch per device (completions)", "A multiple of k. A step uses this × accumulation steps × processes (the line below the form). Higher: smoother updates, more memory."),
-    "max_completion_length": ("Max completion length (tokens)", "Longer allows more reasoning, costs memory and time."),
-    "learning_rate": ("Learning rate", "How big each update is. Too high breaks the model; LoRA on real models: 1e-5 to 1e-4."),
-    "beta": ("KL penalty (beta)", "0 = none (faster). 0.01–0.05 keeps the model close to where it started."),
-    "temperature": ("Sampling temperature", "Higher: more varied completions (more to learn from); lower: more focused."),
-    "max_steps": ("Training steps", "Optimiser updates. With one pass per batch each step samples new completions, scores them and updates the model once."),
-    "num_iterations": ("Passes per batch", "1 = plain RLOO; N reuses each batch of completions for N steps with clipping (new completions and reward logs every N steps)."),
-    "epsilon": ("Clipping range (epsilon)", "Only matters with more than one pass per batch."),
-    "normalize_advantages": ("Normalise advantages", "Divide advantages by their standard deviation over the batch."),
-    "top_p": ("Top-p", "Sample only from the most likely tokens that make up this probability (1 = all)."),
-    "seed": ("Seed", "Same seed and settings: the same run."),
-    "save_steps": ("Checkpoint every N steps", "Stop and resume continue from the last checkpoint. With several passes per batch, checkpoints and stops wait for the end of a batch's passes."),
-}
 RLOO_MAIN = ("num_generations", "per_device_train_batch_size", "max_completion_length", "learning_rate", "beta", "temperature", "max_steps")
 RLOO_ADVANCED = ("num_iterations", "epsilon", "normalize_advantages", "top_p", "seed", "save_steps")
-RUN_NAME = "Run name (optional)"
+RLOO_FIELDS = {key: (field_label("rloo", key), field_help("rloo", key)) for key in RLOO_MAIN + RLOO_ADVANCED}  # key: (label, help)
+RUN_NAME = field_label("output", "run_name")
 START = "Start training"
 STOP = "Stop"
 RESUME = "Resume"

@@ -3,26 +3,21 @@
 Config validation, the data check and the export speak to the command line (`rloo.num_generations`,
 `set data.prompt_column`, `--format merged`); the page shows the same problem with its own labels
 (“Completions per prompt (k)”, “Prompt column”, the Export tab's Format) and, where one fits, a
-value to use. The labels come from `text`, so each is written once.
+value to use. The labels come from the config's fields (`config.field_labels`) and `text`, so each is written once.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..config import batch_sizes_around
+from ..config import FOUR_BIT_NEEDS_LORA, batch_sizes_around, field_labels
 from . import text
 
 CONFIG_LABELS = {
-    **{f"rloo.{key}": label for key, (label, _help) in text.RLOO_FIELDS.items()},
-    "model.name_or_path": text.MODEL, "model.max_seq_length": text.MAX_SEQ, "model.backend": text.BACKEND,
-    "model.load_in_4bit": text.PRECISION, "model.dtype": text.PRECISION,
-    "lora.r": text.LORA_R, "lora.alpha": text.LORA_ALPHA, "lora.dropout": text.LORA_DROPOUT, "lora.target_modules": text.LORA_TARGETS,
-    "data.source": text.SOURCE, "data.prompt_column": text.PROMPT_COLUMN, "data.system_prompt": text.SYSTEM_PROMPT,
-    "data.test_split": text.TEST_SPLIT, "data.test_fraction": text.TEST_FRACTION, "data.max_train_samples": text.MAX_TRAIN,
-    "data.prompt_format": text.PROMPT_FORMAT, "data.split": text.SPLIT, "data.config_name": text.HUB_CONFIG,
+    **field_labels(),  # every field the form shows under its own name
+    # Fields the form shows through a widget of its own: one choice for precision and dtype, one for the data's source.
+    "model.load_in_4bit": text.PRECISION, "model.dtype": text.PRECISION, "data.source": text.SOURCE,
     "params.answer_column": text.ANSWER_COLUMN, "answer_column": text.ANSWER_COLUMN,
-    "output.run_name": text.RUN_NAME,
 }
 _KEY = re.compile(r"(?<![\w./])(?:(?:rloo|model|lora|data|output)\.[a-z_0-9]+|params\.answer_column|answer_column)(?![\w])")
 _FORMAT = re.compile(r"--format (\w+)")
@@ -32,6 +27,14 @@ _GEN_BATCH = re.compile(r"rloo: the generation batch \((?:per_device_train_batch
 
 def label(key: str) -> str:
     return f"“{CONFIG_LABELS[key]}”" if key in CONFIG_LABELS else f"`{key}`"
+
+
+# Problems the page says whole, naming what to choose where instead of the config's sections and values.
+_WHOLE = {
+    FOUR_BIT_NEEDS_LORA: f"{label('model.load_in_4bit')}: 4-bit weights cannot be trained directly; choose "
+                         f"“{text.METHOD_CHOICES[0]}” under “{text.METHOD}”, or 16-bit or 32-bit {label('model.load_in_4bit')} "
+                         "for full fine-tuning",
+}
 
 
 def _batch_problem(m: re.Match) -> str:
@@ -48,6 +51,8 @@ def _batch_problem(m: re.Match) -> str:
 
 def page_words(problem: str) -> str:
     """The problem with config keys replaced by the page's labels (the CLI keeps the original)."""
+    if problem in _WHOLE:
+        return _WHOLE[problem]
     problem = _GEN_BATCH.sub(lambda m: _batch_problem(m), problem)
     problem = re.sub(r"^\s*(?:rloo|model|lora|data|output)\.[a-z_0-9]+(?=:)", lambda m: label(m.group(0).strip()), problem)
     problem = _FORMAT.sub(lambda m: f"the Export tab's Format “{m.group(1)}”", problem)

@@ -108,7 +108,9 @@ def test_lora_and_precision_choices_reach_the_config(app):
     form[text.METHOD] = text.METHOD_CHOICES[1]
     form[text.PRECISION] = text.PRECISION_CHOICES[0]
     problems = form.call("/show_config")[0]
-    assert "4-bit weights cannot be trained directly" in problems
+    # Once (the config check's problem), in the page's words: what to choose, not which section to add.
+    assert problems.count("4-bit weights cannot be trained directly") == 1
+    assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in problems and "load_in_4bit" not in problems
 
 
 def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from rloo_studio.config import RunConfig
+from rloo_studio.config import FOUR_BIT_NEEDS_LORA, RunConfig, apply_overrides
 from rloo_studio.presets import list_presets, recommend
 from rloo_studio.vram import (
     FITS_FRACTION, GIB, KNOWN_MODELS, NF4_BYTES_PER_PARAM, Settings, estimate, estimate_config, find_shape, shape_from_config,
-    shrink_to_fit,
+    settings_from_config, shrink_to_fit,
 )
 
 QWEN3_06B = KNOWN_MODELS["Qwen/Qwen3-0.6B"]
@@ -80,11 +80,31 @@ def _total(**changes) -> float:
     ({"load_in_4bit": True}, {}),
     ({}, {"lora_r": None}),
     ({}, {"gradient_checkpointing": False}),
-    ({}, {"lora_r": None, "beta": 0.05}),
+    ({"lora_r": None, "beta": 0.0}, {"lora_r": None, "beta": 0.05}),
     ({"optimizer": "adamw_8bit", "lora_r": None}, {"lora_r": None}),
 ])
 def test_more_of_anything_needs_more_memory(smaller, larger):
     assert _total(**smaller) < _total(**larger)
+
+
+def test_settings_default_to_what_a_config_gets():
+    """Settings' defaults are the config's (LoRA section, RLOO defaults, TRL's beta), not numbers of the estimator's own."""
+    assert Settings() == settings_from_config(RunConfig.from_dict({"lora": {}}), gpu_bf16=True)
+
+
+def test_4bit_without_lora_is_noted_with_the_config_check_words():
+    assert FOUR_BIT_NEEDS_LORA in estimate(QWEN3_06B, Settings(load_in_4bit=True, lora_r=None)).notes
+    assert FOUR_BIT_NEEDS_LORA not in estimate(QWEN3_06B, Settings(load_in_4bit=True)).notes
+    assert FOUR_BIT_NEEDS_LORA not in estimate(QWEN3_06B, Settings(lora_r=None)).notes
+
+
+def test_shrink_to_fit_never_proposes_4bit_without_lora():
+    full = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-4B"}, "rewards": [{"name": "numeric_answer"}]})
+    assert full.lora is None and full.validate() == []
+    changes, _ = shrink_to_fit(full, 24)
+    assert changes["model.load_in_4bit"] is True and changes["lora.r"] == 16
+    proposed = RunConfig.from_dict(apply_overrides(full.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]))
+    assert proposed.validate() == []
 
 
 def test_beta_needs_no_reference_copy_with_lora():

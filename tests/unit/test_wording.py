@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rloo_studio.config import RunConfig
 from rloo_studio.ui import text
-from rloo_studio.ui.wording import page_words
+from rloo_studio.ui.wording import CONFIG_LABELS, page_words
 
 
 def test_the_batch_problem_names_the_page_fields_and_values_to_use():
@@ -41,3 +41,39 @@ def test_fields_that_mean_the_same_share_one_help_line_with_the_config():
     for shown, (section, name) in shared.items():
         assert shown == field_help(section, name)
         assert "`" not in shown  # page words: no config syntax
+
+
+def test_the_4bit_problem_says_what_to_choose_on_the_page():
+    """The config check's 4-bit-without-LoRA problem: config words on the command line, the page's choices on the page."""
+    cli = RunConfig.from_dict({"model": {"load_in_4bit": True}}).validate()
+    cli = [p for p in cli if p.startswith("model.load_in_4bit:")]
+    assert len(cli) == 1 and "add a `lora:` section" in cli[0]
+    page = page_words(cli[0])
+    assert page.startswith(f"“{text.PRECISION}”: 4-bit weights cannot be trained directly")
+    assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in page
+    assert "lora:" not in page and "load_in_4bit" not in page and "`" not in page
+
+
+def test_the_estimate_notes_4bit_without_lora_in_page_words():
+    from rloo_studio.ui.model_tab import estimate_markdown
+    from rloo_studio.vram import KNOWN_MODELS, Settings, estimate
+
+    est = estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=None), device_gib=16)
+    shown = estimate_markdown(est, "Test GPU")
+    assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in shown and "load_in_4bit" not in shown
+
+
+def test_a_config_fields_label_is_written_once_in_the_config():
+    """The form's label for a config field comes from `config.field_label`: ui/text.py holds no copy of one, so the page
+    and the messages in page words (CONFIG_LABELS) cannot drift apart."""
+    import ast
+
+    from rloo_studio.config import field_labels
+    from rloo_studio.paths import PROJECT_ROOT
+
+    source = (PROJECT_ROOT / "rloo_studio" / "ui" / "text.py").read_text(encoding="utf-8")
+    literals = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    labels = field_labels()
+    assert not literals & set(labels.values()), literals & set(labels.values())
+    assert all(CONFIG_LABELS[key] == label for key, label in labels.items())
+    assert text.LORA_R == labels["lora.r"] and text.RLOO_FIELDS["num_generations"][0] == labels["rloo.num_generations"]
