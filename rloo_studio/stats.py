@@ -122,8 +122,8 @@ def overlap(a: dict, b: dict) -> bool:
 
 def summary_estimate(summary: dict, key: str) -> dict:
     """One number of an evaluation summary (eval.json's `base`, `tuned`, …) with its interval and n, as `fmt_interval`
-    takes it (an older eval.json has the value only)."""
-    return {"value": summary.get(key), **(summary.get("intervals") or {}).get(key, {})}
+    takes it."""
+    return {"value": summary[key], **summary["intervals"][key]}
 
 
 def fmt_interval(estimate: dict | None, percent: bool = False) -> str:

@@ -1,8 +1,8 @@
 """Chat generation for the comparison: one loaded base model, a run's adapter switched on or off.
 
 `ChatModel` holds at most one base model in memory and attaches a run's LoRA adapters to it by
-name (the final adapter and any checkpoint), so the *base* side is the same weights with the
-adapter disabled — never a second copy, never the tuned model by accident. Every reply carries
+name (the final adapter and any checkpoint, through `engine.adapters`), so the *base* side is the
+same weights with the adapter disabled — never a second copy, never the tuned model by accident. Every reply carries
 an `AdapterState` read from the LoRA layers at generation time (inside the same context that
 generates), which is what the app's badge shows; a mismatch with the side asked for is an error,
 not a silently wrong answer. Prompts are tokenised with the run's own data settings (chat
@@ -22,6 +22,7 @@ from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards.builtin import split_thinking
+from .adapters import AdapterSwitch, adapter_name
 
 FINAL = runs.FINAL
 SIDES = ("base", "tuned")
@@ -135,13 +136,14 @@ class ChatModel:
 
     def __init__(self):
         self.model = None          # LoRA runs: a PeftModel over the base model; full runs: the base model
+        self.adapters: AdapterSwitch | None = None  # LoRA runs: the adapters attached to the base model, every run's
         self.tuned_model = None    # full runs only: the fine-tuned weights
+        self.tuned_version: dict[str, str] = {}  # full runs: the tuned model's name -> version
         self.tuned_folder: str | None = None
         self.kind = "lora"
         self.source: str | None = None
         self.tokenizer = None
         self.base_key = None       # what identifies the loaded base (kind, source, quantisation, dtype)
-        self.loaded: dict[str, str] = {}   # adapter name -> folder
         self.run_dir: Path | None = None
         self.cfg: RunConfig | None = None
         self.adapter_name: str | None = None
@@ -162,7 +164,7 @@ class ChatModel:
         stack = import_training_stack("transformers")  # generation only: plain transformers + PEFT, as eval does
         source = resolve_model_source(cfg.model.name_or_path, run_dir)
         base_key = (kind, source, cfg.model.load_in_4bit and stack.cuda, cfg.model.dtype)
-        name = f"{run_dir.name}/{checkpoint}".replace(".", "_")  # PEFT adapter names may not contain dots
+        label = f"{run_dir.name}/{checkpoint}"
         if self.model is None or base_key != self.base_key:
             self.unload()
             progress(f"loading the base model {source}")
@@ -172,35 +174,35 @@ class ChatModel:
             base = load_model(model_cfg, None, stack, run_dir, for_training=False)
             self.tokenizer, self.base_key, self.kind, self.source = base.tokenizer, base_key, kind, source
             self.base_loads += 1
-            if kind == "lora":
-                progress(f"attaching the adapter {checkpoint}")
-                self.model = stack.peft.PeftModel.from_pretrained(base.model, str(folder), adapter_name=name).eval()
-                self.loaded = {name: version}
+            if kind == "lora":  # every run's adapters on this base model: switching runs or checkpoints loads no base
+                self.adapters = AdapterSwitch(stack.peft, base.model)  # self.model: the PeftModel once one is attached
             else:
                 self.model = base.model.eval()
+        name = adapter_name(label)
         if kind == "lora":
-            if self.loaded.get(name) != version:
+            if not self.adapters.holds(label, version):
                 progress(f"attaching the adapter {checkpoint}")
-                if name in self.loaded:
-                    self.model.delete_adapter(name)
-                self.model.load_adapter(str(folder), adapter_name=name)
-                self.loaded[name] = version
-            self.model.set_adapter(name)
-        elif self.loaded.get(name) != version:
+            self.model = self.adapters.use(folder, label, version)
+        elif self.tuned_version.get(name) != version:
             progress(f"loading the tuned weights {checkpoint}")
             self.tuned_model = None  # drop the previous checkpoint's copy before loading the next
             self.tuned_model = stack.transformers.AutoModelForCausalLM.from_pretrained(
                 str(folder), dtype=self.model.dtype).to(next(self.model.parameters()).device).eval()
             self.tuned_folder = str(folder)
-            self.loaded = {name: version}
+            self.tuned_version = {name: version}
         self.model.eval()
         self.adapter_name, self.run_dir, self.cfg = name, run_dir, cfg
         return {"run": run_dir.name, "checkpoint": checkpoint, "adapter": name, "base_model": source, "kind": kind,
                 "system_prompt": cfg.data.system_prompt or "", "chat_format": self._chat_format()}
 
+    @property
+    def loaded(self) -> dict[str, str]:
+        """The weights held, name -> version: the attached adapters (LoRA runs) or the tuned model (full runs)."""
+        return self.adapters.loaded if self.adapters else self.tuned_version
+
     def unload(self) -> None:
-        self.model = self.tuned_model = self.tuned_folder = self.tokenizer = self.base_key = self.adapter_name = None
-        self.loaded = {}
+        self.model = self.adapters = self.tuned_model = self.tuned_folder = self.tokenizer = self.base_key = self.adapter_name = None
+        self.tuned_version = {}
         import gc
 
         gc.collect()

@@ -5,7 +5,7 @@ All sides use one loaded base model and the same decoding: greedy by default, or
 score the mean over its k). The base side is generated once, on the plain base model, with its
 own token budget when `base_max_new_tokens` is given (a base cut off by a short budget looks worse
 than it is); then each chosen checkpoint's LoRA adapter is loaded into one PeftModel by name
-(`load_adapter` + `set_adapter`, the previous adapter dropped), so evaluating every checkpoint
+(`engine.adapters`, the previous adapter dropped), so evaluating every checkpoint
 costs one model load, not one per checkpoint. A fully fine-tuned run loads each checkpoint's
 saved model instead. Completions are scored by the run's reward functions exactly as in training.
 
@@ -40,7 +40,6 @@ k × prompts. `plan` comes first, `done` last.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,7 @@ from ..rewards.builtin import numeric_answer, think_format
 from ..rewards.preview import TrainerStateStub
 from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
+from .adapters import AdapterSwitch
 
 ANSWER_REWARDS = ("numeric_answer", "exact_match")
 BASE_SIDE = "base"
@@ -403,21 +403,12 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     sides: list[_Side] = []
     select_sides: list[_Side] = []
     several = len(selected) > 1
-    peft_model, active = None, None
+    adapters = AdapterSwitch(stack.peft, base.model, keep=False)  # each checkpoint is visited once: one adapter in memory
     for ck in selected:
         try:
             _check_weights(ck.path)  # before the model is touched: a failed load must not leave half an adapter in it
             if ck.kind == "adapter":
-                adapter_name = re.sub(r"\W", "_", ck.name)  # module-dict keys: no dots or dashes
-                if peft_model is None:
-                    from peft import PeftModel
-
-                    peft_model = PeftModel.from_pretrained(base.model, str(ck.path), adapter_name=adapter_name).eval()
-                else:
-                    peft_model.load_adapter(str(ck.path), adapter_name=adapter_name)
-                    peft_model.set_adapter(adapter_name)
-                    peft_model.delete_adapter(active)  # one adapter in memory at a time
-                active, model = adapter_name, peft_model
+                model = adapters.use(ck.path, ck.name)
             else:
                 model = stack.transformers.AutoModelForCausalLM.from_pretrained(str(ck.path), dtype=base.model.dtype).to(device).eval()
         except Exception as exc:  # noqa: BLE001 - a torn weights file: skip it when comparing many

@@ -37,8 +37,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,8 +46,9 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..model_files import TOKENIZER_FILES
 from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
+from ..stats import fmt_paired, summary_estimate
 from . import gguf_check, gguf_tokenizer, ollama
-from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, find_llama_cpp, get_converter  # noqa: F401 - re-exported
+from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, get_converter
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR
@@ -341,71 +340,55 @@ def _fmt(value, pct=False) -> str:
 
 
 def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str:
-    """The evaluation table from eval.json, tolerant of missing or extra keys."""
-    report = runs.read_json(run_dir / runs.EVAL_FILE)
-    base = report.get("base") if report else None
-    tuned, wtl = None, None
-    # The numbers of exactly the exported weights: eval.json may hold several checkpoints, or another one.
-    for entry in (report or {}).get("checkpoints") or []:
-        if isinstance(entry, dict) and entry.get("name") == checkpoint_label:
-            tuned, wtl = entry.get("summary"), entry.get("tuned_vs_base")
-    if tuned is None and report and report.get("checkpoint", runs.FINAL) == checkpoint_label:
-        tuned, wtl = report.get("tuned"), report.get("tuned_vs_base")
-    if not isinstance(base, dict) or not isinstance(tuned, dict):
+    """The evaluation table of exactly the exported weights, from eval.json; "not evaluated yet" when it has none of them."""
+    report = runs.read_json(run_dir / runs.EVAL_FILE) or {}
+    # eval.json may hold several checkpoints, or only others than the exported one.
+    entry = next((e for e in report.get("checkpoints", []) if e["name"] == checkpoint_label), None)
+    if entry is None:
         which = "" if checkpoint_label == runs.FINAL else f" --checkpoint {checkpoint_label}"
         return (f"Not evaluated yet for these weights ({checkpoint_label}); run `rloo-studio eval {run_dir}{which}` to compare "
                 "them with the base model on held-out prompts.\n")
-    from ..stats import fmt_paired
-
-    decoding = report.get("decoding") if isinstance(report.get("decoding"), dict) else {}
-    tokens = decoding.get("max_new_tokens")
-    budgets = tokens if isinstance(tokens, dict) else {"base": tokens, "tuned": tokens}
-    how = (f"Sampled pass@1 ({decoding.get('samples')} samples per prompt at temperature {decoding.get('temperature')}, scored by their mean)"
-           if decoding.get("mode") == "sampled" else "Greedy decoding")
-    n = report.get("n_prompts")
-    lines = [f"{how} on {n if isinstance(n, int) else 'the'} held-out prompts"
-             + (f" ({report['split']})" if isinstance(report.get("split"), str) else "") + ", scored by the run's own rewards"
-             + f" (tuned = {checkpoint_label}). Token budget: base {budgets.get('base', '-')}, tuned {budgets.get('tuned', '-')}. "
+    base, tuned, decoding = report["base"], entry["summary"], report["decoding"]
+    budgets = decoding["max_new_tokens"]
+    how = (f"Sampled pass@1 ({decoding['samples']} samples per prompt at temperature {decoding['temperature']}, scored by their mean)"
+           if decoding["mode"] == "sampled" else "Greedy decoding")
+    lines = [f"{how} on {report['n_prompts']} held-out prompts ({report['split']}), scored by the run's own rewards"
+             f" (tuned = {checkpoint_label}). Token budget: base {budgets['base']}, tuned {budgets['tuned']}. "
              "Brackets: 95 % intervals (Wilson for rates, bootstrap over prompts for mean reward).\n"]
     lines += ["| metric | base | tuned |", "|---|---|---|"]
     for label, key, pct in (("answer accuracy", "answer_accuracy", True), ("format rate", "format_rate", True),
                             ("truncated by the token budget", "truncation_rate", True), ("mean total reward", "mean_reward", False)):
         lines.append(f"| {label} | {_fmt_estimate(base, key, pct)} | {_fmt_estimate(tuned, key, pct)} |")
-    base_rewards = base.get("rewards") if isinstance(base.get("rewards"), dict) else {}
-    tuned_rewards = tuned.get("rewards") if isinstance(tuned.get("rewards"), dict) else {}
-    for name in dict.fromkeys([*base_rewards, *tuned_rewards]):
-        lines.append(f"| reward `{name}` | {_fmt(base_rewards.get(name))} | {_fmt(tuned_rewards.get(name))} |")
-    if isinstance(wtl, dict) and "distinguishable" in wtl:
-        lines.append(f"\n{fmt_paired(wtl, 'Tuned', 'base')}.")
-    elif isinstance(wtl, dict) and all(isinstance(wtl.get(k), int) for k in ("wins", "ties", "losses")):
-        lines.append(f"\nTuned vs base per prompt: {wtl['wins']} wins, {wtl['ties']} ties, {wtl['losses']} losses.")
+    for name in dict.fromkeys([*base["rewards"], *tuned["rewards"]]):
+        lines.append(f"| reward `{name}` | {_fmt(base['rewards'].get(name))} | {_fmt(tuned['rewards'].get(name))} |")
+    lines.append(f"\n{fmt_paired(entry['tuned_vs_base'], 'Tuned', 'base')}.")
     lines.append(_how_chosen(report, checkpoint_label))
     return "\n".join(lines) + "\n"
 
 
 def _fmt_estimate(summary: dict, key: str, pct: bool) -> str:
-    """`41.7% [19.3, 68.0] (n=12)`; the value alone for an eval.json without intervals."""
-    text = _fmt(summary.get(key), pct)
-    interval = (summary.get("intervals") or {}).get(key) if isinstance(summary.get("intervals"), dict) else None
-    if text == "-" or not isinstance(interval, dict) or not isinstance(interval.get("low"), (int, float)):
+    """`41.7% [19.3, 68.0] (n=12)`; `-` when no prompt could be scored."""
+    estimate = summary_estimate(summary, key)
+    text = _fmt(estimate["value"], pct)
+    if text == "-":
         return text
     scale, digits = (100, 1) if pct else (1, 3)
-    return f"{text} [{scale * interval['low']:.{digits}f}, {scale * interval['high']:.{digits}f}] (n={interval.get('n')})"
+    return f"{text} [{scale * estimate['low']:.{digits}f}, {scale * estimate['high']:.{digits}f}] (n={estimate['n']})"
 
 
 def _how_chosen(report: dict, checkpoint_label: str) -> str:
     """How these weights were chosen: by the person, or by the evaluation's selection on other prompts."""
-    selection = report.get("selection") if isinstance(report.get("selection"), dict) else {}
-    if selection.get("method") not in ("cross-fit halves", "validation split"):
+    selection = report["selection"]
+    if selection["method"] not in ("cross-fit halves", "validation split"):
         return ("\nHow these weights were chosen: " + ("the final weights of the run (no checkpoint selection)."
                                                         if checkpoint_label == runs.FINAL else f"{checkpoint_label}, picked by hand."))
-    folds = "; ".join(f"on {f.get('chosen_on')}: {f.get('chosen')}" for f in selection.get("folds", []) if isinstance(f, dict))
-    if report.get("best") == checkpoint_label:
+    folds = "; ".join(f"on {f['chosen_on']}: {f['chosen']}" for f in selection["folds"])
+    if report["best"] == checkpoint_label:
         how = (f"{checkpoint_label} was chosen by mean reward ({selection['method']}: {folds}) and reported on "
-               f"{selection.get('reported_on')}, where it is distinguishable from {selection.get('chosen_vs_tuned', {}).get('tuned', 'final')}.")
+               f"{selection['reported_on']}, where it is distinguishable from {selection['chosen_vs_tuned']['tuned']}.")
     else:
         how = (f"{checkpoint_label}; the evaluation's selection ({selection['method']}: {folds}) found no checkpoint "
-               f"distinguishable from the final weights ({selection.get('verdict', '')}).")
+               f"distinguishable from the final weights ({selection['verdict']}).")
     return "\nHow these weights were chosen: " + how
 
 
@@ -446,12 +429,12 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
         f"# {run_dir.name} — {fmt} export",
         "",
         f"Fine-tuned with RLOO (REINFORCE Leave-One-Out, TRL 1.15 `RLOOTrainer`) by RLOO Studio"
-        f"{', from ' + label if label != 'final' else ''}.",
+        f"{', from ' + label if label != runs.FINAL else ''}.",
         "",
         f"- Base model: `{base}`",
         f"- Method: {'LoRA (r=%s, alpha=%s, target_modules=%s)' % (lora.r, lora.alpha, lora.target_modules) if lora else 'full fine-tuning'}"
         + (", base loaded in 4-bit during training (QLoRA)" if cfg.model.load_in_4bit else ""),
-        f"- Weights: {'final (end of training)' if label == 'final' else label} — exported {time.strftime('%Y-%m-%d %H:%M')}",
+        f"- Weights: {'final (end of training)' if label == runs.FINAL else label} — exported {time.strftime('%Y-%m-%d %H:%M')}",
         f"- Data: `{cfg.data.source}` (prompt column `{cfg.data.prompt_column}`)",
         "",
         "## RLOO settings",

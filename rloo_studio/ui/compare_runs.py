@@ -93,7 +93,7 @@ def eval_rows(run_dirs: list[Path]) -> list[list[str]]:
         if not isinstance(report, dict) or not isinstance(report.get("tuned"), dict):
             rows.append([Path(run_dir).name, "not evaluated (Evaluate tab)", "-", "-", "-"])
             continue
-        tuned, base = report["tuned"], report.get("base") or {}
+        tuned, base = report["tuned"], report["base"]
         rows.append([Path(run_dir).name, str(report.get("checkpoint") or runs.FINAL),
                      fmt_interval(summary_estimate(tuned, "mean_reward")),
                      fmt_interval(summary_estimate(tuned, "answer_accuracy"), True),

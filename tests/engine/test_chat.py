@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import make_adapter_run
+from helpers import ROOT
 
 from rloo_studio.errors import StudioError
 from rloo_studio.inference_client import InferenceWorker
@@ -28,9 +28,9 @@ MESSAGES = [{"role": "user", "content": "What is 12 + 7?"}]
 
 
 @pytest.fixture(scope="module")
-def chat_run(tmp_path_factory, tiny_model_dir):
+def chat_run(tmp_path_factory, adapter_run):
     """A run directory with a final adapter and one checkpoint, each with different random weights."""
-    return make_adapter_run(tmp_path_factory.mktemp("runs") / "20260101-000000-chat", tiny_model_dir)
+    return adapter_run(tmp_path_factory.mktemp("runs") / "20260101-000000-chat")
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +146,55 @@ def test_checkpoints_share_one_base_model(chat_run, worker, tiny_model_dir):
     _chat(worker, chat_run, "final")
     status = worker.status()
     assert status["base_loads"] == loads_before and len(status["adapters"]) == 2  # switching loads no second base model
+
+
+SWITCH = """
+import json, shutil, sys
+from pathlib import Path
+import peft, torch
+from transformers import AutoModelForCausalLM
+from rloo_studio.engine.adapters import AdapterSwitch
+
+model_dir, run, tmp = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+final, ckpt = run / "adapter", run / "checkpoints" / "checkpoint-1"
+ids = torch.tensor([[5, 6, 7, 8, 9]])
+def out(model):
+    with torch.no_grad():
+        return model(input_ids=ids).logits[0, -1]
+fresh = {name: out(peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(model_dir), str(folder)).eval())
+         for name, folder in (("final", final), ("checkpoint-1", ckpt))}
+same = lambda logits, name: bool(torch.allclose(logits, fresh[name], atol=1e-5))  # noqa: E731
+result = {}
+# As the chat holds them: every adapter kept, switched by name; rewritten weights loaded again when their version changes.
+held = AdapterSwitch(peft, AutoModelForCausalLM.from_pretrained(model_dir))
+result["held"] = [same(out(held.use(final, "run.1/final", "v1")), "final"), same(out(held.use(ckpt, "run.1/checkpoint-1", "v1")), "checkpoint-1"),
+                  same(out(held.use(final, "run.1/final", "v1")), "final")]
+moving = tmp / "moving"
+shutil.copytree(final, moving)
+first = same(out(held.use(moving, "moving", "v1")), "final")
+shutil.rmtree(moving)
+shutil.copytree(ckpt, moving)
+result["rewritten"] = [first, same(out(held.use(moving, "moving", "v1")), "final"), same(out(held.use(moving, "moving", "v2")), "checkpoint-1")]
+result["held_names"] = sorted(held.model.peft_config)
+# As the evaluation visits them: one adapter in memory at a time.
+visiting = AdapterSwitch(peft, AutoModelForCausalLM.from_pretrained(model_dir), keep=False)
+result["visiting"] = [same(out(visiting.use(final, "final")), "final"), same(out(visiting.use(ckpt, "checkpoint-1")), "checkpoint-1")]
+result["visiting_names"] = sorted(visiting.model.peft_config)
+print(json.dumps(result))
+"""
+
+
+def test_one_adapter_switch_for_the_chat_and_the_evaluation(chat_run, tiny_model_dir, tmp_path):
+    """engine.adapters, as both callers use it: each adapter generates as a fresh PeftModel of its folder would; the chat's
+    keeps every adapter (reloading rewritten weights only when their version changed), the evaluation's one at a time."""
+    done = subprocess.run([sys.executable, "-c", SWITCH, str(tiny_model_dir), str(chat_run), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["held"] == [True, True, True]
+    assert result["held_names"] == ["moving", "run_1/checkpoint-1", "run_1/final"]  # dots replaced; dashes and the slash kept
+    assert result["rewritten"] == [True, True, True]  # v1 again: still the first weights; v2: the rewritten ones
+    assert result["visiting"] == [True, True] and result["visiting_names"] == ["checkpoint-1"]
 
 
 def test_unknown_checkpoint_and_bad_settings_are_explained(chat_run, worker):

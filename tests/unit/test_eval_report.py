@@ -108,12 +108,14 @@ def six_prompt_report() -> dict:
     record, best = evaluate._cross_fit([ckpt, final], base, final, SEED)
     everything = list(range(6))
     return {"run": "r", "split": "test", "n_prompts": 6,
-            "decoding": {"mode": "greedy", "greedy": True, "samples": 1, "max_new_tokens": {"base": 64, "tuned": 16}},
+            "decoding": {"mode": "greedy", "greedy": True, "samples": 1, "temperature": None, "top_p": None, "seed": None,
+                         "max_new_tokens": {"base": 64, "tuned": 16}},
             "base": evaluate._summary(base, everything, SEED), "tuned": evaluate._summary(final, everything, SEED),
             "tuned_vs_base": stats.paired(base.totals, final.totals, SEED), "checkpoint": "final",
             "checkpoints": [{"name": s.name, "step": s.step, "summary": evaluate._summary(s, everything, SEED),
                              "tuned_vs_base": stats.paired(base.totals, s.totals, SEED)} for s in (ckpt, final)],
-            "selection": record, "best": best, "examples": [], "seconds": 1.0}
+            "selection": record, "best": best, "skipped": [], "reward_weights": {"r": 1.0}, "per_prompt": [], "examples": [],
+            "seconds": 1.0}
 
 
 def test_the_evaluate_tab_does_not_claim_a_win_on_six_prompts():
@@ -139,18 +141,6 @@ def test_the_evaluate_tab_names_a_best_checkpoint_when_it_is_distinguishable():
     report["best"] = "checkpoint-120"
     report["selection"]["chosen_vs_tuned"] = {**report["selection"]["chosen_vs_tuned"], "distinguishable": True}
     assert "Best checkpoint: **checkpoint-120**" in eval_tab.summary_markdown(report)
-
-
-def test_an_older_eval_json_still_shows_without_claims():
-    from rloo_studio.ui import eval_tab
-
-    old = {"n_prompts": 6, "split": "test", "decoding": {"greedy": True, "max_new_tokens": 12}, "checkpoint": "final",
-           "base": {"mean_reward": 0.1, "answer_accuracy": 0.0, "format_rate": 0.5},
-           "tuned": {"mean_reward": 0.5, "answer_accuracy": 0.167, "format_rate": 1.0},
-           "tuned_vs_base": {"wins": 5, "ties": 1, "losses": 0}, "best": "final", "seconds": 2}
-    text = eval_tab.summary_markdown(old)
-    assert "token budget: base 12, tuned 12" in text and "evaluate again" in text and "Best checkpoint" not in text
-    assert eval_tab.table(old)[1][:5] == ["final", None, 6, 12, "0.500"]
 
 
 def test_the_model_card_gives_intervals_budgets_and_how_the_weights_were_chosen(tmp_path):
