@@ -4,6 +4,7 @@ Layers, top to bottom; a module imports only from the layers below it (and from 
 ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import in the package:
 
     front      ui (the Gradio page)       cli (the `rloo-studio` command; starts the ui and the engine)
+               data_parallel (the launcher of `train --num-processes N`: the run directory, the ranks, the clean stop)
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
     services   rewards/  alerts  data  scan  vram  presets  jobs  trial  inference_client  serve  wall  hardware  distributed  model_files
     contract   runs (the run directory)  config (RunConfig)  batching  stats
@@ -22,7 +23,7 @@ BASE = {"errors", "procs", "paths"}
 ALLOWED_IMPORTS: dict[str, set[str]] = {
     "errors": set(), "procs": set(), "paths": set(), "demo_task": set(), "tinymodel": set(),
     "alerts": set(), "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
-    "wall": BASE, "serve": BASE, "hardware": BASE, "distributed": BASE, "model_files": BASE,
+    "wall": BASE, "serve": BASE | {"runs"}, "hardware": BASE, "distributed": BASE, "model_files": BASE,
     "presets": BASE | {"config"},
     "data": BASE | {"config", "demo_task"},
     "vram": BASE | {"config"},
@@ -36,5 +37,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "ui": BASE | {"alerts", "config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "trial", "inference_client",
                   "serve", "wall", "hardware", "distributed", "scan"},
     "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "vram", "presets", "jobs", "trial", "inference_client",
-                   "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel", "model_files", "scan"},
+                   "serve", "wall", "hardware", "distributed", "engine", "ui", "demo_task", "tinymodel", "model_files", "scan",
+                   "data_parallel"},
+    "data_parallel": BASE | {"config", "runs", "distributed", "engine"},
 }

@@ -1,9 +1,9 @@
 """The `rloo-studio` command line: train, runs, eval, export, preview, scan, estimate, rewards, ui.
 
-Each subcommand parses its arguments, calls one function of the engine or the runs layer, and
-turns a StudioError into one clear message on stderr with a non-zero exit code (2 for bad
-input, 1 for a failed run) — never a bare traceback. `--json` prints one JSON document on
-stdout and nothing else there. Heavy imports (torch, TRL) happen only inside `train`.
+Each subcommand parses its arguments, calls one function of the engine, the runs layer or (training
+in several processes) data_parallel, and turns a StudioError into one clear message on stderr with
+a non-zero exit code (2 for bad input, 1 for a failed run) — never a bare traceback. `--json`
+prints one JSON document on stdout and nothing else there. Heavy imports (torch, TRL) happen only inside `train`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from . import runs
-from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, is_launched_rank, rank
+from .data_parallel import train_data_parallel
+from .distributed import LAUNCHER_PID_ENV, is_launched_rank, rank
 from .errors import StudioError
 from .paths import DEMO_PRESET, PROJECT_ROOT
 
@@ -86,7 +87,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"No config given: training the bundled demo ({DEMO_PRESET.relative_to(PROJECT_ROOT)}): a tiny model that "
               "learns arithmetic word problems on the CPU in about five minutes. Pass a config to train your own.", flush=True)
     if (args.num_processes != 1 or accelerate) and not is_launched_rank():
-        return _train_data_parallel(args, config_path, overrides, accelerate)
+        try:
+            return train_data_parallel(config_path, overrides, num_processes=args.num_processes, accelerate=accelerate,
+                                       accelerate_config=args.accelerate_config, resume=args.resume, given_run_dir=args.run_dir)
+        except StudioError as exc:  # refused before any process started
+            if not (accelerate and accelerate.machine_rank > 0):  # machine 0 answers for the run; the others only join it
+                _mark_queued_run_failed(args.run_dir, exc)
+            return _fail(exc)
     try:
         cfg = RunConfig.load(config_path, overrides)
         from .engine.train import run_training
@@ -110,157 +117,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     status = runs.read_status(run_dir)
     if status.get("state") == "stopped" and not is_launched_rank():  # with several processes the launcher says it
         print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir}")
-    return EXIT_OK
-
-
-def _cuda_device_count() -> int:
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # noqa: BLE001 - no torch / a broken driver: the ranks will say so themselves
-        return 0
-
-
-def _wait_for_run_dir(run_dir: Path, timeout_s: float = 600) -> None:
-    """Machine k > 0: machine 0's launcher creates the run directory (on the shared filesystem); wait for it."""
-    deadline = time.time() + timeout_s
-    while not (run_dir / runs.CONFIG_FILE).is_file():
-        if time.time() > deadline:
-            raise StudioError(f"{run_dir / runs.CONFIG_FILE} did not appear within {timeout_s:.0f} s",
-                              "with several machines, machine 0 (machine_rank: 0) creates the run directory and the "
-                              "others use the same folder, which must be on a filesystem every machine shares",
-                              "start machine 0 with the same --run-dir, and check that this path is that shared folder")
-        time.sleep(1)
-
-
-def _rank_env(run_dir: Path) -> dict:
-    """The ranks' environment: which run they write (rank 0) or watch (the STOP file), and who launched them."""
-    from .procs import utf8_env
-
-    return utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-                     runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
-
-
-def _train_data_parallel(args: argparse.Namespace, config_path: str, overrides: list[str], accelerate=None) -> int:
-    """`train --num-processes N` or `--accelerate-config FILE`: this process (the launcher) checks the
-    config, creates the run directory so every rank writes to the same one, then runs the ranks through
-    `accelerate launch` as one child process group, copies their output to the terminal and train.log,
-    and turns Ctrl-C/SIGTERM into the run's clean stop. status.json's pid is this launcher's.
-
-    With several machines each runs its own launcher; machine 0's creates the run directory and
-    records the run, the others join the same directory (a shared folder) and write only their own log."""
-    import signal
-
-    from .config import RunConfig
-    from .distributed import check_can_launch, launcher_argv, supervise
-    from .errors import ConfigError
-
-    n = accelerate.num_processes if accelerate else args.num_processes
-    local = accelerate.local_processes if accelerate else n
-    machine = accelerate.machine_rank if accelerate else 0
-    try:
-        check_can_launch(local)  # the cheap refusals first (no accelerate, n < 1)
-        cfg = RunConfig.load(config_path, overrides)
-        problems = cfg.validate(num_processes=n)  # TRL's generation batch counts every process
-        if problems:
-            raise ConfigError(problems, "the run config")
-        check_can_launch(local, _cuda_device_count())
-        if args.resume:
-            run_dir = Path(args.resume).resolve()
-            rank_args = [config_path, "--resume", str(run_dir), *overrides]
-        elif machine > 0:
-            if not args.run_dir:
-                raise StudioError(f"machine_rank {machine} needs --run-dir: the run directory machine 0 creates",
-                                  "every machine trains the same run, which machine 0 writes",
-                                  "give every machine the same --run-dir on a shared folder, e.g. --run-dir /mnt/team/runs/my-run")
-            run_dir = Path(args.run_dir).resolve()
-            _wait_for_run_dir(run_dir)
-            rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
-        else:
-            from .engine.train import prepare_run_dir
-
-            run_dir = prepare_run_dir(cfg, args.run_dir).resolve()
-            rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]  # the resolved config holds the overrides
-    except StudioError as exc:
-        if machine == 0:
-            _mark_queued_run_failed(args.run_dir, exc)
-        return _fail(exc)
-    if machine > 0:
-        return _join_as_machine(machine, run_dir, launcher_argv(n, rank_args, config_file=accelerate.path), args)
-    fresh = {} if args.resume else {"started_at": time.time(), "step": 0, "max_steps": cfg.rloo_value("max_steps"),
-                                    "model": cfg.model.name_or_path}
-    runs.update_status(run_dir, state="queued", pid=os.getpid(), num_processes=n, error=None, **fresh)
-    # When the app started this launcher its output already goes to train.log; otherwise this process writes it.
-    log_file = None if os.environ.get(runs.LOG_CAPTURED_ENV) == str(run_dir) else open(run_dir / runs.LOG_FILE, "ab")
-    env = _rank_env(run_dir)
-    argv = launcher_argv(n, rank_args, config_file=accelerate.path) if accelerate else launcher_argv(n, rank_args)
-    how = f"with {accelerate.path}" if accelerate else "(data-parallel)"
-    line = f"[rloo-studio] training in {n} processes {how}: {' '.join(argv)}\n"
-    print(line, end="", flush=True)
-    if log_file:
-        log_file.write(line.encode())
-
-    def clean_stop(signum: int) -> bool:
-        if runs.read_status(run_dir).get("state") not in ("running", "stopping"):
-            return False  # before training began: end the processes now
-        runs.request_stop(run_dir)  # every rank sees it and they stop together, with a checkpoint
-        runs.update_status(run_dir, state="stopping")
-        print(f"\nStop requested ({signal.Signals(signum).name}): all {n} processes finish the current step, then save. "
-              "Send it again to stop at once.", file=sys.stderr, flush=True)
-        return True
-
-    try:
-        rc, signals = supervise(argv, env, log_file, clean_stop)
-    finally:
-        if log_file:
-            log_file.close()
-    again = f"--accelerate-config {args.accelerate_config} (on every machine)" if accelerate else f"--num-processes {n}"
-    status = runs.read_status(run_dir)
-    if status.get("state") in runs.ACTIVE_STATES:  # no rank recorded the end: killed, or a rank other than 0 failed
-        if signals:
-            runs.update_status(run_dir, state="stopped", pid=None, note="stopped before a clean stop; resume continues from the last checkpoint")
-        else:
-            runs.update_status(run_dir, state="failed", pid=None, error=StudioError(
-                f"training in {n} processes failed (exit code {rc})", "one of the processes ended with an error",
-                f"read {run_dir / runs.LOG_FILE}: each process's output is there").as_dict())
-        status = runs.read_status(run_dir)
-    if rc == 0 and status.get("state") in ("finished", "stopped"):
-        if status.get("state") == "stopped":
-            print(f"Stopped at step {status.get('step')}. Continue with: rloo-studio train --resume {run_dir} {again}")
-        return EXIT_OK
-    if signals:
-        print(f"\nerror: stopped before a clean stop; continue with: rloo-studio train --resume {run_dir} {again}",
-              file=sys.stderr)
-        return 130
-    error = status.get("error") or {}
-    print(f"\nerror: {error.get('what') or f'training in {n} processes failed (exit code {rc})'}\n"
-          f"The output of every process is in {run_dir / runs.LOG_FILE}.", file=sys.stderr)
-    return EXIT_FAILED
-
-
-def _join_as_machine(machine: int, run_dir: Path, argv: list[str], args: argparse.Namespace) -> int:
-    """Machine k > 0 of a several-machine run: start this machine's ranks, show their output (and keep it in
-    train.machine-K.log); machine 0's launcher records the run. Ctrl-C asks the whole run to stop (STOP file)."""
-    import signal
-
-    from .distributed import supervise
-
-    env = _rank_env(run_dir)
-    print(f"[rloo-studio] machine {machine}: joining run {run_dir}: {' '.join(argv)}", flush=True)
-
-    def clean_stop(signum: int) -> bool:
-        runs.request_stop(run_dir)  # rank 0 sees it; all ranks agree on the step to stop at
-        print(f"\nStop requested ({signal.Signals(signum).name}): every machine finishes the current step, then "
-              "machine 0 saves. Send it again to end this machine's processes now.", file=sys.stderr, flush=True)
-        return True
-
-    with open(run_dir / f"train.machine-{machine}.log", "ab") as log_file:
-        rc, signals = supervise(argv, env, log_file, clean_stop)
-    if rc != 0:
-        print(f"\nerror: machine {machine}'s training processes ended with exit code {rc}; their output is in "
-              f"{run_dir / f'train.machine-{machine}.log'}, machine 0's in {run_dir / runs.LOG_FILE}", file=sys.stderr)
-        return 130 if signals else EXIT_FAILED
     return EXIT_OK
 
 
@@ -396,10 +252,13 @@ def _print_checkpoint_table(report: dict) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from .engine.export import export_run, list_files
 
+    def progress(message: str) -> None:  # on stderr even with --json, as eval's; --events: one JSON object a line
+        print(json.dumps({"event": "step", "text": message}) if args.events else message, file=sys.stderr, flush=True)
+
     started = time.time()
     try:
         folder = export_run(args.run_dir, args.format, out=args.out, checkpoint=args.checkpoint, gguf_type=args.gguf_type,
-                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                            progress=progress)
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -451,7 +310,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
             if not path.is_file():
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
-            cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file="rewards.py", weight=1.0)]
+            cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file=runs.REWARDS_FILE, weight=1.0)]
         from .engine.sampling import pick_rows, read_completions_file, sample_groups
 
         if args.completions:
@@ -711,6 +570,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
 # ---- parser -------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
+    from .rewards.preview import SCORE_TIMEOUT_S
+
     parser = argparse.ArgumentParser(prog="rloo-studio", description="RLOO fine-tuning of language models (Unsloth + TRL).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -766,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="the folder to write (must not exist or be empty; default: RUN_DIR/exports/FORMAT[-checkpoint-N])")
     p.add_argument("--checkpoint", default=runs.FINAL, metavar=f"{runs.FINAL}|checkpoint-N", help=f"which weights to export (default: {runs.FINAL})")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
+    p.add_argument("--events", action="store_true", help="print progress on stderr as one JSON object per line (for programs)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("preview", help="score sampled (or given) completions with the rewards: advantages, learnability, hack probes")
@@ -777,7 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", help="sample completions for this prompt instead of the dataset's")
     p.add_argument("--answer", help="with --prompt: the reference answer (the `answer` column the rewards see)")
     p.add_argument("--seed", type=int, default=0, help="which prompts are picked and how sampling goes")
-    p.add_argument("--timeout", type=float, default=60, help="seconds the reward functions may take in all (default 60)")
+    p.add_argument("--timeout", type=float, default=SCORE_TIMEOUT_S,
+                   help=f"seconds one reward call on one batch may take (default {SCORE_TIMEOUT_S:g})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_preview)
 
@@ -792,7 +655,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--band", metavar="LO:HI", help="write the prompts whose mean total reward lies in LO..HI instead")
     p.add_argument("--runs-dir", help="the folder holding runs, where scans/ goes (default: the config's output.runs_dir)")
     p.add_argument("--seed", type=int, default=0, help="how sampling goes")
-    p.add_argument("--timeout", type=float, default=60, help="seconds one reward call on one batch may take (default 60)")
+    p.add_argument("--timeout", type=float, default=SCORE_TIMEOUT_S,
+                   help=f"seconds one reward call on one batch may take (default {SCORE_TIMEOUT_S:g})")
     p.add_argument("--json", action="store_true", help="print one JSON document (progress lines still go to stderr)")
     p.add_argument("--events", action="store_true", help="print progress on stderr as one JSON object per line (for programs)")
     p.set_defaults(func=cmd_scan)

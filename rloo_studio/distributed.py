@@ -9,7 +9,7 @@ Why these flags (checked with TRL 1.15 and accelerate on CPU with gloo, on both 
 starts one; `--mixed_precision no` and `--dynamo_backend no` keep accelerate from overriding
 the precision the run's config chose and from compiling.
 
-`rloo-studio train --num-processes N` (the launcher, see cli.py) runs
+`rloo-studio train --num-processes N` (the launcher, see data_parallel.py) runs
 `python -m rloo_studio.distributed FLAGS -m rloo_studio.cli train …`: this module's `main` is
 `accelerate launch` itself, wrapped so that a failed rank ends with one line instead of
 torch.distributed's traceback (the rank's own output already said what went wrong).
@@ -21,7 +21,7 @@ On CPU the ranks talk over gloo (`use_cpu=True`, set by the engine when there is
 `rloo-studio train CONFIG --accelerate-config FILE` launches with the person's own accelerate config
 (FSDP, DeepSpeed ZeRO, several machines) passed to `accelerate launch --config_file` unchanged:
 this module only reads how many processes and machines it asks for and which machine this is.
-`supervise` runs that launch as one child process group for the CLI's launcher: the one loop that copies
+`supervise` runs that launch as one child process group for the launcher: the one loop that copies
 the ranks' output and turns Ctrl-C/SIGTERM into the run's clean stop.
 Several machines run the same command, each with its own `machine_rank`; the run directory must
 be the same folder on every machine (a shared filesystem), because rank 0 writes it and every rank
@@ -192,7 +192,7 @@ def read_accelerate_config(path: str) -> AccelerateConfig:
 
 def launcher_argv(num_processes: int, train_args: list[str], python: str | None = None,
                   config_file: str | None = None) -> list[str]:
-    """The command the CLI's launcher starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`.
+    """The command the launcher (data_parallel.py) starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`.
 
     With `config_file` the person's accelerate config decides everything (no flags of ours are added)."""
     flags = ["--config_file", config_file] if config_file else accelerate_flags(num_processes)

@@ -19,6 +19,7 @@ import socket
 from pathlib import Path
 from urllib.parse import quote
 
+from . import runs
 from .errors import StudioError
 from .procs import pid_alive
 
@@ -105,16 +106,10 @@ def save_launch(runs_dir: str | Path, port: int, url: str) -> Path:
     path = launch_file(runs_dir, port)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
-    # Not runs.write_text_atomic: serve sits below runs in the layers, and the link holds the launch token, so the
-    # file is created owner-only (0o600) on purpose here rather than by a temporary file's default mode.
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # also when a stale file had wider permissions
-        os.write(fd, json.dumps({"url": url, "port": port, "pid": os.getpid()}).encode())
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    # The link holds the launch token, so the file must be readable by this user only. runs.write_text_atomic writes
+    # through tempfile.mkstemp, which creates its file owner-only (0o600), and renames it over `path`, so the file
+    # has that mode from its first byte, also when an older file had wider permissions.
+    runs.write_text_atomic(path, json.dumps({"url": url, "port": port, "pid": os.getpid()}))
     return path
 
 

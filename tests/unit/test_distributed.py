@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rloo_studio import cli, distributed, runs
+from rloo_studio import cli, data_parallel, distributed, runs
 
 
 def test_flags_start_n_processes_without_overriding_precision():
@@ -86,7 +86,7 @@ def test_missing_accelerate_is_a_clear_error(monkeypatch):
     assert "needs the `accelerate` package" in info.value.what and "pip install accelerate" in info.value.fix
 
 
-# ---- the launcher in cmd_train ------------------------------------------------------------------
+# ---- the launcher (data_parallel.py), as `train` starts it --------------------------------------
 
 def _config(tmp_path: Path, **rloo) -> Path:
     cfg = {"model": {"name_or_path": str(tmp_path / "no-model-needed")}, "data": {"source": "demo"},
@@ -108,7 +108,7 @@ def test_batch_not_divisible_over_processes_is_refused_before_anything_starts(tm
 
 
 def test_too_many_processes_for_this_machine(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "_cuda_device_count", lambda: 1)
+    monkeypatch.setattr(data_parallel, "_cuda_device_count", lambda: 1)
     code = cli.main(["train", str(_config(tmp_path)), "--num-processes", "2"])
     assert code == cli.EXIT_BAD_INPUT
     assert "more processes than this machine has GPUs (1)" in capsys.readouterr().err
@@ -131,7 +131,7 @@ sys.exit(0 if sys.argv[1] == "ok" else 3)
 
 @pytest.mark.parametrize("outcome", ["ok", "fail"])
 def test_launcher_creates_the_run_and_reports_how_the_ranks_ended(tmp_path, capsys, monkeypatch, outcome):
-    monkeypatch.setattr(cli, "_cuda_device_count", lambda: 2)
+    monkeypatch.setattr(data_parallel, "_cuda_device_count", lambda: 2)
     monkeypatch.setattr(distributed, "launcher_argv",
                         lambda n, args: [sys.executable, "-c", FAKE_RANKS, outcome, str(n), *args])
     monkeypatch.delenv(runs.LOG_CAPTURED_ENV, raising=False)
