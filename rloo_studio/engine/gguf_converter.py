@@ -221,7 +221,7 @@ def convert(converter: Converter, model_dir: Path, outfile: Path, outtype: str, 
     """Run the converter; returns its output (stdout+stderr). Raises StudioError with its last lines on failure."""
     if outtype not in OUTTYPES:
         raise StudioError(f"GGUF type {outtype!r} is not offered", f"the converter writes {', '.join(OUTTYPES)} itself",
-                          f"use one of those; for smaller K-quants (e.g. Q4_K_M) quantize the f16 file with llama.cpp's llama-quantize")
+                          "use one of those; for smaller K-quants (e.g. Q4_K_M) quantize the f16 file with llama.cpp's llama-quantize")
     progress(f"[export] converting to GGUF {outtype} with {converter.label} (time limit {timeout_s:.0f} s)")
     try:
         done = subprocess.run(converter.command(model_dir, outfile, outtype), capture_output=True, text=True, timeout=timeout_s,

@@ -284,7 +284,7 @@ class ServerJudge:
                 f"the judge server at {self.endpoint} did not answer any of {len(results)} requests",
                 f"{results[0][1]} (after {SERVER_ATTEMPTS} attempts each, within the time limit)",
                 "start the server (e.g. `ollama serve`), check the `url:` (it ends before /chat/completions, e.g. "
-                f"http://127.0.0.1:11434/v1) and the `model:` name it serves, then run again")
+                "http://127.0.0.1:11434/v1) and the `model:` name it serves, then run again")
         return results
 
 

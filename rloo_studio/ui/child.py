@@ -1,5 +1,8 @@
 """Running an `rloo-studio` command for a tab: its stderr lines go to a callback as they come, its stdout is collected.
 
+Tabs run commands with `--events` and move their progress bars by the JSON event lines only (`event_of`): the
+other stderr lines are the libraries' warnings and logs, not progress.
+
 stdout is read by a second thread while stderr is read line by line: reading one pipe to its end
 before the other would stall both processes as soon as the command's answer (a JSON document,
 e.g. eval's per-prompt records) outgrows the pipe's buffer (64 KiB on Linux). The command runs to
@@ -9,6 +12,7 @@ saved, not lost); an exception in the caller's callback kills it. Nothing here l
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -26,6 +30,17 @@ class Finished:
     def error_text(self, fallback: str) -> str:
         """The command's `error: …` message (what, why, what to do), or `fallback`."""
         return "\n".join(self.stderr_tail).split("error:", 1)[-1].strip() or fallback
+
+
+def event_of(line: str) -> dict | None:
+    """The progress event an `--events` line holds (a JSON object with an "event" key); None for any other line."""
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
 
 
 def run_cli(args: list[str], on_line=lambda line: None, cwd: str | None = None, tail_lines: int = 40) -> Finished:

@@ -24,7 +24,7 @@ from ..errors import StudioError
 from ..inference_client import InferenceWorker
 from ..stats import fmt_interval, fmt_paired, summary_estimate
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
-from .child import run_cli
+from .child import event_of, run_cli
 from .poller import Poller
 
 ALL = "all checkpoints"
@@ -45,41 +45,24 @@ def _cell(summary: dict, key: str) -> str:
     return fmt_interval({**summary_estimate(summary, key), "n": None}, key in PERCENT)
 
 
-def _entries(report: dict) -> list[dict]:
-    """Every evaluated checkpoint as {name, step, summary, tuned_vs_base}, oldest first (older eval.json: just `tuned`)."""
-    if report.get("checkpoints"):
-        return list(report["checkpoints"])
-    return [{"name": report.get("checkpoint", runs.FINAL), "step": None, "summary": report.get("tuned", {}),
-             "tuned_vs_base": report.get("tuned_vs_base", {})}]
-
-
-def _budgets(report: dict) -> dict:
-    """{"base": N, "tuned": N}; an older eval.json had one budget for both sides."""
-    tokens = (report.get("decoding") or {}).get("max_new_tokens")
-    return tokens if isinstance(tokens, dict) else {"base": tokens, "tuned": tokens}
-
-
 def _versus_cell(wtl: dict) -> str:
-    if "distinguishable" not in wtl:
-        return "-"
     if not wtl["distinguishable"]:
         return "not distinguishable"
-    return "better" if (wtl.get("mean_difference") or 0) > 0 else "worse"
+    return "better" if wtl["mean_difference"] > 0 else "worse"
 
 
 def table(report: dict | None) -> list[list]:
     if not report:
         return []
-    base, budgets = report.get("base", {}), _budgets(report)
-    n = report.get("n_prompts")
-    rows = [["base model", 0, base.get("n", n), budgets.get("base")] + [_cell(base, k) for k in
-                                                                         ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
+    base = report["base"]
+    rows = [["base model", 0, base["n"], base["max_new_tokens"]] + [_cell(base, k) for k in
+                                                                     ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
             + [None, None, None, "-"]]
-    for entry in _entries(report):
-        s, wtl = entry.get("summary", {}), entry.get("tuned_vs_base", {})
-        rows.append([entry.get("name"), entry.get("step"), s.get("n", n), s.get("max_new_tokens", budgets.get("tuned"))]
+    for entry in report["checkpoints"]:  # oldest first
+        s, wtl = entry["summary"], entry["tuned_vs_base"]
+        rows.append([entry["name"], entry["step"], s["n"], s["max_new_tokens"]]
                     + [_cell(s, k) for k in ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
-                    + [wtl.get("wins"), wtl.get("ties"), wtl.get("losses"), _versus_cell(wtl)])
+                    + [wtl["wins"], wtl["ties"], wtl["losses"], _versus_cell(wtl)])
     return rows
 
 
@@ -87,7 +70,7 @@ def chart_frame(report: dict | None) -> pd.DataFrame | None:
     """Long format for a LinePlot: base at step 0, then each checkpoint at its step; each metric with its 95 % bounds."""
     if not report:
         return None
-    points = [(0, report.get("base", {}))] + [(e.get("step") or 0, e.get("summary", {})) for e in _entries(report)]
+    points = [(0, report["base"])] + [(e["step"], e["summary"]) for e in report["checkpoints"]]
     rows = []
     for step, summary in points:
         for key, label in METRICS:
@@ -109,7 +92,7 @@ def _selection_lines(report: dict) -> list[str]:
         return []
     folds = "; ".join(f"chosen on {f.get('chosen_on')}: **{f.get('chosen')}**" for f in selection.get("folds", []))
     lines = [f"Choosing a checkpoint ({selection['method']}, by mean reward): {folds}. Reported on {selection.get('reported_on')}: "
-             f"mean reward {fmt_interval(summary_estimate(selection.get('reported', {}), 'mean_reward'))}."]
+             f"mean reward {fmt_interval(summary_estimate(selection['reported'], 'mean_reward'))}."]
     versus = selection.get("chosen_vs_tuned") or {}
     if versus:
         lines.append(fmt_paired(versus, "chosen", versus.get("tuned", runs.FINAL)) + ".")
@@ -125,23 +108,18 @@ def _selection_lines(report: dict) -> list[str]:
 def summary_markdown(report: dict | None) -> str:
     if not report:
         return "No evaluation yet for this run: press **Evaluate**."
-    decoding, budgets = report.get("decoding") or {}, _budgets(report)
+    decoding = report["decoding"]
+    budgets = decoding["max_new_tokens"]
     how = (f"sampled pass@1 ({decoding.get('samples')} samples per prompt at temperature {decoding.get('temperature')})"
            if decoding.get("mode") == "sampled" else "greedy decoding")
     lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), {how}; token budget: base "
              f"{budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. Brackets: 95 % intervals."]
-    base, tuned = report.get("base", {}), report.get("tuned", {})
-    name = report.get("checkpoint", runs.FINAL)
+    base, tuned, name = report["base"], report["tuned"], report["checkpoint"]
     if isinstance(base.get("mean_reward"), (int, float)) and isinstance(tuned.get("mean_reward"), (int, float)):
         lines.append(f"Mean reward: base {_cell(base, 'mean_reward')} → tuned ({name}) {_cell(tuned, 'mean_reward')}; "
                      f"answer accuracy {_cell(base, 'answer_accuracy')} → {_cell(tuned, 'answer_accuracy')}; "
                      f"cut off by the token budget: {_cell(base, 'truncation_rate')} → {_cell(tuned, 'truncation_rate')}.")
-    wtl = report.get("tuned_vs_base", {})
-    if "distinguishable" in wtl:
-        lines.append(fmt_paired(wtl, f"tuned ({name})", "base") + ".")
-    elif wtl:  # an eval.json from before intervals: counts only, no claim
-        lines.append(f"Per prompt: tuned wins {wtl.get('wins')}, ties {wtl.get('ties')}, loses {wtl.get('losses')} "
-                     "(no intervals in this older evaluation: evaluate again to see whether the difference is real).")
+    lines.append(fmt_paired(report["tuned_vs_base"], f"tuned ({name})", "base") + ".")
     lines += _selection_lines(report)
     lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s).")
     return "  \n".join(lines)
@@ -161,11 +139,8 @@ class EvalProgress:
 
     def feed(self, line: str) -> tuple[float, str] | None:
         """(fraction, description) when the line moves the bar; None for any other line (warnings, logs)."""
-        try:
-            event = json.loads(line) if line.startswith("{") else None
-        except ValueError:
-            return None
-        if not isinstance(event, dict):
+        event = event_of(line)
+        if event is None:
             return None
         if event.get("event") == "plan":
             checkpoints = len(event.get("checkpoints") or [])

@@ -17,7 +17,7 @@ from .. import runs
 from ..errors import StudioError
 from ..inference_client import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
-from .child import run_cli
+from .child import event_of, run_cli
 from .wording import page_words
 from .poller import Poller
 
@@ -106,14 +106,19 @@ class ExportTab:
             busy = busy_message(self.runs_dir, "Merging")
             if busy:
                 return refuse(busy), existing_exports(run_dir)
-        args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json"]
+        args = ["export", str(run_dir), "--format", fmt, "--out", str(target), "--json", "--events"]
         if fmt == "gguf":
             args += ["--gguf-type", gguf_type]
         if fmt != "script":
             args += ["--checkpoint", checkpoint]
         progress(0.05, desc=f"Exporting {fmt}…")
+        def on_line(line: str) -> None:
+            event = event_of(line)
+            if event and event.get("event") == "step":  # the export's own steps; the libraries' warnings are not progress
+                progress(0.5, desc=str(event.get("text", "")).removeprefix("[export] ")[:120])
+
         def command():
-            return run_cli(args, lambda line: line.strip() and progress(0.5, desc=line.strip()[:120]), cwd=str(self.runs_dir.parent))
+            return run_cli(args, on_line, cwd=str(self.runs_dir.parent))
 
         try:
             if heavy:

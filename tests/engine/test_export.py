@@ -13,7 +13,9 @@ import pytest
 import yaml
 from helpers import ROOT, run_cli
 
+from rloo_studio import stats
 from rloo_studio.errors import StudioError
+from rloo_studio.ui.child import event_of
 
 pytestmark = pytest.mark.slow
 
@@ -108,10 +110,15 @@ def test_adapter_and_merged_exports_reproduce_the_tuned_model(trained_run, tmp_p
 
 def test_exports_of_a_checkpoint_go_to_their_own_folder(trained_run, tmp_path):
     run_dir = copy_run(trained_run[0], tmp_path / "run")
-    result = run_cli("export", run_dir, "--format", "adapter", "--checkpoint", "checkpoint-2", "--json", cwd=tmp_path)
+    result = run_cli("export", run_dir, "--format", "adapter", "--checkpoint", "checkpoint-2", "--json", "--events", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     out = Path(report["out"])
+    # --events (what the Export tab runs): every step of the export is a JSON event on stderr, none is a bare line.
+    steps = [event_of(line) for line in result.stderr.splitlines() if event_of(line)]
+    assert steps and all(e["event"] == "step" and e["text"].startswith("[export] ") for e in steps), result.stderr
+    assert any(f"copying the adapter from {run_dir / 'checkpoints' / 'checkpoint-2'}" in e["text"] for e in steps), steps
+    assert not [line for line in result.stderr.splitlines() if line.startswith("[export]")], result.stderr
     assert out == (run_dir / "exports" / "adapter-checkpoint-2").resolve()
     assert (out / "adapter_model.safetensors").read_bytes() == (run_dir / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors").read_bytes()
     assert (out / "adapter_model.safetensors").read_bytes() != (run_dir / "adapter" / "adapter_model.safetensors").read_bytes()
@@ -145,28 +152,44 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
                  "PeftModel.from_pretrained"):
         assert text in card, text
 
-    # eval.json as `rloo-studio eval` writes it, plus keys a newer version may add (they are ignored).
-    summary = lambda acc, fmt, reward: {"answer_accuracy": acc, "format_rate": fmt, "mean_reward": reward,  # noqa: E731
-                                        "rewards": {"numeric_answer": acc, "think_length": 0.5, "short_answer": 0.25}}
+    # eval.json as `rloo-studio eval --checkpoint final` writes it, plus keys a newer version may add (they are ignored).
+    def summary(acc, fmt, reward, budget=NEW_TOKENS):
+        estimates = {"mean_reward": reward, "answer_accuracy": acc, "format_rate": fmt, "truncation_rate": 0.1}
+        return {"n": 10, "max_new_tokens": budget, **estimates,
+                "rewards": {"numeric_answer": acc, "think_length": 0.5, "short_answer": 0.25}, "mean_length_chars": 20.0,
+                "intervals": {k: {"low": v - 0.05, "high": v + 0.05, "n": 10} for k, v in estimates.items()}}
+
+    def versus(wins, ties, losses):
+        return stats.paired([0.0] * 10, [1.0] * wins + [0.0] * ties + [-1.0] * losses)
+
+    final = {"name": "final", "step": 4, "summary": summary(0.6, 0.9, 1.25), "tuned_vs_base": versus(7, 2, 1)}
     (run_dir / "eval.json").write_text(json.dumps({
-        "n_prompts": 10, "split": "held-out 25%", "base": summary(0.1, 0.2, 0.3), "tuned": summary(0.6, 0.9, 1.25),
-        "tuned_vs_base": {"wins": 7, "ties": 2, "losses": 1},
-        "checkpoints": [{"name": "checkpoint-2", "step": 2, "summary": {}}], "something_new": {"x": 1}}))
+        "run": run_dir.name, "split": "held-out 25%", "n_prompts": 10,
+        "decoding": {"mode": "greedy", "greedy": True, "samples": 1, "temperature": None, "top_p": None, "seed": None,
+                     "max_new_tokens": {"base": 40, "tuned": NEW_TOKENS}},
+        "base": summary(0.1, 0.2, 0.3, budget=40), "tuned": final["summary"], "tuned_vs_base": final["tuned_vs_base"],
+        "checkpoint": "final", "checkpoints": [final],
+        "selection": {"method": "none", "why": "one checkpoint evaluated: nothing to choose between", "chosen": None},
+        "best": None, "skipped": [], "something_new": {"x": 1}}))
     card = (export_run(run_dir, "adapter", out=tmp_path / "again", progress=lambda m: None) / "README.md").read_text()
-    for text in ("Greedy decoding on 10 held-out prompts", "| answer accuracy | 10.0% | 60.0% |", "| format rate | 20.0% | 90.0% |",
-                 "| mean total reward | 0.300 | 1.250 |", "| reward `short_answer` | 0.250 | 0.250 |", "7 wins, 2 ties, 1 losses"):
+    for text in ("Greedy decoding on 10 held-out prompts (held-out 25%)", "Token budget: base 40, tuned 12.",
+                 "| answer accuracy | 10.0% [5.0, 15.0] (n=10) | 60.0% [55.0, 65.0] (n=10) |",
+                 "| format rate | 20.0% [15.0, 25.0] (n=10) | 90.0% [85.0, 95.0] (n=10) |",
+                 "| mean total reward | 0.300 [0.250, 0.350] (n=10) | 1.250 [1.200, 1.300] (n=10) |",
+                 "| reward `short_answer` | 0.250 | 0.250 |", "Tuned vs base on the same 10 prompts: 7 wins, 2 ties, 1 loss",
+                 "How these weights were chosen: the final weights of the run (no checkpoint selection)."):
         assert text in card, text
     assert "Not evaluated yet" not in card and "(tuned = final)" in card
 
     # After an evaluation of every checkpoint, a checkpoint's export shows that checkpoint's own row.
     report = json.loads((run_dir / "eval.json").read_text())
-    report["checkpoints"] = [{"name": "checkpoint-2", "step": 2, "summary": summary(0.4, 0.8, 0.9),
-                              "tuned_vs_base": {"wins": 5, "ties": 3, "losses": 2}},
-                             {"name": "final", "step": 4, "summary": summary(0.6, 0.9, 1.25), "tuned_vs_base": report["tuned_vs_base"]}]
+    report["checkpoints"] = [{"name": "checkpoint-2", "step": 2, "summary": summary(0.4, 0.8, 0.9), "tuned_vs_base": versus(5, 3, 2)},
+                             final]
     (run_dir / "eval.json").write_text(json.dumps(report))
     card = (export_run(run_dir, "adapter", checkpoint="checkpoint-2", out=tmp_path / "ckpt", progress=lambda m: None)
             / "README.md").read_text()
-    assert "(tuned = checkpoint-2)" in card and "| answer accuracy | 10.0% | 40.0% |" in card and "5 wins, 3 ties, 2 losses" in card
+    assert "(tuned = checkpoint-2)" in card and "| answer accuracy | 10.0% [5.0, 15.0] (n=10) | 40.0% [35.0, 45.0] (n=10) |" in card
+    assert "5 wins, 3 ties, 2 losses" in card and "checkpoint-2, picked by hand" in card
     # A checkpoint that was not evaluated says so rather than borrowing another's numbers.
     report["checkpoints"] = report["checkpoints"][1:]
     (run_dir / "eval.json").write_text(json.dumps(report))

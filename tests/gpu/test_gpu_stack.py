@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import ROOT, cuda_available, only_run_dir
+from helpers import cuda_available, only_run_dir
 
 pytestmark = pytest.mark.gpu
 

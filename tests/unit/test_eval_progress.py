@@ -36,3 +36,12 @@ def test_the_terminal_lines_say_the_same_events():
         "[eval] validation checkpoint-2 10/10"
     assert progress_text({"event": "side", "side": "base", "validation": False, "done": 0, "total": 24}) == "[eval] base 0/24"
     assert progress_text({"event": "skip", "name": "checkpoint-3", "why": "cut off"}) == "[eval] skip checkpoint-3: cut off"
+
+
+def test_only_json_event_lines_are_progress():
+    from rloo_studio.ui.child import event_of
+
+    assert event_of(_line(event="step", text="[export] merging")) == {"event": "step", "text": "[export] merging"}
+    # A library's warning, a JSON value that is not an event, a broken line: none of them moves a bar.
+    for line in ("[export] merging", "UserWarning: {x}", "{not json", _line(done=1), "[1, 2]", ""):
+        assert event_of(line) is None, line
