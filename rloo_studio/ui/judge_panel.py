@@ -219,6 +219,7 @@ class JudgePanel:
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.save_api = gr.Button(visible=False)
         self.save_api.click(save, inputs=self.inputs, outputs=None, api_name="save_judge_draft")
-        for widget in self.inputs:
-            widget.change(save, inputs=self.inputs, outputs=None, api_visibility="private", show_progress="hidden",
-                          trigger_mode="always_last")
+        # One event whichever field changed: with one per field, a save of half-updated fields could finish last and
+        # overwrite the draft with them. One event saves in turn, its last run with the fields as they end up.
+        gr.on([w.change for w in self.inputs], save, inputs=self.inputs, outputs=None, api_visibility="private", show_progress="hidden",
+              trigger_mode="always_last")

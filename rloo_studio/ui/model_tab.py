@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs
-from ..config import LoraConfig, RunConfig, apply_overrides
+from ..config import FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
@@ -100,10 +100,11 @@ class ModelTab:
 
         train, judge = form.train_tab.fields, form.rewards_tab.judge
         # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.
-        for widget in self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")] \
-                + [judge.use, judge.rubric, judge.source, judge.folder]:
-            widget.change(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private",
-                          show_progress="hidden", trigger_mode="always_last")
+        # One event for all of them (see the Train tab's batch line): its last run reads the form as it ends up.
+        estimate_triggers = self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")] \
+            + [judge.use, judge.rubric, judge.source, judge.folder]
+        gr.on([w.change for w in estimate_triggers], update_estimate, inputs=estimate_inputs, outputs=self.estimate,
+              api_visibility="private", show_progress="hidden", trigger_mode="always_last")
         self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
 
         # The page load: hardware, the form, the run to watch (a reload re-attaches to whatever trains).
@@ -208,8 +209,9 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
-    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
-        return head
+    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine,
+        # but settings that cannot train are, on any machine: said here, where they are chosen, not first at Start.
+        return head + "".join(f"\n\n⛔ {page_words(n)}" for n in est.notes if n == FOUR_BIT_NEEDS_LORA)
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
     notes = "\n".join(f"- {page_words(n)}" for n in est.notes)  # a note may be a config problem (4-bit without LoRA)
     advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""

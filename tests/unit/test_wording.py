@@ -58,9 +58,12 @@ def test_the_estimate_notes_4bit_without_lora_in_page_words():
     from rloo_studio.ui.model_tab import estimate_markdown
     from rloo_studio.vram import KNOWN_MODELS, Settings, estimate
 
-    est = estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=None), device_gib=16)
-    shown = estimate_markdown(est, "Test GPU")
-    assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in shown and "load_in_4bit" not in shown
+    for device_gib, device in ((16, "Test GPU"), (None, None)):  # with a GPU, and on a CPU (no memory breakdown there)
+        est = estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=None), device_gib=device_gib)
+        shown = estimate_markdown(est, device)
+        assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in shown and "load_in_4bit" not in shown, shown
+    fine = estimate_markdown(estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=16)), None)
+    assert "⛔" not in fine and text.METHOD not in fine
 
 
 def test_a_config_fields_label_is_written_once_in_the_config():
