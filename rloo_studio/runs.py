@@ -177,6 +177,29 @@ def read_json(path: str | Path) -> dict | None:
         return None
 
 
+# What every eval.json this version writes holds (engine/evaluate.py); a file without them was written by an earlier
+# version (before intervals, checkpoints and the decoding record) and is not read as if it were current.
+EVAL_KEYS = ("base", "tuned", "tuned_vs_base", "checkpoints", "decoding", "selection")
+# Said wherever such a file would have been shown.
+OLD_EVAL = ("this run's evaluation was written by an earlier version of RLOO Studio, in a form this one does not read: "
+            "evaluate it again")
+
+
+def read_eval(run_dir: str | Path) -> dict | None:
+    """The run's eval.json when it is in the shape this version writes; None when there is none, it is unreadable, or
+    an earlier version wrote it (`old_eval` tells that case apart)."""
+    report = read_json(Path(run_dir) / EVAL_FILE)
+    if report is None or not all(key in report for key in EVAL_KEYS):
+        return None
+    tuned = report["tuned"]
+    return report if isinstance(tuned, dict) and "intervals" in tuned and isinstance(report["checkpoints"], list) else None
+
+
+def old_eval(run_dir: str | Path) -> bool:
+    """True when the run has an eval.json that `read_eval` does not take: it must be evaluated again."""
+    return (Path(run_dir) / EVAL_FILE).exists() and read_eval(run_dir) is None
+
+
 # ---- status ------------------------------------------------------------------------------------
 
 def read_status(run_dir: str | Path) -> dict:

@@ -341,13 +341,14 @@ def _fmt(value, pct=False) -> str:
 
 def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str:
     """The evaluation table of exactly the exported weights, from eval.json; "not evaluated yet" when it has none of them."""
-    report = runs.read_json(run_dir / runs.EVAL_FILE) or {}
+    report = runs.read_eval(run_dir) or {}
     # eval.json may hold several checkpoints, or only others than the exported one.
     entry = next((e for e in report.get("checkpoints", []) if e["name"] == checkpoint_label), None)
     if entry is None:
         which = "" if checkpoint_label == runs.FINAL else f" --checkpoint {checkpoint_label}"
-        return (f"Not evaluated yet for these weights ({checkpoint_label}); run `rloo-studio eval {run_dir}{which}` to compare "
-                "them with the base model on held-out prompts.\n")
+        older = f" ({runs.OLD_EVAL})" if runs.old_eval(run_dir) else ""
+        return (f"Not evaluated yet for these weights ({checkpoint_label}){older}; run `rloo-studio eval {run_dir}{which}` to "
+                "compare them with the base model on held-out prompts.\n")
     base, tuned, decoding = report["base"], entry["summary"], report["decoding"]
     budgets = decoding["max_new_tokens"]
     how = (f"Sampled pass@1 ({decoding['samples']} samples per prompt at temperature {decoding['temperature']}, scored by their mean)"

@@ -89,9 +89,10 @@ def eval_rows(run_dirs: list[Path]) -> list[list[str]]:
     intervals and n, and the base's mean reward; "not evaluated" where there is none."""
     rows = []
     for run_dir in run_dirs:
-        report = runs.read_json(Path(run_dir) / runs.EVAL_FILE)
-        if not isinstance(report, dict) or not isinstance(report.get("tuned"), dict):
-            rows.append([Path(run_dir).name, "not evaluated (Evaluate tab)", "-", "-", "-"])
+        report = runs.read_eval(run_dir)
+        if report is None:
+            again = "evaluated by an earlier version: evaluate again" if runs.old_eval(run_dir) else "not evaluated"
+            rows.append([Path(run_dir).name, f"{again} (Evaluate tab)", "-", "-", "-"])
             continue
         tuned, base = report["tuned"], report["base"]
         rows.append([Path(run_dir).name, str(report.get("checkpoint") or runs.FINAL),

@@ -202,7 +202,7 @@ class EvalTab:
             poller.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary)
 
     def summary_now(self, summary: str | None, run_id: str | None):
-        return summary_markdown(self._report(run_id)) if busy_ended(summary, self.runs_dir) else gr.skip()
+        return self._summary(run_id) if busy_ended(summary, self.runs_dir) else gr.skip()
 
     def list_runs(self, current, chosen=None):
         choices, run, ckpts, ckpt = self.picker.resolve(current, chosen)
@@ -213,14 +213,20 @@ class EvalTab:
         return gr.update(choices=ckpts, value=default_checkpoint(ckpts))
 
     def _report(self, run_id) -> dict | None:
-        return runs.read_json(self.runs_dir / run_id / runs.EVAL_FILE) if run_id else None
+        return runs.read_eval(self.runs_dir / run_id) if run_id else None
 
     def render(self, report: dict | None, message: str | None = None) -> list:
         return [message or summary_markdown(report), gr.update(value=chart_frame(report), title=chart_title(report)),
                 table(report), examples(report)]
 
+    def _summary(self, run_id) -> str:
+        """The summary line of the run's evaluation; an earlier version's eval.json is said so, not shown as none."""
+        if run_id and runs.old_eval(self.runs_dir / run_id):
+            return f"**{runs.OLD_EVAL[0].upper() + runs.OLD_EVAL[1:]}:** press **Evaluate**."
+        return summary_markdown(self._report(run_id))
+
     def show(self, run_id):
-        return [self._checkpoints(run_id)] + self.render(self._report(run_id))
+        return [self._checkpoints(run_id)] + self.render(self._report(run_id), self._summary(run_id))
 
     def run_eval(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
                  progress=gr.Progress()):

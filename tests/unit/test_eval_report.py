@@ -156,3 +156,36 @@ def test_the_model_card_gives_intervals_budgets_and_how_the_weights_were_chosen(
     assert "reported on each half scored by the checkpoint chosen on the other half" in card
     card = evaluation_section(tmp_path, "final")
     assert stats.NOT_DISTINGUISHABLE in card  # tuned (final) vs base: 5 wins, 1 tie on 6 prompts
+
+
+# What an earlier version wrote: no intervals, checkpoints, decoding or selection.
+OLDER_EVAL = {"run": "r", "n_prompts": 6, "base": {"mean_reward": 0.1, "answer_accuracy": 0.2},
+              "tuned": {"mean_reward": 0.5, "answer_accuracy": 0.6}, "checkpoint": "final", "seconds": 1.0}
+
+
+def test_an_earlier_versions_eval_json_is_said_to_need_a_new_evaluation_not_misread(tmp_path):
+    import gradio as gr
+
+    from rloo_studio import runs
+    from rloo_studio.ui.compare_runs import eval_rows
+    from rloo_studio.ui.eval_tab import EvalTab
+
+    current, older, none = tmp_path / "current", tmp_path / "older", tmp_path / "none"
+    for folder in (current, older, none):
+        folder.mkdir()
+    (current / runs.EVAL_FILE).write_text(json.dumps(six_prompt_report()))
+    (older / runs.EVAL_FILE).write_text(json.dumps(OLDER_EVAL))
+    assert runs.read_eval(current)["checkpoint"] == "final" and not runs.old_eval(current)
+    assert runs.read_eval(older) is None and runs.old_eval(older)
+    assert runs.read_eval(none) is None and not runs.old_eval(none)
+
+    # The model card, the Runs tab's comparison and the Evaluate tab each say so instead of failing on a missing key.
+    assert runs.OLD_EVAL in evaluation_section(older) and "Not evaluated yet" in evaluation_section(older)
+    assert runs.OLD_EVAL not in evaluation_section(none)
+    rows = eval_rows([current, older, none])
+    assert rows[0][1] == "final" and rows[1][1].startswith("evaluated by an earlier version") and rows[2][1].startswith("not evaluated")
+    with gr.Blocks():
+        tab = EvalTab(tmp_path, worker=None)
+    summary = tab.show("older")[1]
+    assert "written by an earlier version" in summary and "press **Evaluate**" in summary, summary
+    assert "n = 6 held-out prompts" in tab.show("current")[1] and "No evaluation yet" in tab.show("none")[1]
