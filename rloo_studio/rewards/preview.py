@@ -478,25 +478,30 @@ def _score_in_child(request: dict, timeout_s: float, proc: subprocess.Popen | No
         pass  # the child ended already: its output says why
     outside_calls = 0.0
     last = time.time()
-    while proc.poll() is None:
-        time.sleep(0.05)
-        now = time.time()
-        call = dict(calling)
-        if call:
-            if now - call["since"] > timeout_s:
-                problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
-                           "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
-                           "What to do: make it return promptly; the app stopped it and is unaffected.")
-        else:
-            outside_calls += now - last
-            if outside_calls > load_timeout_s:
-                problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
-                           "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
-                           "move slow work out of the file's top level; the app stopped it and is unaffected.")
-        last = now
-        if problem:
-            proc.kill()
-            break
+    try:
+        while proc.poll() is None:
+            time.sleep(0.05)
+            now = time.time()
+            call = dict(calling)
+            if call:
+                if now - call["since"] > timeout_s:
+                    problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
+                               "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
+                               "What to do: make it return promptly; the app stopped it and is unaffected.")
+            else:
+                outside_calls += now - last
+                if outside_calls > load_timeout_s:
+                    problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
+                               "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
+                               "move slow work out of the file's top level; the app stopped it and is unaffected.")
+            last = now
+            if problem:
+                proc.kill()
+                break
+    except BaseException:  # e.g. Ctrl-C in `rloo-studio preview`: the child must not outlive the wait (nor hold its folder)
+        proc.kill()
+        proc.wait()
+        raise
     proc.wait()
     for reader in readers:
         reader.join(timeout=10)

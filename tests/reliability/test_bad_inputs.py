@@ -333,6 +333,33 @@ def test_a_stopped_or_ended_scoring_child_leaves_no_copy_of_the_reward_code(tmp_
     assert list(tmp_path.glob("rloo-preview-*")) == []
 
 
+def test_an_interrupted_wait_ends_the_scoring_child_and_removes_the_copy(tmp_path, monkeypatch):
+    # Ctrl-C in `rloo-studio preview` while a reward runs: the child must not go on running the person's code, nor
+    # keep the folder with its copy.
+    import tempfile
+    import time
+    from types import SimpleNamespace
+
+    from rloo_studio.rewards import preview
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    children, ticks = [], []
+    start = preview.start_scorer
+    monkeypatch.setattr(preview, "start_scorer", lambda: children.append(start()) or children[-1])
+
+    def sleep(seconds):  # the wait's poll: interrupted once the reward has been running a while
+        ticks.append(seconds)
+        if len(ticks) > 100:
+            raise KeyboardInterrupt
+        time.sleep(seconds)
+
+    monkeypatch.setattr(preview, "time", SimpleNamespace(time=time.time, sleep=sleep))
+    with pytest.raises(KeyboardInterrupt):
+        _score("import time\ndef r(completions, **kwargs):\n    time.sleep(3600)\n", timeout_s=600)
+    assert len(children) == 1 and children[0].poll() is not None, "the scoring child still runs"
+    assert list(tmp_path.glob("rloo-preview-*")) == []
+
+
 def test_a_slow_start_is_not_blamed_on_the_reward():
     # Loading takes 4 s (as imports take on a busy machine); each call is quick: the 2 s limit is per call.
     result = _score("import time\ntime.sleep(4)\ndef r(completions, **kwargs):\n    return [1.0 for _ in completions]\n",
