@@ -209,11 +209,12 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
-    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine,
-        # but settings that cannot train are, on any machine: said here, where they are chosen, not first at Start.
-        return head + "".join(f"\n\n⛔ {page_words(n)}" for n in est.notes if n == FOUR_BIT_NEEDS_LORA)
+    # Settings that cannot train are said under the head on any machine, where they are chosen, not first at Start.
+    head += "".join(f"\n\n⛔ {page_words(n)}" for n in est.notes if n == FOUR_BIT_NEEDS_LORA)
+    if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
+        return head
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
-    notes = "\n".join(f"- {page_words(n)}" for n in est.notes)  # a note may be a config problem (4-bit without LoRA)
+    notes = "\n".join(f"- {page_words(n)}" for n in est.notes if n != FOUR_BIT_NEEDS_LORA)
     advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
 

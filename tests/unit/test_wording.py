@@ -61,7 +61,8 @@ def test_the_estimate_notes_4bit_without_lora_in_page_words():
     for device_gib, device in ((16, "Test GPU"), (None, None)):  # with a GPU, and on a CPU (no memory breakdown there)
         est = estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=None), device_gib=device_gib)
         shown = estimate_markdown(est, device)
-        assert f"choose “{text.METHOD_CHOICES[0]}” under “{text.METHOD}”" in shown and "load_in_4bit" not in shown, shown
+        assert f"\n\n⛔ “{text.PRECISION}”: 4-bit weights cannot be trained directly; choose “{text.METHOD_CHOICES[0]}” under " \
+               f"“{text.METHOD}”" in shown and "load_in_4bit" not in shown, shown  # the same line with and without a GPU
     fine = estimate_markdown(estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=16)), None)
     assert "⛔" not in fine and text.METHOD not in fine
 
