@@ -180,9 +180,8 @@ def read_json(path: str | Path) -> dict | None:
 # What every eval.json this version writes holds (engine/evaluate.py); a file without them was written by an earlier
 # version (before intervals, checkpoints and the decoding record) and is not read as if it were current.
 EVAL_KEYS = ("base", "tuned", "tuned_vs_base", "checkpoints", "decoding", "selection")
-# Said wherever such a file would have been shown.
-OLD_EVAL = ("this run's evaluation was written by an earlier version of RLOO Studio, in a form this one does not read: "
-            "evaluate it again")
+# Said wherever such a file would have been shown, followed by that place's way to evaluate again.
+OLD_EVAL = "this run's evaluation was written by an earlier version of RLOO Studio, in a form this one does not read"
 
 
 def read_eval(run_dir: str | Path) -> dict | None:

@@ -222,7 +222,7 @@ class EvalTab:
     def _summary(self, run_id) -> str:
         """The summary line of the run's evaluation; an earlier version's eval.json is said so, not shown as none."""
         if run_id and runs.old_eval(self.runs_dir / run_id):
-            return f"**{runs.OLD_EVAL[0].upper() + runs.OLD_EVAL[1:]}:** press **Evaluate**."
+            return f"**{runs.OLD_EVAL[0].upper() + runs.OLD_EVAL[1:]}:** press **Evaluate** to evaluate it again."
         return summary_markdown(self._report(run_id))
 
     def show(self, run_id):
