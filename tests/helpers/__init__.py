@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import warm
+
 ROOT = Path(__file__).resolve().parents[2]
 
 ADDITION_ROWS = [{"prompt": f"What is {a} + {b}?", "answer": str(a + b)} for a in range(3, 40, 3) for b in (2, 5, 7)]
@@ -58,11 +60,47 @@ def cuda_available() -> bool:
     return probe.stdout.strip() == "True"
 
 
-def run_cli(*args, cwd, timeout=600, env=None) -> subprocess.CompletedProcess:
-    """Run `rloo-studio ARGS` in a fresh process (as a person would) and capture its output."""
-    full_env = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "rloo_studio.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+def cli_stack(args, cwd) -> str:
+    """Which warm starter (helpers/warm.py) forks `rloo-studio ARGS`: `train` imports the stack of its config's
+    model.backend (auto: Unsloth); the other commands generate with plain transformers + PEFT, or load no model."""
+    import yaml
+
+    args = [str(a) for a in args]
+    if not args or args[0] != "train":
+        return "transformers"
+    chosen = [a.split("=", 1)[1] for a in args if a.startswith("model.backend=")]
+    if not chosen:
+        config = Path(cwd, args[args.index("--resume") + 1], "config.yaml") if "--resume" in args else \
+            next((Path(cwd, a) for a in args[1:] if not a.startswith("-") and "=" not in a), None)
+        try:
+            chosen = [((yaml.safe_load(config.read_text()) or {}).get("model") or {}).get("backend", "auto")]
+        except Exception:  # no such file, not YAML, not a mapping: the command's own check says so, on any backend
+            chosen = []
+    return "transformers" if chosen and chosen[-1] == "transformers" else "unsloth"
+
+
+def run_cli(*args, cwd, timeout=600, env=None, fresh=False, stack=None) -> subprocess.CompletedProcess:
+    """Run `rloo-studio ARGS` in its own process (as a person would) and capture its output.
+
+    The process is forked from a warm starter (helpers/warm.py: the stack already imported, `stack` or the command's
+    own, see `cli_stack`) unless `fresh` or the environment asks for a fresh interpreter; it runs the same
+    `python -m rloo_studio.cli ARGS` either way.
+    """
+    return warm.run_python(args, module="rloo_studio.cli", cwd=cwd, timeout=timeout, env=dict(os.environ, **(env or {})),
+                           fresh=fresh, stack=stack or cli_stack(args, cwd))
+
+
+def popen_cli(*args, cwd, env=None, fresh=False, stack=None, **popen) -> "subprocess.Popen | warm.WarmProcess":
+    """`rloo-studio ARGS` started like subprocess.Popen(..., **popen), forked from a warm starter as `run_cli` is."""
+    return warm.popen_module("rloo_studio.cli", args, cwd=cwd, env=dict(os.environ, **(env or {})), fresh=fresh,
+                             stack=stack or cli_stack(args, cwd), **popen)
+
+
+def run_code(code: str, *args, stack, cwd=None, timeout=600, env=None, check=False) -> subprocess.CompletedProcess:
+    """`python -c CODE ARGS` in its own process, output captured (text), forked from the `stack` starter (see
+    helpers/warm.py's STARTERS; "plain" for a person's own script without the product), or fresh if `stack` is None."""
+    return warm.run_python(args, code=code, cwd=cwd, timeout=timeout, env=dict(os.environ, **(env or {})),
+                           stack=stack, check=check)
 
 
 class WouldTrain(BaseException):
@@ -134,6 +172,6 @@ def make_adapter_run(run_dir: Path, model_dir: Path, system_prompt: str | None =
     code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
             f"s({str(model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
             f"s({str(model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300, cwd=ROOT)
+    run_code(code, stack="plain", check=True, timeout=300, cwd=ROOT)
     (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
     return run_dir

@@ -1,0 +1,77 @@
+"""The tests' warm starter (tests/helpers/warm.py) hands its children the caller's process as `python -m`/`-c` would.
+
+The suite forks most of its `rloo-studio` processes from it, so what it gets wrong every such test gets wrong: the
+working directory, environment, arguments, stdin/stdout/stderr, exit code and signals, the stack each kind imported,
+and the fall-back to a fresh interpreter when an import-time variable differs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import run_cli, warm
+
+SHOW = ("import json, os, sys; print(json.dumps({'argv': sys.argv, 'cwd': os.getcwd(), 'ppid': os.getppid(), "
+        "'mine': os.environ.get('MINE'), 'path0': sys.path[0], 'stdin': sys.stdin.read(), "
+        "'unsloth': 'unsloth' in sys.modules, 'trl': 'trl' in sys.modules, 'torch': 'torch' in sys.modules})); "
+        "print('to stderr', file=sys.stderr); sys.exit(int(sys.argv[1]))")
+
+
+def _shown(done):
+    import json
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_forked_child_gets_the_callers_directory_environment_arguments_stdin_and_exit_code(tmp_path):
+    done = warm.run_python(["3", "x y"], code=SHOW, cwd=tmp_path, env=dict(os.environ, MINE="yes"), input="typed",
+                           stack="transformers")
+    seen = _shown(done)
+    assert done.returncode == 3 and done.stderr.strip().endswith("to stderr")
+    assert seen["argv"] == ["-c", "3", "x y"] and seen["cwd"] == str(tmp_path) and seen["mine"] == "yes"
+    assert seen["stdin"] == "typed" and seen["path0"] == ""
+    assert seen["ppid"] != os.getpid(), "not forked by the starter: a fresh interpreter ran it"
+    assert seen["torch"] and seen["trl"] and not seen["unsloth"]
+
+
+def test_each_kind_holds_its_own_stack(tmp_path):
+    assert _shown(warm.run_python(["0"], code=SHOW, cwd=tmp_path, stack="unsloth"))["unsloth"]
+    plain = _shown(warm.run_python(["0"], code=SHOW, cwd=tmp_path, stack="plain"))
+    assert plain["torch"] and not plain["unsloth"] and not plain["trl"]
+
+
+def test_a_different_import_time_variable_gets_a_fresh_interpreter(tmp_path):
+    done = warm.run_python(["0"], code=SHOW, cwd=tmp_path, env=dict(os.environ, HF_HOME=str(tmp_path)), stack="unsloth")
+    assert _shown(done)["ppid"] == os.getpid() and not _shown(done)["unsloth"]
+    # ...and so does `fresh=True`, while an unrelated variable keeps the warm path.
+    assert _shown(warm.run_python(["0"], code=SHOW, cwd=tmp_path, fresh=True))["ppid"] == os.getpid()
+    assert _shown(warm.run_python(["0"], code=SHOW, cwd=tmp_path, env=dict(os.environ, MINE="1")))["ppid"] != os.getpid()
+
+
+def test_the_module_path_runs_the_cli_as_main_with_its_exit_code(tmp_path):
+    done = run_cli("train", tmp_path / "nope.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "no such file" in done.stderr and "Traceback" not in done.stderr and "RuntimeWarning" not in done.stderr
+    assert done.args[:3] == [sys.executable, "-m", "rloo_studio.cli"]
+
+
+def test_signals_timeouts_and_new_sessions_reach_the_child(tmp_path):
+    proc = warm.popen_module("time", [], cwd=tmp_path)  # `python -m time` does not exist: exit 1 at once
+    assert proc.wait(60) == 1
+    sleeper = warm.STARTERS["transformers"].start([], module=None, code="import time; time.sleep(60)", cwd=tmp_path,
+                                                   env=dict(os.environ), start_new_session=True)
+    assert sleeper.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        sleeper.wait(0.2)
+    assert os.getpgid(sleeper.pid) == sleeper.pid  # its own session and group, as start_new_session makes them
+    os.killpg(sleeper.pid, signal.SIGTERM)
+    assert sleeper.wait(30) == -signal.SIGTERM
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        warm.run_python([], code="import time; time.sleep(60)", cwd=tmp_path, timeout=1, stack="transformers")
+    assert time.monotonic() - started < 30
