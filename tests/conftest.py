@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from filelock import FileLock
 os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                   HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", TOKENIZERS_PARALLELISM="false")
 
-from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, make_adapter_run, only_run_dir, run_cli  # noqa: E402 - after the offline variables
+from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, make_adapter_run, only_run_dir, run_cli, run_code  # noqa: E402 - after the offline variables
 
 
 # Seconds before a real-model test counts as hung: it trains and evaluates a 135M model on CPU, far slower than
@@ -26,11 +24,24 @@ from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, make_adapter_run, only_ru
 REALMODEL_TIMEOUT = 1500
 
 
+# The longest test files, longest first (from `--durations` of full runs on 2 cores): started first, each in its own
+# test process while the other works through the rest, they do not leave one process finishing alone at the end.
+# (run_tests.py turns off pytest-xdist's own order, which puts the files with the most tests first and these last.)
+LONGEST_FIRST = ("engine/test_demo_learning.py", "browser/test_own_csv.py", "realmodel/test_judge_browser.py",
+                 "browser/test_diagnostics.py", "realmodel/test_real_after_training.py", "realmodel/test_real_gguf.py",
+                 "engine/test_train_matches_trl.py", "engine/test_gguf.py", "engine/test_demo_build.py")
+
+
 @pytest.hookimpl(trylast=True)  # after tests/realmodel/conftest.py has marked its tests
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("realmodel") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(REALMODEL_TIMEOUT))
+
+    def rank(item) -> int:
+        path = Path(str(item.path)).as_posix()
+        return next((i for i, name in enumerate(LONGEST_FIRST) if path.endswith("/tests/" + name)), len(LONGEST_FIRST))
+    items.sort(key=rank)  # stable: the rest keep their order
 
 
 def built_once(tmp_path_factory, name: str, build) -> Path:
@@ -59,7 +70,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
         # Built in a child process so that this test process never imports transformers before unsloth.
         code = ("import sys; from rloo_studio.tinymodel import build_tiny_model; "
                 f"build_tiny_model({str(folder)!r}, architecture='llama')")
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=300)
+        run_code(code, stack="plain", check=True, cwd=ROOT, timeout=300)
     return built_once(tmp_path_factory, "tiny-model", build)
 
 

@@ -11,11 +11,10 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, run_code
 
 from rloo_studio.errors import StudioError
 from rloo_studio.inference_client import InferenceWorker
@@ -90,7 +89,7 @@ ids = out[0, enc["input_ids"].shape[1]:].tolist()
 cut = next((i + 1 for i, t in enumerate(ids) if t == tok.eos_token_id), len(ids))
 print(json.dumps(ids[:cut]))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = run_code(code, stack="plain", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -187,8 +186,7 @@ print(json.dumps(result))
 def test_one_adapter_switch_for_the_chat_and_the_evaluation(chat_run, tiny_model_dir, tmp_path):
     """engine.adapters, as both callers use it: each adapter generates as a fresh PeftModel of its folder would; the chat's
     keeps every adapter (reloading rewritten weights only when their version changed), the evaluation's one at a time."""
-    done = subprocess.run([sys.executable, "-c", SWITCH, str(tiny_model_dir), str(chat_run), str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = run_code(SWITCH, tiny_model_dir, chat_run, tmp_path, stack="plain", timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["held"] == [True, True, True]
@@ -245,7 +243,7 @@ def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(chat
             f"m = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained({str(tiny_model_dir)!r}), {str(run_dir / 'adapter')!r}); "
             f"m.merge_and_unload().save_pretrained({str(run_dir / 'model')!r}); "
             f"AutoTokenizer.from_pretrained({str(tiny_model_dir)!r}).save_pretrained({str(run_dir / 'model')!r})")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    run_code(code, stack="plain", check=True, timeout=300)
     shutil.rmtree(run_dir / "adapter")
     shutil.rmtree(run_dir / "checkpoints")
     replies, _, _ = _chat(worker, run_dir)

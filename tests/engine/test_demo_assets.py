@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, run_code
 
 from rloo_studio.data import load_rows
 from rloo_studio.engine.model import DEMO_MODEL_DIR, resolve_model_source
@@ -50,7 +48,7 @@ out = model.generate(**ids, max_new_tokens=20, do_sample=False, pad_token_id=tok
 text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
 print(json.dumps({{"text": text, "think_end": tok.convert_tokens_to_ids("</think>"), "len": len(tok.encode("</think>", add_special_tokens=False))}}))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = run_code(code, stack="plain" if loader == "transformers" else "unsloth", timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     info = json.loads(result.stdout.strip().splitlines()[-1])
     assert info["len"] == 1, "</think> must be one token for the token-based thinking rewards"

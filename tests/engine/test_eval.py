@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
-from helpers import ADDITION_ROWS, run_cli
+from helpers import ADDITION_ROWS, run_cli, run_code
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +44,7 @@ ids = tok.apply_chat_template([{{"role": "user", "content": {example['prompt']!r
 out = model.generate(**ids, max_new_tokens=12, do_sample=False, pad_token_id=tok.pad_token_id)
 print(json.dumps(tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)))
 """
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    fresh = run_code(code, stack="plain", timeout=300)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
     assert json.loads(fresh.stdout.strip().splitlines()[-1]) == example["base"]
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 import yaml
-from helpers import ROOT, only_run_dir, run_cli
+from helpers import ROOT, only_run_dir, run_cli, run_code
 
 from rloo_studio import stats
 
@@ -339,7 +339,7 @@ for name, folder in {folders!r}.items():
     out[name] = texts
 print(json.dumps(out))
 """
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    fresh = run_code(code, stack="plain", timeout=600, cwd=ROOT)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
     expected = json.loads(fresh.stdout.strip().splitlines()[-1])
     for name in folders:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, run_cli
+from helpers import ROOT, run_cli, run_code
 
 from rloo_studio import stats
 from rloo_studio.errors import StudioError
@@ -95,7 +95,7 @@ def test_adapter_and_merged_exports_reproduce_the_tuned_model(trained_run, tmp_p
 
     payload = json.dumps([str(model_dir), str(run_dir / "adapter"), str(adapter), str(merged), PROMPTS, NEW_TOKENS])
     # A fresh process with plain transformers + PEFT, from a folder outside the repository.
-    fresh = subprocess.run([sys.executable, "-c", GREEDY, payload], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    fresh = run_code(GREEDY, payload, stack="plain", timeout=600, cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     out = json.loads(fresh.stdout.strip().splitlines()[-1])
     assert out["adapter"] == out["tuned"], "the adapter export generates differently from the run's tuned model"

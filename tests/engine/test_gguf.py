@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, make_adapter_run, run_cli
+from helpers import ROOT, make_adapter_run, run_cli, run_code
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def spm_run(tmp_path_factory) -> Path:
     # initializer_range 0.5: next-token scores far apart, so f16 rounding cannot flip a greedy choice by a near tie.
     code = ("from rloo_studio.tinymodel import build_tiny_model, build_sentencepiece_tokenizer as b; "
             f"build_tiny_model({str(folder / 'model')!r}, tokenizer=b({str(folder / 'spm')!r}), initializer_range=0.5)")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=300)
+    run_code(code, stack="plain", check=True, cwd=ROOT, timeout=300)
     return make_adapter_run(folder / "run", folder / "model", system_prompt=SYSTEM_PROMPT)
 
 
@@ -69,8 +69,7 @@ print(json.dumps({"count": count, "max_error_vs_f16_rounding": f16_error, "max_e
 
 def compare_weights(merged_dir: Path, gguf_path: Path) -> dict:
     """Every weight of the GGUF file (as transformers loads it) against the merged model's, in a fresh process."""
-    done = subprocess.run([sys.executable, "-c", WEIGHTS, str(merged_dir), str(gguf_path)], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
+    done = run_code(WEIGHTS, merged_dir, gguf_path, stack="plain", timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

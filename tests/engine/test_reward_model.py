@@ -9,11 +9,10 @@ child process so this one never imports the model libraries.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_code
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +65,7 @@ print(json.dumps({"scores": scores, "alone": alone, "texts": texts, "trl_texts":
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("reward-model")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(folder)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = run_code(CHILD, folder, stack="transformers", timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

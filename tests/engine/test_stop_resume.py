@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import assert_trained_with, run_cli
+from helpers import assert_trained_with, popen_cli, run_cli
 
 from rloo_studio import runs
 
@@ -19,8 +18,8 @@ pytestmark = pytest.mark.slow
 
 def _start_long_run(workspace) -> tuple[subprocess.Popen, Path]:
     config = workspace.write_config()
-    proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "rloo.max_steps=500"],
-                            cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_cli("train", config, "rloo.max_steps=500", cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True)
     deadline = time.time() + 240
     while time.time() < deadline:
         found = list((workspace.path / "runs").glob("*/metrics.jsonl"))

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from helpers import only_run_dir, run_cli
+from helpers import only_run_dir, run_cli, run_code
 
 from rloo_studio import runs
 
@@ -74,10 +74,7 @@ out = model.generate(**ids, max_new_tokens=8, do_sample=False)
 print(json.dumps({{"n_lora_b": len(lora_b), "max_abs_b": max(float(v.abs().max()) for v in lora_b),
                    "new_tokens": int(out.shape[1] - ids['input_ids'].shape[1])}}))
 """
-    import subprocess
-    import sys
-
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = run_code(code, stack="plain", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     info = json.loads(result.stdout.strip().splitlines()[-1])
     assert info["n_lora_b"] > 0
@@ -125,9 +122,6 @@ def test_full_finetuning_without_lora_section(workspace):
 
 def test_qwen3_architecture_with_a_reward_model(workspace, tmp_path):
     """A Qwen3-architecture policy (Unsloth backend) and a local sequence-classification reward model."""
-    import subprocess
-    import sys
-
     policy, scorer = tmp_path / "qwen3-tiny", tmp_path / "scorer"
     code = f"""
 import torch, transformers
@@ -140,7 +134,7 @@ torch.manual_seed(0)
 transformers.LlamaForSequenceClassification(cfg).save_pretrained({str(scorer)!r})
 tok.save_pretrained({str(scorer)!r})
 """
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    run_code(code, stack="plain", check=True, timeout=300)
     rewards = [{"name": "numeric_answer"}, {"model": str(scorer), "weight": 0.1}]
     config = workspace.write_config(model={"name_or_path": str(policy)}, rewards=rewards)
     result = run_cli("train", config, cwd=workspace.path)

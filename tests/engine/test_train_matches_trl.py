@@ -8,11 +8,9 @@ the run starts (`INSTRUMENTED_RUN`), independently of what the studio records.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from helpers import ROOT, STOPPING_REWARDS, run_cli
+from helpers import ROOT, STOPPING_REWARDS, run_cli, run_code
 
 from rloo_studio import runs
 
@@ -62,8 +60,9 @@ json.dump(record, open(out_path, "w"))
 def _instrumented_run(workspace, tmp_path, **sections) -> tuple[dict, list[dict]]:
     config = workspace.write_config(**sections)
     run_dir, out = tmp_path / "run", tmp_path / "trl.json"
-    result = subprocess.run([sys.executable, "-c", INSTRUMENTED_RUN, str(config), str(run_dir), str(out)],
-                            cwd=workspace.path, capture_output=True, text=True, timeout=900)
+    backend = (sections.get("model") or {}).get("backend", "auto")
+    result = run_code(INSTRUMENTED_RUN, config, run_dir, out, stack="unsloth" if backend == "auto" else backend,
+                      cwd=workspace.path, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(out.read_text()), runs.read_jsonl(run_dir / runs.SAMPLES_FILE)
 
@@ -194,8 +193,7 @@ def lora_a(seed):
 print(json.dumps({{"backend": stack.backend, "a": lora_a(1), "b": lora_a(1), "c": lora_a(2)}}))
 """
     for backend, expected in (("auto", "unsloth"), ("transformers", "transformers")):
-        result = subprocess.run([sys.executable, "-c", code.replace("BACKEND", repr(backend))], cwd=ROOT,
-                                capture_output=True, text=True, timeout=600)
+        result = run_code(code.replace("BACKEND", repr(backend)), stack=expected, cwd=ROOT, timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         out = json.loads(result.stdout.strip().splitlines()[-1])
         assert out["backend"] == expected

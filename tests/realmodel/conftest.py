@@ -46,6 +46,7 @@ def real_run(tmp_path_factory, real_model_dir):
     folder = tmp_path_factory.mktemp("real-run")
     config = task_folder(folder, real_model_dir)
     reward_log = folder / "reward-calls.jsonl"
+    # A fresh interpreter, as a person starts one (the tier's other commands fork from the tests' warm starter).
     done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
                           text=True, timeout=3600, env=dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log)))
     assert done.returncode == 0, done.stderr[-4000:]

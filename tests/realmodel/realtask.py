@@ -1,11 +1,11 @@
-"""The real-model tier's task and helpers: a few single-digit sums, a tiny run config, the CLI in a fresh process."""
+"""The real-model tier's task and helpers: a few single-digit sums, a tiny run config, the CLI in its own process."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,15 +54,14 @@ def make_task_folder(folder: Path, model_dir: Path, **rloo) -> Path:
 
 
 def run_cli(*args, cwd, timeout=3600, env=None) -> subprocess.CompletedProcess:
-    """`rloo-studio ARGS` in a fresh process, as a person would run it."""
-    return subprocess.run([sys.executable, "-m", "rloo_studio.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, **(env or {})))
+    """`rloo-studio ARGS` in its own process, as a person would run it (forked from a warm starter: helpers.run_cli)."""
+    return helpers.run_cli(*args, cwd=cwd, timeout=timeout, env=env)
 
 
-def run_python(code: str, *args, cwd=None, timeout=3600) -> str:
-    """Run `code` in a fresh Python process; its last stdout line (JSON by convention) is returned."""
-    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+def run_python(code: str, *args, cwd=None, timeout=3600, stack="plain") -> str:
+    """Run `code` in its own Python process (helpers.run_code: "plain" imports no Unsloth, as a person's own script);
+    its last stdout line (JSON by convention) is returned."""
+    done = helpers.run_code(code, *args, stack=stack, cwd=cwd or ROOT, timeout=timeout)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout.strip().splitlines()[-1]
 

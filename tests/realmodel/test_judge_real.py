@@ -43,7 +43,7 @@ print(json.dumps({"name": loaded.name, "scores": scores, "verdicts": verdicts, "
 
 
 def test_a_local_judge_scores_completions_with_the_real_model(real_model_dir):
-    out = json.loads(run_python(LOCAL_JUDGE, real_model_dir, timeout=1800))
+    out = json.loads(run_python(LOCAL_JUDGE, real_model_dir, timeout=1800, stack="transformers"))
     assert out["name"] == "judge_" + real_model_dir.name.replace("-", "_")
     assert out["calls"] == 3  # the repeated (prompt, completion) is judged once
     assert out["scores"][0] == out["scores"][2]

@@ -7,11 +7,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from helpers import assert_trained_with
+from helpers import assert_trained_with, popen_cli, run_cli, run_code
 
 from rloo_studio import runs
 
@@ -24,8 +23,7 @@ def test_kill_9_then_resume_continues_the_metrics(workspace):
     config = workspace.write_config(rloo={"max_steps": 8, "save_steps": 4, "num_generations": 4, "per_device_train_batch_size": 8,
                                           "max_completion_length": 16, "learning_rate": 1e-3, "beta": 0.0})
     run_dir = workspace.path / "runs" / "crash"
-    proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)],
-                            cwd=workspace.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = popen_cli("train", config, "--run-dir", run_dir, cwd=workspace.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def logged_steps() -> list[int]:
         return [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] if (run_dir / runs.METRICS_FILE).exists() else []
@@ -41,8 +39,7 @@ def test_kill_9_then_resume_continues_the_metrics(workspace):
     logged_before_kill = logged_steps()
     assert max(logged_before_kill) in (5, 6, 7), logged_before_kill
 
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)], cwd=workspace.path,
-                            capture_output=True, text=True, timeout=600)
+    result = run_cli("train", "--resume", run_dir, cwd=workspace.path, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["resumed_from"] == 4 and status["step"] == 8
@@ -69,8 +66,7 @@ def test_out_of_memory_ends_the_run_as_failed_with_advice_and_usable_checkpoints
                                     rloo={"max_steps": 6, "save_steps": 1, "num_generations": 4, "per_device_train_batch_size": 8,
                                           "max_completion_length": 16, "learning_rate": 1e-3, "beta": 0.0})
     run_dir = workspace.path / "runs" / "oom"
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)],
-                            cwd=workspace.path, capture_output=True, text=True, timeout=600)
+    result = run_cli("train", config, "--run-dir", run_dir, cwd=workspace.path, timeout=600)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "the GPU ran out of memory at step 2" in result.stderr and "max_completion_length" in result.stderr
     status = runs.read_status(run_dir)
@@ -80,8 +76,7 @@ def test_out_of_memory_ends_the_run_as_failed_with_advice_and_usable_checkpoints
     # The run trains with its own copy of the reward code: "fix" that copy, and the resume finishes the run.
     copy = next(p for p in run_dir.glob("*.py") if "runs_out_of_memory" in p.read_text())
     copy.write_text(OOM_REWARD.replace(">= 2", ">= 1000"))
-    resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)], cwd=workspace.path,
-                             capture_output=True, text=True, timeout=600)
+    resumed = run_cli("train", "--resume", run_dir, cwd=workspace.path, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert runs.read_status(run_dir)["state"] == "finished"
     assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == list(range(1, 7))
@@ -97,7 +92,7 @@ def test_out_of_memory_while_sampling_the_preview_is_explained(workspace):
             "g.generate_completions = full\n"
             "from rloo_studio.cli import main\n"
             f"sys.exit(main(['preview', {str(config)!r}, '--num-prompts', '2']))\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=workspace.path, capture_output=True, text=True, timeout=600)
+    result = run_code(code, stack="transformers", cwd=workspace.path, timeout=600)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert "the GPU ran out of memory while sampling completions for the preview" in result.stderr
     assert "2 prompts × 4 completions × up to 16 tokens" in result.stderr

@@ -4,12 +4,12 @@ what to do, instead of hanging the run forever; the last checkpoint stays resuma
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
+
+from helpers import run_cli
 
 from rloo_studio import runs
 from rloo_studio.config import REWARD_TIMEOUT_S, RunConfig
@@ -67,8 +67,7 @@ def test_a_hanging_reward_ends_the_run_as_failed_and_the_checkpoint_resumes(work
     run_dir = workspace.path / "runs" / "hang"
     env = {**os.environ, "HANG_REWARD": "1"}
     started = time.time()
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)],
-                            cwd=workspace.path, capture_output=True, text=True, timeout=900, env=env)
+    result = run_cli("train", config, "--run-dir", run_dir, cwd=workspace.path, timeout=900, env=env)
     assert time.time() - started < 900
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     # What, why and what to do, with the function's name, its limit and the command that continues the run.
@@ -83,8 +82,7 @@ def test_a_hanging_reward_ends_the_run_as_failed_and_the_checkpoint_resumes(work
 
     # The reward fixed (no hang): the run continues from checkpoint-2 to the end.
     env.pop("HANG_REWARD")
-    resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)],
-                             cwd=workspace.path, capture_output=True, text=True, timeout=900, env=env)
+    resumed = run_cli("train", "--resume", run_dir, cwd=workspace.path, timeout=900, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 4
