@@ -25,7 +25,8 @@ def with_parallel_default(args: list[str]) -> list[str]:
     chosen = any(a in ("-n", "--numprocesses") or a.startswith(("-n", "--numprocesses=")) for a in args)
     if chosen or (os.cpu_count() or 1) < 2:
         return args
-    return ["-n", str(TEST_PROCESSES), "--dist", "loadfile", *args]
+    # --no-loadscope-reorder: keep the collection's order (conftest.py starts the longest files first).
+    return ["-n", str(TEST_PROCESSES), "--dist", "loadfile", "--no-loadscope-reorder", *args]
 
 
 def parallel(args: list[str]) -> bool:
