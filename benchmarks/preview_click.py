@@ -17,7 +17,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -69,7 +68,6 @@ def main() -> int:
                 page.set_default_timeout(300_000)
                 page.goto(link)
                 page.get_by_role("tab", name="3 · Rewards").click()
-                status = page.locator("#preview-status")
                 for i in range(args.clicks):
                     # Timed inside the page (performance.now, a MutationObserver): from the click to the moment the
                     # status line holds this click's result alone (while working, Gradio lays its progress line
