@@ -70,11 +70,11 @@ def cli_stack(args, cwd) -> str:
         return "transformers"
     chosen = [a.split("=", 1)[1] for a in args if a.startswith("model.backend=")]
     if not chosen:
-        config = Path(cwd, args[args.index("--resume") + 1], "config.yaml") if "--resume" in args else \
-            next((Path(cwd, a) for a in args[1:] if not a.startswith("-") and "=" not in a), None)
         try:
+            config = Path(cwd, args[args.index("--resume") + 1], "config.yaml") if "--resume" in args else \
+                next(Path(cwd, a) for a in args[1:] if not a.startswith("-") and "=" not in a)
             chosen = [((yaml.safe_load(config.read_text()) or {}).get("model") or {}).get("backend", "auto")]
-        except Exception:  # no such file, not YAML, not a mapping: the command's own check says so, on any backend
+        except Exception:  # no config named, no such file, not YAML: the command's own check says so, on any backend
             chosen = []
     return "transformers" if chosen and chosen[-1] == "transformers" else "unsloth"
 

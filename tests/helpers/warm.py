@@ -9,8 +9,8 @@ process would: its own pid, its own exit code or signal, atexit handlers run. Wh
 unchanged code; only the imports happened before the fork instead of after it.
 
 It runs a command only when nothing that the libraries read at import time differs from the starter's own
-environment (the offline switches, thread counts, cache folders, ...); otherwise `start` returns None and the
-caller starts a fresh interpreter as before, and so does every caller when RLOO_STUDIO_TESTS_FRESH=1. The fresh
+environment (the offline switches, thread counts, cache folders, the temp folder, ...); otherwise the caller gets a
+fresh interpreter as before, and so does every caller when RLOO_STUDIO_TESTS_FRESH=1 (or `fresh=True`). The fresh
 path stays covered on purpose: the app, its workers and the browser tests start their children themselves, and
 the tests of the exit-code contract and of the import order ask for a fresh process.
 
