@@ -8,14 +8,12 @@ the base model's own GGUF).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import ROOT, run_cli, run_code
 
-ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 
 
@@ -33,7 +31,7 @@ def real_adapter_run(tmp_path_factory, real_model_dir) -> Path:
     # A small random update (0.02): the model still answers sensibly, and the merge changes every projection.
     code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
             f"s({str(real_model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1, scale=0.02)")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600, cwd=ROOT)
+    run_code(code, stack="plain", check=True, timeout=600, cwd=ROOT)
     return run_dir
 
 
@@ -45,9 +43,8 @@ def converter_env(tmp_path_factory) -> dict:
 @pytest.mark.parametrize("gguf_type", ["f16", "q8_0"])
 def test_real_model_gguf(real_adapter_run, converter_env, tmp_path, gguf_type):
     out = tmp_path / gguf_type
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "export", str(real_adapter_run), "--format", "gguf",
-                             "--gguf-type", gguf_type, "--out", str(out), "--json"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=1800, env={**__import__("os").environ, **converter_env})
+    result = run_cli("export", real_adapter_run, "--format", "gguf", "--gguf-type", gguf_type, "--out", out, "--json",
+                     cwd=tmp_path, timeout=1800, env=converter_env)
     assert result.returncode == 0, result.stderr[-3000:]
     check = json.loads(result.stdout)["gguf"]
     back, tokens = check["read_back"], check["tokens"]
