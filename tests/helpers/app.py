@@ -1,17 +1,61 @@
 """Helpers for the app tests: a served app on a free loopback port, clients that carry its launch
 token, and a form driven by field labels.
 
-The app is served by the product's own `launch` (the wall included), with a known token.
+The app is served by the product's own `launch` (the wall included), with a known token. Its training workers,
+eval and export children and chat worker are forked from the tests' warm starters (`warm_children`) unless a test
+asks for the product's own process start.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import subprocess
+import sys
 import time
+import types
 from contextlib import contextmanager
 from pathlib import Path
 
 from rloo_studio import runs
+
+# Where the app starts its children, each with `subprocess.Popen([sys.executable, "-m", MODULE, ...])`: the training
+# worker (jobs), the eval/export/scan children (ui/child) and the chat and preview worker (inference_client). The
+# reward preview's scoring child (rewards/preview) is left alone: it limits its own memory, which a child forked
+# from a process holding torch would exceed.
+SPAWNING_MODULES = ("rloo_studio.jobs", "rloo_studio.ui.child", "rloo_studio.inference_client")
+
+
+@contextmanager
+def warm_children():
+    """The app's children forked from the tests' warm starters (helpers/warm.py) while this is active.
+
+    Each spawning module's `subprocess` is replaced by a copy whose Popen hands `python -m MODULE ARGS` to
+    `warm.popen_module` with the same arguments (directory, environment, pipes, own session); the child runs the same
+    module, only its imports were done before the fork. Anything else, and every command the starters cannot take
+    (a different import-time environment, RLOO_STUDIO_TESTS_FRESH=1), starts as the product starts it."""
+    import importlib
+
+    from helpers import cli_stack, warm
+
+    def popen(argv, **kwargs):
+        if isinstance(argv, (list, tuple)) and len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+            module, args = argv[2], [str(a) for a in argv[3:]]
+            stack = cli_stack(args, kwargs.get("cwd") or os.getcwd()) if module == "rloo_studio.cli" else "transformers"
+            return warm.popen_module(module, args, stack=stack, **kwargs)
+        return subprocess.Popen(argv, **kwargs)
+
+    shim = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
+    shim.Popen = popen
+    modules = [importlib.import_module(name) for name in SPAWNING_MODULES]
+    for module in modules:
+        module.subprocess = shim
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.subprocess = subprocess
 
 
 def free_port() -> int:
@@ -26,17 +70,22 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @contextmanager
-def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_hardware=None, token: str | None = TOKEN):
-    """Serve the app in this process; yields its base URL (without the token: see `connect`, `page_url`)."""
+def served_app(runs_dir: Path, detect_hardware: bool = False, auth=None, known_hardware=None, token: str | None = TOKEN,
+               own_children: bool = False):
+    """Serve the app in this process; yields its base URL (without the token: see `connect`, `page_url`).
+
+    `own_children`: the app starts its children itself, as the product does, instead of forking them from the warm
+    starters (for a test that looks at the processes themselves)."""
     from rloo_studio.ui.app import build_app, launch
 
-    demo = build_app(runs_dir, detect_hardware=detect_hardware, known_hardware=known_hardware)
-    launch(demo, token=token, port=free_port(), runs_dir=runs_dir, auth=auth, block=False)
-    try:
-        yield f"http://127.0.0.1:{demo.server_port}/"
-    finally:
-        demo.close()
-        demo.inference_worker.shutdown()  # else it outlives the app in this test process
+    with (contextlib.nullcontext() if own_children else warm_children()):
+        demo = build_app(runs_dir, detect_hardware=detect_hardware, known_hardware=known_hardware)
+        launch(demo, token=token, port=free_port(), runs_dir=runs_dir, auth=auth, block=False)
+        try:
+            yield f"http://127.0.0.1:{demo.server_port}/"
+        finally:
+            demo.close()
+            demo.inference_worker.shutdown()  # else it outlives the app in this test process
 
 
 def connect(url: str, **kwargs):

@@ -10,9 +10,12 @@ unchanged code; only the imports happened before the fork instead of after it.
 
 It runs a command only when nothing that the libraries read at import time differs from the starter's own
 environment (the offline switches, thread counts, cache folders, the temp folder, ...); otherwise the caller gets a
-fresh interpreter as before, and so does every caller when RLOO_STUDIO_TESTS_FRESH=1 (or `fresh=True`). The fresh
-path stays covered on purpose: the app, its workers and the browser tests start their children themselves, and
-the tests of the exit-code contract and of the import order ask for a fresh process.
+fresh interpreter as before, and so does every caller when RLOO_STUDIO_TESTS_FRESH=1 (or `fresh=True`). The one
+exception is the app's own child variables (UTF-8 mode, unbuffered output: CHILD_VARIABLES): a command that differs in
+those alone is forked from a starter of its kind started with them. The app served by the tests hands its children
+to the starters too (helpers/app.py, `warm_children`). The fresh path stays covered on purpose: the app launched as
+a program (tests/reliability), the chat tests and the restarted-app test start their children as the product does,
+and the tests of the exit-code contract and of the import order ask for a fresh process.
 
 Protocol (one Unix socket connection per command): the caller sends one JSON line and its three file descriptors
 (SCM_RIGHTS); the starter answers {"pid": N} once forked, then {"returncode": R} when the child has ended.
@@ -160,44 +163,44 @@ def main(kind: str, path: str) -> None:
 # ------------------------------------------------------------------------------------------------------ the caller
 
 class WarmProcess:
-    """The part of subprocess.Popen the tests use, for a child forked by the starter."""
+    """The part of subprocess.Popen the tests and the app use, for a child forked by the starter.
+
+    A thread waits for the starter's end message, so that `poll` and `wait` may be called from any thread (the app
+    polls its children from its own threads) without taking turns on the connection."""
 
     def __init__(self, conn: socket.socket, args: list[str], stdin, stdout, stderr):
         self._conn, self._buffer = conn, b""
         self.args, self.stdin, self.stdout, self.stderr = args, stdin, stdout, stderr
         self.returncode: int | None = None
-        self.pid = json.loads(self._line(None))["pid"]
+        self._ended = threading.Event()
+        self.pid = json.loads(self._line())["pid"]
+        threading.Thread(target=self._wait_for_end, name=f"warm-child-{self.pid}", daemon=True).start()
 
-    def _line(self, timeout: float | None) -> bytes | None:
-        """The starter's next message; None when none came within `timeout`, b"" when the starter is gone."""
+    def _line(self) -> bytes:
+        """The starter's next message; b"" when the starter is gone."""
         while b"\n" not in self._buffer:
-            self._conn.settimeout(timeout)
             try:
                 chunk = self._conn.recv(4096)
-            except (TimeoutError, BlockingIOError):
-                return None
+            except OSError:
+                return b""
             if not chunk:
                 return b""
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def _read_end(self, timeout: float | None) -> bool:
-        line = self._line(timeout)
-        if line is None:
-            return False
+    def _wait_for_end(self) -> None:
+        line = self._line()
         # b"": the starter died before the child ended (it never should); count the child as killed.
         self.returncode = json.loads(line)["returncode"] if line else -signal.SIGKILL
         self._conn.close()
-        return True
+        self._ended.set()
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            self._read_end(0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None and not self._read_end(timeout):
+        if not self._ended.wait(timeout):
             raise subprocess.TimeoutExpired(self.args, timeout)
         return self.returncode
 
@@ -249,10 +252,11 @@ BASE_ENV = dict(os.environ)
 
 
 class _Starter:
-    """One warm starter process of a kind (see STARTERS), started on first use, ended with this process."""
+    """One warm starter process of a kind (see STARTERS), started on first use, ended with this process; `extra`: the
+    variables it is started with on top of the test process's own (see CHILD_VARIABLES)."""
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, extra: dict | None = None):
+        self.kind, self.env = kind, {**BASE_ENV, **(extra or {})}
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._path = ""
@@ -261,7 +265,7 @@ class _Starter:
     def accepts(self, env: dict) -> bool:
         """Whether a command in `env` would see the same import-time variables as the starter's imports did."""
         self._ensure()
-        return _import_time_view({**self.added, **env}) == _import_time_view({**self.added, **BASE_ENV})
+        return _import_time_view({**self.added, **env}) == _import_time_view({**self.added, **self.env})
 
     def _ensure(self) -> None:
         with self._lock:
@@ -275,7 +279,7 @@ class _Starter:
                     f"main({self.kind!r}, {self._path!r})")
             with open(self._log, "w") as log:
                 self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              stderr=log, cwd=folder, env=BASE_ENV, text=True)
+                                              stderr=log, cwd=folder, env=self.env, text=True)
             atexit.register(self._proc.stdin.close)
             # What the libraries print while importing (Unsloth's banner) comes before the line that says ready.
             for line in self._proc.stdout:
@@ -285,9 +289,11 @@ class _Starter:
             raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
 
     def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, stdin=None, stdout=None,
-              stderr=None, text: bool = False, start_new_session: bool = False) -> WarmProcess:
+              stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
+              start_new_session: bool = False) -> WarmProcess:
         """Like Popen; stdin/stdout/stderr each None (inherit), subprocess.PIPE, DEVNULL, STDOUT or a file / fd."""
         self._ensure()
+        text = text or encoding is not None or errors is not None  # as Popen: either one means text
         ours, theirs, to_close = {}, [], []
         for i, (name, spec) in enumerate((("stdin", stdin), ("stdout", stdout), ("stderr", stderr))):
             if spec == subprocess.STDOUT:
@@ -295,7 +301,8 @@ class _Starter:
             elif spec == subprocess.PIPE:
                 r, w = os.pipe()
                 mine, fd = (w, r) if i == 0 else (r, w)
-                ours[name] = os.fdopen(mine, ("w" if i == 0 else "r") + ("" if text else "b"))
+                ours[name] = (os.fdopen(mine, "w" if i == 0 else "r", encoding=encoding, errors=errors) if text
+                              else os.fdopen(mine, "wb" if i == 0 else "rb"))
                 to_close.append(fd)
             elif spec == subprocess.DEVNULL:
                 fd = os.open(os.devnull, os.O_RDWR)
@@ -320,6 +327,22 @@ class _Starter:
 # "plain": a person's own script reading an export, without the product (torch, transformers, PEFT).
 STARTERS = {kind: _Starter(kind) for kind in ("unsloth", "transformers", "plain")}
 
+# What the app sets for its own children (procs.utf8_env, and unbuffered output for the training and chat workers):
+# they act when the interpreter starts, so a command whose environment differs from the test process's in these
+# alone is forked from a starter of its kind started with the same values (one per kind and values, on first use).
+CHILD_VARIABLES = ("PYTHONUTF8", "PYTHONIOENCODING", "PYTHONUNBUFFERED")
+_VARIANTS: dict[tuple, _Starter] = {}
+_VARIANTS_LOCK = threading.Lock()
+
+
+def _variant(base: _Starter, env: dict) -> "_Starter | None":
+    """The starter of `base`'s kind started with `env`'s CHILD_VARIABLES, when those are all that differ."""
+    extra = {k: env[k] for k in CHILD_VARIABLES if k in env and env[k] != BASE_ENV.get(k)}
+    if not extra or _import_time_view({**base.added, **env}) != _import_time_view({**base.added, **BASE_ENV, **extra}):
+        return None
+    with _VARIANTS_LOCK:
+        return _VARIANTS.setdefault((base.kind, tuple(sorted(extra.items()))), _Starter(base.kind, extra))
+
 
 def _argv(module: str | None, code: str | None, args) -> list[str]:
     return [sys.executable, *(["-m", module] if module else ["-c", code]), *map(str, args)]
@@ -330,6 +353,8 @@ def _starter(env: dict, fresh: bool, stack: str | None) -> "_Starter | None":
     if fresh or stack is None or "1" in (os.environ.get(FRESH_VARIABLE), env.get(FRESH_VARIABLE)):
         return None
     starter = STARTERS[stack]
+    if not starter.accepts(env):
+        starter = _variant(starter, env) or starter
     if not starter.accepts(env):
         if os.environ.get("RLOO_STUDIO_TESTS_WARM_LOG"):
             mine, base = _import_time_view({**starter.added, **env}), _import_time_view({**starter.added, **BASE_ENV})
@@ -344,12 +369,13 @@ def popen_module(module: str, args, *, cwd=None, env: dict | None = None, fresh:
                  **popen) -> "WarmProcess | subprocess.Popen":
     """`python -m MODULE ARGS` started like subprocess.Popen(..., **popen): forked from a warm starter when it can be.
 
-    `popen` may hold stdin, stdout, stderr, text and start_new_session (what the tests use)."""
+    `popen` may hold stdin, stdout, stderr, text, encoding, errors and start_new_session (what the tests and the
+    app's spawn points use)."""
     env = dict(os.environ if env is None else env)
     starter = _starter(env, fresh, stack)
     if starter is None:
         return subprocess.Popen(_argv(module, None, args), cwd=cwd, env=env, **popen)
-    unknown = set(popen) - {"stdin", "stdout", "stderr", "text", "start_new_session"}
+    unknown = set(popen) - {"stdin", "stdout", "stderr", "text", "encoding", "errors", "start_new_session"}
     if unknown:
         raise TypeError(f"popen_module does not take {sorted(unknown)}")
     return starter.start(args, module=module, code=None, cwd=cwd, env=env, **popen)

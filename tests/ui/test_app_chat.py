@@ -27,7 +27,7 @@ def _texts(pane) -> list[str]:
 
 
 def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded(chat_runs_dir):
-    with served_app(chat_runs_dir) as url:
+    with served_app(chat_runs_dir, own_children=True) as url:
         client = connect(url)
         run_update, ckpt_update = client.predict(None, api_name="/chat_runs")
         assert run_update["value"] == RUN_ID and run_update["choices"][0][0] == RUN_ID
@@ -62,7 +62,8 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
 
 
 def worker_processes() -> list[int]:
-    """Pids of inference workers started by this test process (the app is served in it)."""
+    """Pids of inference workers started by this test process (the app is served in it, with `own_children`: a worker
+    forked from the tests' warm starter has the starter's command line and parent)."""
     from rloo_studio.inference_client import WORKER_MODULE
 
     found = []
@@ -84,7 +85,7 @@ def test_chat_while_a_run_trains_is_refused_and_nothing_is_loaded(chat_runs_dir,
     busy.mkdir()
     (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1, "max_steps": 10}))
     try:
-        with served_app(chat_runs_dir) as url:
+        with served_app(chat_runs_dir, own_children=True) as url:
             client = connect(url)
             client.predict(None, api_name="/chat_runs")
             client.predict(RUN_ID, False, api_name="/chat_pick_run")

@@ -102,7 +102,9 @@ def test_one_run_at_a_time_stop_resume_and_reload(runs_dir):
 
 
 def test_a_restarted_app_finds_the_runs_and_a_killed_worker_shows_as_failed(runs_dir):
-    with served_app(runs_dir) as url:
+    # The worker started as the product starts it (not forked from the tests' warm starter): its own session is what
+    # keeps it training when the app that started it is gone.
+    with served_app(runs_dir, own_children=True) as url:
         form = Form(connect(url)).fast_demo(steps=60)
         assert form.call("/start_training")[0] == ""
         run_dir = only_run(runs_dir)

@@ -75,3 +75,49 @@ def test_signals_timeouts_and_new_sessions_reach_the_child(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         warm.run_python([], code="import time; time.sleep(60)", cwd=tmp_path, timeout=1, stack="transformers")
     assert time.monotonic() - started < 30
+
+
+def test_the_apps_child_variables_get_a_starter_started_with_them(tmp_path):
+    """PYTHONUTF8/PYTHONIOENCODING/PYTHONUNBUFFERED act at start-up: such a child comes from a starter that started
+    with them (UTF-8 mode, unbuffered output, a text pipe with the app's encoding), not from the plain one."""
+    import json
+
+    from rloo_studio.procs import utf8_env
+
+    code = ("import json, os, sys; sys.stdout.write(json.dumps({'utf8': sys.flags.utf8_mode, 'ppid': os.getppid(), "
+            "'out': type(sys.stdout.buffer).__name__, 'enc': sys.stdout.encoding}) + '\\n'); import time; time.sleep(30)")
+    env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
+    starter = warm._starter(env, False, "transformers")
+    assert starter is not None and starter is not warm.STARTERS["transformers"]
+    proc = starter.start([], module=None, code=code, cwd=tmp_path, env=env, stdout=subprocess.PIPE, encoding="utf-8",
+                         errors="replace")
+    try:
+        seen = json.loads(proc.stdout.readline())  # unbuffered: the line arrives while the child still sleeps
+    finally:
+        proc.kill()
+    assert proc.wait(30) == -signal.SIGKILL and proc.stdout.encoding == "utf-8"
+    assert seen["utf8"] == 1 and seen["out"] == "FileIO" and seen["enc"] == "utf-8", seen
+    assert seen["ppid"] == starter._proc.pid, seen
+    # Another import-time difference still gets a fresh interpreter.
+    assert warm._starter({**env, "HF_HOME": str(tmp_path)}, False, "transformers") is None
+
+
+def test_the_apps_children_are_forked_while_warm_children_is_on_and_its_own_otherwise(tmp_path):
+    """`helpers.app.warm_children` hands the app's `python -m` children to the starters, with the product's own
+    arguments and environment; other commands, and every command once it has ended, start as the product starts them."""
+    from helpers.app import warm_children
+
+    from rloo_studio.ui import child
+
+    (tmp_path / "show_parent.py").write_text("import os, sys; print(os.getppid(), sys.flags.utf8_mode)\n")
+    show = [sys.executable, "-m", "show_parent"]
+    with warm_children():
+        forked = child.run_command(show, cwd=str(tmp_path))
+        other = child.run_command([sys.executable, "-c", "import os; print(os.getppid())"], cwd=str(tmp_path))
+    own = child.run_command(show, cwd=str(tmp_path))
+    assert forked.returncode == 0 and own.returncode == 0, (forked, own)
+    forked_ppid, forked_utf8 = map(int, forked.stdout.split())
+    own_ppid, own_utf8 = map(int, own.stdout.split())
+    assert forked_ppid != os.getpid() and forked_utf8 == 1  # forked by a starter, in the app's UTF-8 mode
+    assert own_ppid == os.getpid() and own_utf8 == 1 and int(other.stdout) == os.getpid()
+    assert child.subprocess is subprocess
