@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from helpers import ROOT, run_code
+from helpers.app import warm_children
 
 from rloo_studio.errors import StudioError
 from rloo_studio.inference_client import InferenceWorker
@@ -24,6 +25,14 @@ pytestmark = pytest.mark.slow
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16, "seed": 0}
 SAMPLED = {"temperature": 1.0, "top_p": 0.9, "max_new_tokens": 16, "seed": 7}
 MESSAGES = [{"role": "user", "content": "What is 12 + 7?"}]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers_from_the_warm_starter():
+    """The workers here are forked from the tests' warm starter (helpers/app.py, `warm_children`): the same worker
+    module with its imports done before the fork. tests/ui/test_app_chat.py covers the product's own process start."""
+    with warm_children():
+        yield
 
 
 @pytest.fixture(scope="module")

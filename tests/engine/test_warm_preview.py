@@ -4,9 +4,20 @@ that worker (one model held at a time) and shutting it down (as starting trainin
 
 from __future__ import annotations
 
+import pytest
+from helpers.app import warm_children
+
 from rloo_studio.config import RunConfig
 from rloo_studio.inference_client import InferenceWorker
 from rloo_studio.ui.rewards_tab import sample_and_score
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _workers_from_the_warm_starter():
+    """The workers here are forked from the tests' warm starter (helpers/app.py, `warm_children`): the same worker
+    module with its imports done before the fork. tests/ui/test_app_chat.py covers the product's own process start."""
+    with warm_children():
+        yield
 
 
 def test_two_previews_reuse_one_worker_process_and_one_load(workspace, tmp_path):

@@ -155,6 +155,12 @@ def main(kind: str, path: str) -> None:
 
         sys.argv = [request["module"], *request["args"]]
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    elif request.get("script"):
+        import runpy
+
+        sys.argv = [request["script"], *request["args"]]
+        sys.path[0] = os.path.dirname(os.path.abspath(request["script"]))  # as `python PATH` puts the script's folder first
+        runpy.run_path(request["script"], run_name="__main__")
     else:
         sys.argv = ["-c", *request["args"]]
         exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
@@ -288,7 +294,7 @@ class _Starter:
                     return
             raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
 
-    def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, stdin=None, stdout=None,
+    def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None, stdin=None, stdout=None,
               stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
               start_new_session: bool = False) -> WarmProcess:
         """Like Popen; stdin/stdout/stderr each None (inherit), subprocess.PIPE, DEVNULL, STDOUT or a file / fd."""
@@ -314,12 +320,13 @@ class _Starter:
             theirs.append(fd)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(self._path)
-        request = {"module": module, "code": code, "args": list(map(str, args)), "cwd": str(cwd or os.getcwd()),
-                   "env": env, "new_session": start_new_session}
+        request = {"module": module, "code": code, "script": script, "args": list(map(str, args)),
+                   "cwd": str(cwd or os.getcwd()), "env": env, "new_session": start_new_session}
         socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], theirs)
         for fd in to_close:
             os.close(fd)
-        return WarmProcess(conn, _argv(module, code, args), ours.get("stdin"), ours.get("stdout"), ours.get("stderr"))
+        argv = [sys.executable, script, *map(str, args)] if script else _argv(module, code, args)
+        return WarmProcess(conn, argv, ours.get("stdin"), ours.get("stdout"), ours.get("stderr"))
 
 
 # "unsloth": `train` with model.backend auto (what `import_training_stack("auto")` gives). "transformers": the commands
@@ -379,6 +386,17 @@ def popen_module(module: str, args, *, cwd=None, env: dict | None = None, fresh:
     if unknown:
         raise TypeError(f"popen_module does not take {sorted(unknown)}")
     return starter.start(args, module=module, code=None, cwd=cwd, env=env, **popen)
+
+
+def popen_script(script, args, *, cwd=None, env: dict | None = None, fresh: bool = False, stack: str = "transformers",
+                 **popen) -> "WarmProcess | subprocess.Popen":
+    """`python SCRIPT ARGS` started like subprocess.Popen(..., **popen), forked from a warm starter when it can be (the
+    script runs as `__main__`, its folder first on sys.path, as `python SCRIPT` runs it)."""
+    env = dict(os.environ if env is None else env)
+    starter = _starter(env, fresh, stack)
+    if starter is None:
+        return subprocess.Popen([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env, **popen)
+    return starter.start(args, module=None, code=None, script=str(script), cwd=cwd, env=env, **popen)
 
 
 def run_python(args, *, module: str | None = None, code: str | None = None, cwd=None, env: dict | None = None,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import warm
 from realtask import task_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,8 +61,9 @@ def judge_server(real_model_dir, tmp_path_factory):
     model's output; one per test module, so each module's request log holds only its own requests."""
     log = tmp_path_factory.mktemp("judge-server") / "requests.jsonl"
     log.touch()
-    proc = subprocess.Popen([sys.executable, str(HERE / "judge_server.py"), str(real_model_dir), str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # Forked from the tests' transformers starter: the server's own imports are that stack's.
+    proc = warm.popen_script(HERE / "judge_server.py", [real_model_dir, log], stack="transformers",
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         port = int(proc.stdout.readline().strip())
         yield f"http://127.0.0.1:{port}/v1", log

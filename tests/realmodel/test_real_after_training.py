@@ -12,6 +12,7 @@ import json
 import shutil
 
 import pytest
+from helpers.app import warm_children
 from realtask import run_cli, run_python, task_folder
 
 from rloo_studio import runs
@@ -69,7 +70,8 @@ def test_the_chat_worker_answers_as_a_fresh_base_and_a_fresh_base_plus_adapter(r
     run_dir, _ = real_run
     worker = InferenceWorker(log_path=tmp_path / "inference.log")
     try:
-        events = list(worker.chat(run_dir, runs.FINAL, MESSAGES, GREEDY))
+        with warm_children():  # the worker forked from the tests' warm starter: its imports done before the fork
+            events = list(worker.chat(run_dir, runs.FINAL, MESSAGES, GREEDY))
     finally:
         worker.shutdown()
     replies = {e["side"]: e for e in events if e["event"] == "reply"}

@@ -121,3 +121,19 @@ def test_the_apps_children_are_forked_while_warm_children_is_on_and_its_own_othe
     assert forked_ppid != os.getpid() and forked_utf8 == 1  # forked by a starter, in the app's UTF-8 mode
     assert own_ppid == os.getpid() and own_utf8 == 1 and int(other.stdout) == os.getpid()
     assert child.subprocess is subprocess
+
+
+def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path):
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    (folder / "neighbour.py").write_text("WORD = 'found'\n")
+    (folder / "show.py").write_text("import json, os, sys\nimport neighbour\n"
+                                    "print(json.dumps({'argv': sys.argv, 'name': __name__, 'word': neighbour.WORD, "
+                                    "'ppid': os.getppid()}))\n")
+    proc = warm.popen_script(folder / "show.py", ["a", 2], cwd=tmp_path, stack="transformers", stdout=subprocess.PIPE,
+                             text=True)
+    import json
+    seen = json.loads(proc.stdout.read())
+    assert proc.wait(60) == 0
+    assert seen == {"argv": [str(folder / "show.py"), "a", "2"], "name": "__main__", "word": "found",
+                    "ppid": warm.STARTERS["transformers"]._proc.pid}
