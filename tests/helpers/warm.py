@@ -294,8 +294,8 @@ class _Starter:
                     return
             raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
 
-    def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None, stdin=None, stdout=None,
-              stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
+    def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None,
+              stdin=None, stdout=None, stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
               start_new_session: bool = False) -> WarmProcess:
         """Like Popen; stdin/stdout/stderr each None (inherit), subprocess.PIPE, DEVNULL, STDOUT or a file / fd."""
         self._ensure()
