@@ -1,0 +1,146 @@
+"""How much CPU the open page costs while a run trains: Chromium's renderer and the app's server, on the Train tab.
+
+    python benchmarks/page_training_cpu.py [--seconds 30]
+
+A person watches the Train tab while a CPU run trains; whatever the page burns, the run does not get. Serves the app
+as `rloo-studio ui` does (in this process, behind its launch token) on a runs folder with one run that is training:
+its status names this process as the worker, and a thread writes a step (metrics, two samples, a log line) every
+0.5 s, as a fast CPU run does. The page is opened in Chromium at 1400 px and follows the run from the banner; after it
+settles, the renderer's busy time (Chrome's `TaskDuration`) and this process's CPU time are read over the window.
+Two versions of the Train tab's poll are compared, each in its own process:
+
+- `as shipped` — every tick (2 s while a run trains) sends what changed: status, progress, both plots, samples, log;
+- `plots held` — the same, but the two plots are never re-sent: what re-sending the curves costs.
+
+Writes benchmarks/results/page_training_cpu.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import machine, save, table  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+MAX_STEPS = 5000
+STEP_SECONDS = 0.5
+
+
+def hold_plots() -> None:
+    """The Train tab's poll with its two plots never re-sent (the other outputs as shipped)."""
+    import gradio as gr
+
+    from rloo_studio.ui import train_tab
+
+    render = train_tab.TrainTab.render
+
+    def without_plots(view):
+        return [gr.skip() if i in (2, 3) else value for i, value in enumerate(render(view))]
+
+    train_tab.TrainTab.render = staticmethod(without_plots)
+
+
+def write_steps(run_dir: Path, stop: threading.Event) -> None:
+    """A training run's files, one step every STEP_SECONDS, as the worker writes them."""
+    from rloo_studio import runs
+
+    step = 0
+    while not stop.is_set() and step < MAX_STEPS:
+        step += 1
+        with (run_dir / runs.METRICS_FILE).open("a") as f:
+            f.write(json.dumps({"step": step, "reward": 0.5 + step / 4 / MAX_STEPS, "rewards/numeric_answer/mean": step / 2 / MAX_STEPS,
+                                "completions/mean_length": 20 - step / 500, "loss": 0.0, "kl": 0.0}) + "\n")
+        with (run_dir / runs.SAMPLES_FILE).open("a") as f:
+            for k in range(2):
+                f.write(json.dumps({"step": step, "prompt": f"What is {step} + {k}?", "completion": str(step + k),
+                                    "reward": 1.0, "advantage": 0.0, "rewards": {"numeric_answer": 1.0}}) + "\n")
+        with (run_dir / runs.LOG_FILE).open("a") as f:
+            f.write(f"[rloo-studio] step {step}\n")
+        runs.update_status(run_dir, state="running", step=step, max_steps=MAX_STEPS, model="demo", pid=os.getpid())
+        stop.wait(STEP_SECONDS)
+
+
+def measure(seconds: float) -> dict:
+    import psutil
+    from playwright.sync_api import sync_playwright
+
+    from rloo_studio import runs
+    from rloo_studio.ui.app import build_app, launch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs_dir = Path(tmp) / "runs"
+        run_dir = runs.create_run_dir(runs_dir, "training-demo")
+        (run_dir / runs.CONFIG_FILE).write_text(f"model: {{name_or_path: demo}}\nrloo: {{max_steps: {MAX_STEPS}}}\n")
+        runs.update_status(run_dir, state="running", step=0, max_steps=MAX_STEPS, started_at=time.time(), model="demo",
+                           pid=os.getpid())
+        stop = threading.Event()
+        writer = threading.Thread(target=write_steps, args=(run_dir, stop), daemon=True)
+        writer.start()
+        demo = build_app(runs_dir, detect_hardware=False)
+        link = launch(demo, token="benchmark-token", port=7861, runs_dir=runs_dir, block=False)
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(link)
+                page.locator("#run-banner-open").click(timeout=120_000)
+                page.locator("#train-status").get_by_text("training").first.wait_for(timeout=60_000)
+                page.wait_for_timeout(8000)  # the first polls have filled the tab
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Performance.enable")
+
+                def busy_s() -> float:
+                    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
+
+                me = psutil.Process()
+                renderer0, server0, t0 = busy_s(), sum(me.cpu_times()[:2]), time.time()
+                page.wait_for_timeout(seconds * 1000)
+                renderer, server, window = busy_s() - renderer0, sum(me.cpu_times()[:2]) - server0, time.time() - t0
+                browser.close()
+        finally:
+            stop.set()
+            demo.close()
+            demo.inference_worker.shutdown()
+    return {"window_s": round(window, 1), "renderer_busy_s": round(renderer, 2), "renderer_share": round(renderer / window, 3),
+            "server_cpu_s": round(server, 2), "server_share": round(server / window, 3)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
+    parser.add_argument("--variant", choices=["shipped", "plots-held"], help=argparse.SUPPRESS)  # one variant, in a child
+    args = parser.parse_args()
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    if args.variant:  # measured in its own process: the poll is chosen before the page is built
+        if args.variant == "plots-held":
+            hold_plots()
+        print(json.dumps(measure(args.seconds)))
+        return 0
+    rows = {}
+    for variant, name in (("shipped", "as shipped"), ("plots-held", "plots held")):
+        out = subprocess.run([sys.executable, __file__, "--variant", variant, "--seconds", str(args.seconds)],
+                             capture_output=True, text=True, check=True).stdout
+        rows[name] = json.loads(out.strip().splitlines()[-1])
+        print(f"{name}: {rows[name]}", flush=True)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    data = {"machine": machine(), "load_average_1m": load,
+            "page": f"Train tab following a run that logs a step every {STEP_SECONDS} s (2 samples a step)", "results": rows}
+    print(table(["Train tab", "renderer busy (share of a core)", "server CPU (share; includes the step writer)"],
+                [[k, f"{v['renderer_busy_s']} s of {v['window_s']} s ({v['renderer_share']:.0%})",
+                  f"{v['server_cpu_s']} s ({v['server_share']:.0%})"] for k, v in rows.items()]))
+    print(f"saved {save('page_training_cpu', data)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
