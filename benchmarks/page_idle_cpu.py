@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import machine, save, table  # noqa: E402
+from _page_cpu import compare, measure  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STEPS = 120
 
 
@@ -65,41 +62,9 @@ def per_poll_events() -> None:
     poller.Poller.wire = wire
 
 
-def measure(seconds: float) -> dict:
-    import psutil
-    from playwright.sync_api import sync_playwright
-
-    from rloo_studio.ui.app import build_app, launch
-
-    with tempfile.TemporaryDirectory() as tmp:
-        runs_dir = Path(tmp) / "runs"
-        finished_run(runs_dir)
-        demo = build_app(runs_dir, detect_hardware=False)
-        link = launch(demo, token="benchmark-token", port=7860, runs_dir=runs_dir, block=False)
-        try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(link)
-                page.locator("#model-name input").wait_for(timeout=120_000)
-                page.get_by_role("tab", name="Runs").click()
-                page.wait_for_timeout(8000)  # the first polls have filled the page
-                cdp = page.context.new_cdp_session(page)
-                cdp.send("Performance.enable")
-
-                def busy_s() -> float:
-                    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
-
-                me = psutil.Process()
-                renderer0, server0, t0 = busy_s(), sum(me.cpu_times()[:2]), time.time()
-                page.wait_for_timeout(seconds * 1000)
-                renderer, server, window = busy_s() - renderer0, sum(me.cpu_times()[:2]) - server0, time.time() - t0
-                browser.close()
-        finally:
-            demo.close()
-            demo.inference_worker.shutdown()
-    return {"window_s": round(window, 1), "renderer_busy_s": round(renderer, 2), "renderer_share": round(renderer / window, 3),
-            "server_cpu_s": round(server, 2), "server_share": round(server / window, 3)}
+def on_the_runs_tab(page) -> None:
+    page.locator("#model-name input").wait_for(timeout=120_000)
+    page.get_by_role("tab", name="Runs").click()
 
 
 def main() -> int:
@@ -107,27 +72,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
     parser.add_argument("--wiring", choices=["one", "per-poll"], help=argparse.SUPPRESS)  # one wiring, in a child
     args = parser.parse_args()
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if args.wiring:  # measured in its own process: the wiring is chosen before the page is built
         if args.wiring == "per-poll":
             per_poll_events()
-        print(json.dumps(measure(args.seconds)))
+        with tempfile.TemporaryDirectory() as tmp:
+            runs_dir = Path(tmp) / "runs"
+            finished_run(runs_dir)
+            print(json.dumps(measure(runs_dir, on_the_runs_tab, args.seconds, port=7860)))
         return 0
-    import subprocess
-
-    rows = {}
-    for wiring, name in (("one", "one event a tick"), ("per-poll", "an event per poll")):
-        out = subprocess.run([sys.executable, __file__, "--wiring", wiring, "--seconds", str(args.seconds)],
-                             capture_output=True, text=True, check=True).stdout
-        rows[name] = json.loads(out.strip().splitlines()[-1])
-        print(f"{name}: {rows[name]}", flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    data = {"machine": machine(), "load_average_1m": load, "page": "Runs tab, one finished 120-step run, nothing training",
-            "results": rows}
-    print(table(["wiring", "renderer busy (share of a core)", "server CPU (share)"],
-                [[k, f"{v['renderer_busy_s']} s of {v['window_s']} s ({v['renderer_share']:.0%})",
-                  f"{v['server_cpu_s']} s ({v['server_share']:.0%})"] for k, v in rows.items()]))
-    print(f"saved {save('page_idle_cpu', data)}")
+    compare(__file__, "--wiring", [("one", "one event a tick"), ("per-poll", "an event per poll")], args.seconds,
+            page="Runs tab, one finished 120-step run, nothing training", first_column="wiring", result_name="page_idle_cpu")
     return 0
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,9 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import machine, save, table  # noqa: E402
+from _page_cpu import compare, measure  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 MAX_STEPS = 5000
 STEP_SECONDS = 0.5
 
@@ -70,12 +67,13 @@ def write_steps(run_dir: Path, stop: threading.Event) -> None:
         stop.wait(STEP_SECONDS)
 
 
-def measure(seconds: float) -> dict:
-    import psutil
-    from playwright.sync_api import sync_playwright
+def following_the_run(page) -> None:
+    page.locator("#run-banner-open").click(timeout=120_000)
+    page.locator("#train-status").get_by_text("training").first.wait_for(timeout=60_000)
 
+
+def measure_training(seconds: float) -> dict:
     from rloo_studio import runs
-    from rloo_studio.ui.app import build_app, launch
 
     with tempfile.TemporaryDirectory() as tmp:
         runs_dir = Path(tmp) / "runs"
@@ -84,35 +82,11 @@ def measure(seconds: float) -> dict:
         runs.update_status(run_dir, state="running", step=0, max_steps=MAX_STEPS, started_at=time.time(), model="demo",
                            pid=os.getpid())
         stop = threading.Event()
-        writer = threading.Thread(target=write_steps, args=(run_dir, stop), daemon=True)
-        writer.start()
-        demo = build_app(runs_dir, detect_hardware=False)
-        link = launch(demo, token="benchmark-token", port=7861, runs_dir=runs_dir, block=False)
+        threading.Thread(target=write_steps, args=(run_dir, stop), daemon=True).start()
         try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(link)
-                page.locator("#run-banner-open").click(timeout=120_000)
-                page.locator("#train-status").get_by_text("training").first.wait_for(timeout=60_000)
-                page.wait_for_timeout(8000)  # the first polls have filled the tab
-                cdp = page.context.new_cdp_session(page)
-                cdp.send("Performance.enable")
-
-                def busy_s() -> float:
-                    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
-
-                me = psutil.Process()
-                renderer0, server0, t0 = busy_s(), sum(me.cpu_times()[:2]), time.time()
-                page.wait_for_timeout(seconds * 1000)
-                renderer, server, window = busy_s() - renderer0, sum(me.cpu_times()[:2]) - server0, time.time() - t0
-                browser.close()
+            return measure(runs_dir, following_the_run, seconds, port=7861)
         finally:
             stop.set()
-            demo.close()
-            demo.inference_worker.shutdown()
-    return {"window_s": round(window, 1), "renderer_busy_s": round(renderer, 2), "renderer_share": round(renderer / window, 3),
-            "server_cpu_s": round(server, 2), "server_share": round(server / window, 3)}
 
 
 def main() -> int:
@@ -120,25 +94,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
     parser.add_argument("--variant", choices=["shipped", "plots-held"], help=argparse.SUPPRESS)  # one variant, in a child
     args = parser.parse_args()
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if args.variant:  # measured in its own process: the poll is chosen before the page is built
         if args.variant == "plots-held":
             hold_plots()
-        print(json.dumps(measure(args.seconds)))
+        print(json.dumps(measure_training(args.seconds)))
         return 0
-    rows = {}
-    for variant, name in (("shipped", "as shipped"), ("plots-held", "plots held")):
-        out = subprocess.run([sys.executable, __file__, "--variant", variant, "--seconds", str(args.seconds)],
-                             capture_output=True, text=True, check=True).stdout
-        rows[name] = json.loads(out.strip().splitlines()[-1])
-        print(f"{name}: {rows[name]}", flush=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    data = {"machine": machine(), "load_average_1m": load,
-            "page": f"Train tab following a run that logs a step every {STEP_SECONDS} s (2 samples a step)", "results": rows}
-    print(table(["Train tab", "renderer busy (share of a core)", "server CPU (share; includes the step writer)"],
-                [[k, f"{v['renderer_busy_s']} s of {v['window_s']} s ({v['renderer_share']:.0%})",
-                  f"{v['server_cpu_s']} s ({v['server_share']:.0%})"] for k, v in rows.items()]))
-    print(f"saved {save('page_training_cpu', data)}")
+    compare(__file__, "--variant", [("shipped", "as shipped"), ("plots-held", "plots held")], args.seconds,
+            page=f"Train tab following a run that logs a step every {STEP_SECONDS} s (2 samples a step)",
+            first_column="Train tab", result_name="page_training_cpu", server_note="; includes the step writer")
     return 0
 
 
