@@ -11,12 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                   HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", TOKENIZERS_PARALLELISM="false")
 
-from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, make_adapter_run, only_run_dir, run_cli, run_code  # noqa: E402 - after the offline variables
+from helpers import ADDITION_ROWS, ROOT, USER_REWARDS, built_once, make_adapter_run, only_run_dir, run_cli, run_code  # noqa: E402 - after the offline variables
 
 
 # Seconds before a real-model test counts as hung: it trains and evaluates a 135M model on CPU, far slower than
@@ -42,25 +41,6 @@ def pytest_collection_modifyitems(items):
         path = Path(str(item.path)).as_posix()
         return next((i for i, name in enumerate(LONGEST_FIRST) if path.endswith("/tests/" + name)), len(LONGEST_FIRST))
     items.sort(key=rank)  # stable: the rest keep their order
-
-
-def built_once(tmp_path_factory, name: str, build) -> Path:
-    """The folder `name`, made by `build(folder)` once for the whole test session, whatever the test processes.
-
-    With pytest-xdist each test process has its own session, so a session fixture alone would build once per
-    process: the folder lives beside the processes' own temp folders instead, and a file lock lets the first
-    process build it while the others wait. `build` must leave the folder complete or raise.
-    """
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder, done = shared / name, shared / f"{name}.done"
-    with FileLock(str(shared / f"{name}.lock")):
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another process
-            folder.mkdir()
-            build(folder)
-            done.touch()
-    return folder
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Helpers shared by the tests: the repository root, data and reward code for workspaces, running the CLI,
-making runs with known adapters. Imported as `from helpers import ...` (tests/ is on the test path);
+making runs with known adapters, folders built once per session (`built_once`). Imported as `from helpers import ...` (tests/ is on the test path);
 fixtures stay in conftest.py, which imports these.
 """
 
@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from filelock import FileLock
 
 from helpers import warm
 
@@ -175,3 +178,22 @@ def make_adapter_run(run_dir: Path, model_dir: Path, system_prompt: str | None =
     run_code(code, stack="plain", check=True, timeout=300, cwd=ROOT)
     (run_dir / "checkpoints" / "checkpoint-1" / "trainer_state.json").write_text("{}")
     return run_dir
+
+
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `name`, made by `build(folder)` once for the whole test session, whatever the test processes.
+
+    With pytest-xdist each test process has its own session, so a session fixture alone would build once per
+    process: the folder lives beside the processes' own temp folders instead, and a file lock lets the first
+    process build it while the others wait. `build` must leave the folder complete or raise.
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another process
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder

@@ -21,10 +21,11 @@ from pathlib import Path
 from rloo_studio import runs
 
 # Where the app starts its children, each with `subprocess.Popen([sys.executable, "-m", MODULE, ...])`: the training
-# worker (jobs), the eval/export/scan children (ui/child) and the chat and preview worker (inference_client). The
-# reward preview's scoring child (rewards/preview) is left alone: it limits its own memory, which a child forked
-# from a process holding torch would exceed.
-SPAWNING_MODULES = ("rloo_studio.jobs", "rloo_studio.ui.child", "rloo_studio.inference_client")
+# worker (jobs), the eval/export/scan children (ui/child), the chat and preview worker (inference_client) and the reward
+# preview's scoring child (rewards/preview). The scoring child sets its own memory limit when it starts (RLIMIT_DATA,
+# 16 GiB here): a child forked from the transformers starter starts with ~1 GiB of it taken, as a fresh one does once
+# it has loaded the tokenizer.
+SPAWNING_MODULES = ("rloo_studio.jobs", "rloo_studio.ui.child", "rloo_studio.inference_client", "rloo_studio.rewards.preview")
 
 
 @contextmanager

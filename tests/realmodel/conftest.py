@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import warm
+from helpers import built_once, warm
 from realtask import task_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,13 +44,17 @@ def real_model_dir() -> Path:
 def real_run(tmp_path_factory, real_model_dir):
     """One finished 1-step fp32-LoRA run, trained with `rloo-studio train`, for every test that only reads it;
     (run_dir, reward_log)."""
-    folder = tmp_path_factory.mktemp("real-run")
-    config = task_folder(folder, real_model_dir)
+    def train(folder: Path) -> None:
+        config = task_folder(folder, real_model_dir)
+        # A fresh interpreter, as a person starts one (the tier's other commands fork from the tests' warm starter).
+        done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder,
+                              capture_output=True, text=True, timeout=3600,
+                              env=dict(os.environ, REALMODEL_REWARD_LOG=str(folder / "reward-calls.jsonl")))
+        assert done.returncode == 0, done.stderr[-4000:]
+
+    # Once for the session, whichever test processes read it (the tests that write copy what they write into).
+    folder = built_once(tmp_path_factory, "real-run", train)
     reward_log = folder / "reward-calls.jsonl"
-    # A fresh interpreter, as a person starts one (the tier's other commands fork from the tests' warm starter).
-    done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder, capture_output=True,
-                          text=True, timeout=3600, env=dict(os.environ, REALMODEL_REWARD_LOG=str(reward_log)))
-    assert done.returncode == 0, done.stderr[-4000:]
     [run_dir] = [p for p in (folder / "runs").iterdir() if p.is_dir()]
     return run_dir, reward_log
 

