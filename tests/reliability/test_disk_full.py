@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, assert_trained_with
+from helpers import ROOT, assert_trained_with, popen_cli, run_cli
 from rloo_studio import runs
 from rloo_studio.engine.failures import disk_full_error
 
@@ -135,9 +135,9 @@ def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path):
     print(f"\n[disk full] {'a real full tmpfs (ENOSPC from the kernel)' if real else 'SIMULATED: mounting was refused here'}")
     filler = runs_root / "filler.bin"
     try:
-        cmd = [sys.executable, "-m", "rloo_studio.cli", "train", str(config), "--run-dir", str(run_dir)]
+        cmd = ["train", str(config), "--run-dir", str(run_dir)]
         if real:
-            proc = subprocess.Popen(cmd, cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            proc = popen_cli(*cmd, cwd=workspace.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             first = run_dir / "checkpoints" / "checkpoint-2"
             deadline = time.time() + 600
             while time.time() < deadline and proc.poll() is None and not runs.checkpoint_complete(first):
@@ -159,7 +159,7 @@ def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path):
             hook.mkdir()
             (hook / "sitecustomize.py").write_text(DISK_FULL_HOOK)
             env.update(PYTHONPATH=f"{hook}:{ROOT}", RLOO_TEST_DISK_FULL_AT="checkpoints/checkpoint-4/trainer_state.json")
-            result = subprocess.run(cmd, cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
+            result = run_cli(*cmd, cwd=workspace.path, timeout=600, env=env)  # (a fresh interpreter: PYTHONPATH differs)
 
         # Reported: one clear message (what, why, what to do), and the same in status.json.
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
@@ -185,8 +185,7 @@ def test_disk_full_while_saving_a_checkpoint_then_resume(workspace, tmp_path):
         # Space freed: resume continues from checkpoint-2 and finishes, each step logged once.
         filler.unlink(missing_ok=True)
         env.pop("RLOO_TEST_DISK_FULL_AT", None)
-        resumed = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", "--resume", str(run_dir)],
-                                 cwd=workspace.path, capture_output=True, text=True, timeout=600, env=env)
+        resumed = run_cli("train", "--resume", run_dir, cwd=workspace.path, timeout=600, env=env)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert f"resuming from {kept}" in resumed.stdout
         status = runs.read_status(run_dir)
