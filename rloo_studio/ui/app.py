@@ -116,6 +116,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")
         poller.tick(banner_now, inputs=[form.watched, banner], outputs=[banner_row, banner, form.watched])
         poller.wire()
+        form.derived.wire()
         open_train.click(lambda: gr.Tabs(selected="train"), outputs=tabs, api_visibility="private")
     # Whoever serves the page ends the worker with it. (A worker whose app process ends sees its input close
     # and exits; an app closed inside a process that goes on, as in tests, must shut it down.)

@@ -27,6 +27,7 @@ from ..rewards.lint import syntax_problem, undefined_names
 from ..vram import estimate_config
 from . import text
 from .data_tab import DataTab
+from .derived import Derived
 from .model_tab import ModelTab
 from .rewards_tab import RewardsTab
 from .train_tab import TrainTab
@@ -76,6 +77,7 @@ class PageForm:
         self.watched = gr.State(None)  # the run directory the Train tab shows
         self.columns = gr.State([])    # the data's columns from the last preview
         self.data_rows = gr.State(None)  # the training rows the last preview counted (for the epochs warning)
+        self.derived = Derived()  # the form's one change event (lines and drafts derived from the fields): see derived.py
         self.tabs = (model_tab, data_tab, rewards_tab, train_tab)
         self.inputs = [c for tab in self.tabs for c in tab.inputs]
         self.sizes = [len(tab.inputs) for tab in self.tabs]

@@ -23,6 +23,7 @@ from . import text
 from .workspace import DRAFT_JUDGE
 
 if TYPE_CHECKING:
+    from .derived import Derived
     from .workspace import Workspace
 
 SOURCES = [text.JUDGE_BASE, text.JUDGE_FOLDER_CHOICE, text.JUDGE_SERVER_CHOICE]
@@ -191,7 +192,7 @@ class JudgePanel:
         return [self.use, self.rubric, self.source, self.folder, self.url, self.server_model, self.key_env, self.weight,
                 self.low, self.high, self.template]
 
-    def wire(self, workspace: "Workspace") -> None:
+    def wire(self, workspace: "Workspace", derived: "Derived") -> None:
         def pick(name):
             return (RUBRICS[name].text if name in RUBRICS else gr.update()), limits_markdown(name)
 
@@ -199,8 +200,7 @@ class JudgePanel:
             server = source == text.JUDGE_SERVER_CHOICE
             return [gr.update(visible=source == text.JUDGE_FOLDER_CHOICE)] + [gr.update(visible=server)] * 3
 
-        self.source.change(shown, inputs=self.source, outputs=[self.folder, self.url, self.server_model, self.key_env],
-                           api_visibility="private", show_progress="hidden")
+        derived.on([self.source], shown, inputs=[self.source], outputs=[self.folder, self.url, self.server_model, self.key_env])
         self.rubric_template.change(pick, inputs=self.rubric_template, outputs=[self.rubric, self.limits],
                                     api_name="judge_rubric_template")
 
@@ -219,7 +219,7 @@ class JudgePanel:
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.save_api = gr.Button(visible=False)
         self.save_api.click(save, inputs=self.inputs, outputs=None, api_name="save_judge_draft")
-        # One event whichever field changed: with one per field, a save of half-updated fields could finish last and
-        # overwrite the draft with them. One event saves in turn, its last run with the fields as they end up.
-        gr.on([w.change for w in self.inputs], save, inputs=self.inputs, outputs=None, api_visibility="private", show_progress="hidden",
-              trigger_mode="always_last")
+        # Through the form's one change event (derived.py), whichever field changed: with an event per field, a save of
+        # half-updated fields could finish last and overwrite the draft with them; that event's last run saves the fields
+        # as they end up.
+        derived.on(self.inputs, save, inputs=self.inputs, outputs=[])

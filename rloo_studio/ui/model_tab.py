@@ -61,8 +61,6 @@ class ModelTab:
         with gr.Row():
             self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
             self.shrink = gr.Button(text.SHRINK, elem_id="shrink-to-fit", scale=0, min_width=160)
-        self.method.change(lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=self.method, outputs=self.lora_row,
-                           api_visibility="private")
         with gr.Accordion("Advanced", open=False):
             with gr.Row():
                 self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)
@@ -100,11 +98,12 @@ class ModelTab:
 
         train, judge = form.train_tab.fields, form.rewards_tab.judge
         # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.
-        # One event for all of them (see the Train tab's batch line): its last run reads the form as it ends up.
+        # Through the form's one change event (derived.py): its last run reads the form as it ends up.
         estimate_triggers = self.inputs + [train[k] for k in ("num_generations", "per_device_train_batch_size", "max_completion_length", "beta")] \
             + [judge.use, judge.rubric, judge.source, judge.folder]
-        gr.on([w.change for w in estimate_triggers], update_estimate, inputs=estimate_inputs, outputs=self.estimate,
-              api_visibility="private", show_progress="hidden", trigger_mode="always_last")
+        form.derived.on(estimate_triggers, update_estimate, inputs=estimate_inputs, outputs=self.estimate)
+        form.derived.on([self.method], lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=[self.method],
+                        outputs=self.lora_row)
         self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
 
         # The page load: hardware, the form, the run to watch (a reload re-attaches to whatever trains).

@@ -99,8 +99,6 @@ class RewardsTab:
         self.unshown = gr.Markdown(elem_id="rewards-unshown")  # rewards of the settings the tab cannot show (unshown_note)
         self.insert.click(lambda code, name: (code.rstrip() + "\n\n\n" + template(name)) if name else code,
                           inputs=[self.code, self.template], outputs=self.code, api_name="insert_template")
-        self.code.change(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards", show_progress="hidden",
-                         trigger_mode="always_last")
 
         gr.Markdown("### Preview: what would training see?\n" + text.PREVIEW_INTRO)
         with gr.Row():
@@ -128,20 +126,29 @@ class RewardsTab:
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
-        self.judge.wire(workspace)
+        self.judge.wire(workspace, form.derived)
         form.base.change(unshown_note, inputs=form.base, outputs=self.unshown, api_visibility="private", show_progress="hidden")
 
         def check_code(code, user_table, cols):
             workspace.write(DRAFT_REWARDS, code or "")
             return RewardsTab.check_code(code, user_table, cols)
 
-        self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
-                         api_name="check_rewards")
+        checked = self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                                   api_name="check_rewards")
         # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
-        self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
-                       api_visibility="private", trigger_mode="always_last")
-        self.code.change(lambda code: workspace.write(DRAFT_REWARDS, code or "") and None, inputs=self.code,
-                         outputs=None, api_name="save_reward_draft", show_progress="hidden")
+        left = self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                              api_visibility="private", trigger_mode="always_last")
+
+        def lint_and_save(code):
+            workspace.write(DRAFT_REWARDS, code or "")
+            return lint_markdown(code)
+
+        # Each edit is linted (live, without running the code) and kept as the draft, in one handler: two handlers of one
+        # change restart each other (derived.py). The lint keeps its own endpoint for the API.
+        self.code.change(lint_and_save, inputs=self.code, outputs=self.lint, api_visibility="private", show_progress="hidden",
+                         trigger_mode="always_last")
+        self.lint_api = gr.Button(visible=False)
+        self.lint_api.click(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards")
 
         def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
             clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
@@ -214,8 +221,9 @@ class RewardsTab:
             return pinned_report(groups, score_in_child(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
 
         # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
-        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None, inputs=self.pinned,
-                           outputs=None, api_name="save_pinned", show_progress="hidden")
+        edited = self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None,
+                                    inputs=self.pinned, outputs=None, api_name="save_pinned", show_progress="hidden",
+                                    trigger_mode="always_last")
         demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
@@ -223,8 +231,11 @@ class RewardsTab:
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_name="run_pinned")
-        for trigger in (self.code.blur, self.pinned.change, self.check.click):
-            trigger(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private", trigger_mode="always_last")
+        # Re-checked after each of these, chained (a second handler of the same trigger would restart with the first:
+        # derived.py), the last request answered with the last values.
+        for step in (left, edited, checked):
+            step.then(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
+                      trigger_mode="always_last")
 
     # ---- the form ----------------------------------------------------------------------------------
 

@@ -84,8 +84,9 @@ class RunsTab:
         self.refresh.click(self.listing, inputs=self.picker, outputs=[self.table, self.picker], api_name="list_runs").then(
             self.detail, inputs=self.picker, outputs=detail_outputs, api_visibility="private")
         demo.load(self.listing, outputs=[self.table, self.picker], api_visibility="private")
-        self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run")
-        self.picker.change(self.alerts_of, inputs=self.picker, outputs=self.alerts, api_name="run_alerts_of")
+        # One handler of the picker's change, the alerts chained after it (two would restart each other: derived.py).
+        self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run").then(
+            self.alerts_of, inputs=self.picker, outputs=self.alerts, api_name="run_alerts_of", trigger_mode="always_last")
         self.table.select(self.row_clicked, inputs=None, outputs=self.picker, api_visibility="private")
         if poller is not None:
             # Every state shown is re-read from the run folders: the list and the open run's detail change together.

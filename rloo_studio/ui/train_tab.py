@@ -89,12 +89,6 @@ class TrainTab:
         self.batch_summary = gr.Markdown(batch_summary(*(FORM_DEFAULTS[k] for k in ("num_generations", "per_device_train_batch_size",
                                                                                        "num_iterations"))),
                                          elem_id="batch-summary")
-        # One event per derived line, whichever field changed (as everywhere a line depends on several fields): with an
-        # event per field, a form load that sets them all sends several at once, and the answer computed from the
-        # half-updated fields could land last and stay ("4 completions = 0.5 prompts × 8" beside k = 8, batch 128).
-        # One event runs its triggers in turn, and "always_last" makes its final run read the final values.
-        gr.on([w.change for w in batch_keys], batch_summary, inputs=batch_keys, outputs=self.batch_summary, show_progress="hidden",
-              api_visibility="private", trigger_mode="always_last")
         self.batch_keys = batch_keys
         self.judge_cost = gr.Markdown(elem_id="judge-cost")  # with a judge ticked in the Rewards tab: its calls per step
         self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
@@ -222,16 +216,19 @@ class TrainTab:
             return TrainTab.render(view)
 
         poller.tick(self.poll_changes, inputs=[form.watched, self.shown], outputs=self.outputs + [self.shown])
-        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status")
         poller.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, only_changes=True)
-        form.watched.change(self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts")
+        # One handler on the watched run's change, the alerts chained after it (two would restart each other: derived.py).
+        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
+            self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last")
+        # The lines derived from several fields, through the form's one change event (derived.py): a form load sets them
+        # all at once, and the line computed from half-updated fields must not land last and stay ("4 completions =
+        # 0.5 prompts × 8" beside k = 8, batch 128): that event's last run reads the final values.
         judge = form.rewards_tab.judge
+        form.derived.on(self.batch_keys, batch_summary, inputs=self.batch_keys, outputs=self.batch_summary)
         cost_inputs = self.batch_keys + [judge.use, judge.source]
-        gr.on([w.change for w in cost_inputs], judge_cost_markdown, inputs=cost_inputs, outputs=self.judge_cost, show_progress="hidden",
-              api_visibility="private", trigger_mode="always_last")
+        form.derived.on(cost_inputs, judge_cost_markdown, inputs=cost_inputs, outputs=self.judge_cost)
         sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps", "num_iterations")]
-        gr.on([form.data_rows.change] + [w.change for w in sizes], epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs,
-              api_visibility="private", show_progress="hidden", trigger_mode="always_last")
+        form.derived.on([form.data_rows] + sizes, epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs)
         poller.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for])
         self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
                                api_name="show_config")

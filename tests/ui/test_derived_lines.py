@@ -5,6 +5,11 @@ Why it matters: with an event per field, a form load that sets all the fields at
 computed from half-updated fields could finish last and stay. It was seen in a browser: "Each step trains on 4
 completions (4 per device …) = 0.5 prompts × 8 completions" beside fields showing k = 8 and a batch of 128. One event
 runs its triggers in turn, and with trigger_mode "always_last" its final run reads the fields as they end up.
+
+And no field has two "always_last" handlers of one event: when the field changes while one of them runs, Gradio sends
+the field's event again, whole, once that one ends, and the other, still running, is put aside in turn; each end started
+the next. Seen in a browser: lint and draft-save requests several times a second for as long as the page stayed open
+(the browser's renderer busy the whole time), and pinned checks asked again and again.
 """
 
 from __future__ import annotations
@@ -22,9 +27,29 @@ def test_each_line_derived_from_several_fields_is_one_event_whose_last_run_wins(
             writers = [d for d in changes if ids[elem_id] in d["outputs"]]
             assert len(writers) == 1, f"#{elem_id} is written by {len(writers)} change events: the last to finish wins"
             assert len(writers[0]["targets"]) >= 3 and writers[0]["trigger_mode"] == "always_last", writers[0]
-        # The judge's draft: saved by one event on every judge field (it has no output to look it up by).
-        rubric = ids["judge-rubric"]
-        saves = [d for d in changes if not d["outputs"] and any(target == rubric for target, _ in d["targets"])]
-        assert len(saves) == 1 and len(saves[0]["targets"]) >= 5 and saves[0]["trigger_mode"] == "always_last", saves
+        # The judge's draft is saved by that same one event (it has no output to look it up by): the only handler of
+        # each judge field's change, started by all of them.
+        for elem_id in ("judge-rubric", "judge-use", "judge-source"):
+            handlers = [d for d in changes if any(target == ids[elem_id] for target, _ in d["targets"])]
+            assert len(handlers) == 1 and len(handlers[0]["targets"]) >= 5, (elem_id, handlers)
+    finally:
+        demo.inference_worker.shutdown()
+
+
+def test_no_component_event_has_two_handlers_that_wait_for_each_other(tmp_path):
+    """At most one "always_last" handler per (component, event): chained steps (`.then`) are sent again alone."""
+    demo = build_app(tmp_path / "runs", detect_hardware=False)
+    try:
+        handlers: dict[tuple, list[str]] = {}
+        for dep, fn in zip(demo.config["dependencies"], demo.fns.values()):
+            if dep["trigger_mode"] != "always_last":
+                continue
+            for target, event in dep["targets"]:
+                if target is not None:  # (a chained step has no target of its own)
+                    block = demo.blocks.get(target)
+                    key = (getattr(block, "elem_id", None) or type(block).__name__, target, event)
+                    handlers.setdefault(key, []).append(fn.name)
+        doubled = {key: names for key, names in handlers.items() if len(names) > 1}
+        assert not doubled, f"two 'always_last' handlers of one event restart each other: {doubled}"
     finally:
         demo.inference_worker.shutdown()
