@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
 
 from rloo_studio import runs
 from rloo_studio.ui.export_tab import FORMAT_CHOICES
@@ -215,10 +215,7 @@ def test_own_csv_up_to_start(studio):
     page.locator("#pinned-add").click()
     expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
     for column, value in enumerate(PIN):
-        page.locator(f"#pinned [data-testid=cell-1-{column}]").dblclick()
-        page.keyboard.press("Control+A")
-        page.keyboard.insert_text(value)
-        page.keyboard.press("Enter")
+        fill_cell(page, "#pinned", 1, column, value)
     expect(page.locator("#pinned")).to_contain_text("BOOM")
     page.locator("#check-code").click()
     # A reward function scores a batch: raising on one completion fails every pin scored with it.

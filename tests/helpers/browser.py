@@ -66,3 +66,35 @@ def coloured_pixels(png: bytes) -> int:
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
     return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 60)
+
+
+def fill_cell(page, table: str, row: int, column: int, value) -> None:
+    """Type `value` into a table's cell as a person does (double-click, select all, type, Enter) until the cell shows it.
+
+    While an event runs, the page puts each component's value back whenever that event's status changes, and a table
+    redrawn that way can drop the cell's editor between the double-click and the keys (seen on a loaded machine: the
+    select-all lost, "0.0" typed after the "1" already there). A person then types it again; so does this, three times,
+    then fails saying what the cell shows."""
+    import time
+
+    cell = page.locator(f"{table} [data-testid=cell-{row}-{column}]")
+    want = str(value)
+
+    def shows() -> bool:
+        text = cell.inner_text().strip().split("\n")[0].strip()  # (the cell's own menu button, "⋮", follows its text)
+        try:
+            return float(text) == float(want)
+        except ValueError:
+            return text == want
+
+    for _ in range(3):
+        cell.dblclick()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(want)
+        page.keyboard.press("Enter")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if shows():
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"{table} cell ({row}, {column}) shows {cell.inner_text()!r} after typing {want!r} three times")

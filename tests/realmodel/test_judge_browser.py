@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
 from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests
 
 from rloo_studio.ui import text
@@ -135,10 +135,7 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
                 # (queued behind the judged check of the first row's edits on a busy machine)
                 expect(page.locator(f"#pinned [data-testid=cell-{i}-0]")).to_be_visible(timeout=120_000)
             for column, value in enumerate(pin):
-                page.locator(f"#pinned [data-testid=cell-{i}-{column}]").dblclick()
-                page.keyboard.press("Control+A")
-                page.keyboard.insert_text(str(value))
-                page.keyboard.press("Enter")
+                fill_cell(page, "#pinned", i, column, value)
         page.locator("#check-code").click()
         result = page.locator("#pinned-result")
         expect(result).to_contain_text("2/2 pinned examples pass", timeout=600_000)
