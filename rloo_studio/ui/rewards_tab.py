@@ -133,11 +133,11 @@ class RewardsTab:
             workspace.write(DRAFT_REWARDS, code or "")
             return RewardsTab.check_code(code, user_table, cols)
 
-        checked = self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
-                                   api_name="check_rewards")
+        self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                         api_name="check_rewards")
         # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
-        left = self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
-                              api_visibility="private", trigger_mode="always_last")
+        self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+                       api_visibility="private", trigger_mode="always_last")
 
         def lint_and_save(code):
             workspace.write(DRAFT_REWARDS, code or "")
@@ -221,9 +221,9 @@ class RewardsTab:
             return pinned_report(groups, score_in_child(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
 
         # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
-        edited = self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None,
-                                    inputs=self.pinned, outputs=None, api_name="save_pinned", show_progress="hidden",
-                                    trigger_mode="always_last")
+        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None,
+                           inputs=self.pinned, outputs=None, api_name="save_pinned", show_progress="hidden",
+                           trigger_mode="always_last")
         demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
@@ -231,11 +231,13 @@ class RewardsTab:
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_name="run_pinned")
-        # Re-checked after each of these, chained (a second handler of the same trigger would restart with the first:
-        # derived.py), the last request answered with the last values.
-        for step in (left, edited, checked):
-            step.then(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
-                      trigger_mode="always_last")
+        # Re-checked on each of these, beside the handler above, at once rather than after it (a table the person edits
+        # while a later check's status changes can lose the edit when the page redraws it). Not "always_last": two such
+        # handlers of one event restart each other (derived.py); the checks wait in one queue, one at a time, so the
+        # last one asked, with the last values, answers last.
+        for trigger in (self.code.blur, self.pinned.change, self.check.click):
+            trigger(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
+                    trigger_mode="multiple", concurrency_limit=1, concurrency_id="pinned-check")
 
     # ---- the form ----------------------------------------------------------------------------------
 
