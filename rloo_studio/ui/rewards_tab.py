@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -129,9 +130,21 @@ class RewardsTab:
         self.judge.wire(workspace, form.derived)
         form.base.change(unshown_note, inputs=form.base, outputs=self.unshown, api_visibility="private", show_progress="hidden")
 
-        def check_code(code, user_table, cols):
+        last_checked: dict[str, tuple] = {}  # per page session: the code and columns last checked, and what it found
+        checked_lock = threading.Lock()
+
+        def check_code(code, user_table, cols, request: gr.Request):
             workspace.write(DRAFT_REWARDS, code or "")
-            return RewardsTab.check_code(code, user_table, cols)
+            message, table = RewardsTab.check_code(code, user_table, cols)
+            found = (code, tuple(cols or ()), tuple(r[1] for r in table))
+            with checked_lock:
+                # *Check the code* pressed right after typing starts two checks (the button's and the editor's blur),
+                # each with the table as it was then. The functions table is sent by the first only: the second would
+                # put back the table from before the person's ticks in between.
+                session = getattr(request, "session_hash", None) or ""
+                repeat = last_checked.get(session) == found
+                last_checked[session] = found
+            return message, gr.skip() if repeat else table
 
         self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
                          api_name="check_rewards")
