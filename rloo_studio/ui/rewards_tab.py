@@ -233,10 +233,11 @@ class RewardsTab:
                        "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
             return pinned_report(groups, score_in_child(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
 
-        # The pinned examples are kept with the reward code: saved on every change, shown again after a reload.
+        # The pinned examples are kept with the reward code: saved on every change (each save runs: it is quick, and no
+        # edit may wait behind a check), shown again after a reload.
         self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None,
                            inputs=self.pinned, outputs=None, api_name="save_pinned", show_progress="hidden",
-                           trigger_mode="always_last")
+                           trigger_mode="multiple")
         demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
@@ -244,13 +245,16 @@ class RewardsTab:
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_name="run_pinned")
-        # Re-checked on each of these, beside the handler above, at once rather than after it (a table the person edits
-        # while a later check's status changes can lose the edit when the page redraws it). Not "always_last": two such
-        # handlers of one event restart each other (derived.py); the checks wait in one queue, one at a time, so the
-        # last one asked, with the last values, answers last.
-        for trigger in (self.code.blur, self.pinned.change, self.check.click):
+        # Re-checked on each of these, beside the handlers above, at once rather than after them (a table the person
+        # edits while a later check's status changes can lose the edit when the page redraws it). The checks wait in
+        # one queue, one at a time, so the last one asked, with the last values, answers last. A table edited cell by
+        # cell is checked "always_last": edits made while a check runs are checked once, together, when it ends, not
+        # once each (each check starts a process, and a judge's calls); the table's change has no other such handler.
+        # Leaving the editor and the button check every time: the editor's blur already has one (check_code), and two
+        # "always_last" handlers of one event restart each other (derived.py).
+        for trigger, mode in ((self.code.blur, "multiple"), (self.pinned.change, "always_last"), (self.check.click, "multiple")):
             trigger(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
-                    trigger_mode="multiple", concurrency_limit=1, concurrency_id="pinned-check")
+                    trigger_mode=mode, concurrency_limit=1, concurrency_id="pinned-check")
 
     # ---- the form ----------------------------------------------------------------------------------
 

@@ -1,13 +1,24 @@
 """Writing a reward in the browser: type it in the editor, check it, tick it, preview it on the demo model,
-and see each completion's rewards and leave-one-out advantage. Screenshot: test-artifacts/browser/6-reward-preview.png."""
+and see each completion's rewards and leave-one-out advantage; then edit a pinned example cell by cell while its checks
+run. Screenshot: test-artifacts/browser/6-reward-preview.png."""
 
 from __future__ import annotations
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+import json
+
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
+
+from rloo_studio.ui.workspace import DRAFT_PINNED
 
 pytestmark = BROWSER_MARKS
 
-REWARD = "def brief(completions, **kwargs):\n    return [1.0 if len(c[0]['content']) < 24 else 0.0 for c in completions]\n"
+# A reward that takes its time (as a judge's calls do): a pinned check runs for CHECK_S, so the cell edits that follow
+# the first one are made while it runs.
+CHECK_S = 4
+REWARD = ("import time\n\ndef brief(completions, **kwargs):\n"
+          f"    time.sleep({CHECK_S})\n"
+          "    return [1.0 if len(c[0]['content']) < 24 else 0.0 for c in completions]\n")
+PIN = ["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 100.0]
 
 
 def test_edit_check_tick_and_preview_a_reward(runs_dir):
@@ -39,3 +50,25 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         expect(page.locator("#preview-findings")).to_contain_text("Learnability")
         page.locator("#preview-table").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "6-reward-preview.png"), full_page=True)
+
+        # A pinned example typed cell by cell: each edit is saved, and the edits made while a check runs are checked
+        # once, together, when it ends (each check is a process, and a judge's calls), the last values last.
+        config = page.evaluate("fetch('config').then(r => r.json())")
+        ids = {c["props"].get("elem_id"): c["id"] for c in config["components"] if c.get("props", {}).get("elem_id")}
+        on_edit = {d["id"] for d in config["dependencies"] if [ids["pinned"], "change"] in d["targets"]}
+        check = {d["id"] for d in config["dependencies"] if d["id"] in on_edit and ids["pinned-result"] in d["outputs"]}
+        assert len(check) == 1 and len(on_edit) == 2, (on_edit, check)  # the check, and the save
+        asked: list[int] = []
+        page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("fn_index"))
+                if r.url.split("?")[0].endswith("/queue/join") else None)
+        for column, value in enumerate(PIN):
+            fill_cell(page, "#pinned", 0, column, value)
+        expect(page.locator("#pinned-result")).to_contain_text("1/1 pinned examples pass", timeout=180_000)
+        page.wait_for_timeout(1000)
+        checks, saves = asked.count(*check), sum(asked.count(i) for i in on_edit - check)
+        assert saves >= len(PIN), f"{saves} saves for {len(PIN)} edited cells: an edit was not kept"
+        saved = json.loads((runs_dir / ".studio" / DRAFT_PINNED).read_text())
+        assert saved[0][:3] == PIN[:3] and [float(v) for v in saved[0][3:]] == PIN[3:], saved
+        # One check per edit would be len(PIN), each waiting for the one before; the first edit's check runs CHECK_S,
+        # while the other edits are typed, so two checks answer for all of them.
+        assert 1 <= checks < len(PIN) - 1, f"{checks} pinned checks for {len(PIN)} edited cells"
