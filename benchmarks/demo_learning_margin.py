@@ -1,8 +1,8 @@
-"""The margin of tests/engine/test_demo_learning.py, measured: how much 30 cpu-demo steps raise the held-out score.
+"""The margin of tests/engine/test_demo_learning.py, measured: how much 20 cpu-demo steps raise the held-out score.
 
-    python benchmarks/demo_learning_margin.py     # 4 short runs, each trained and evaluated (one CPU thread, ~6 min)
+    python benchmarks/demo_learning_margin.py     # 4 short runs, each trained and evaluated (one CPU thread, ~5 min)
 
-The test trains the shipped preset for 30 steps (seed 42, one torch thread), then asks `rloo-studio eval` (greedy, the
+The test trains the shipped preset for 20 steps (seed 42, one torch thread), then asks `rloo-studio eval` (greedy, the
 300 held-out problems, base and tuned on the same prompts) how much the tuned model's mean reward beats the base
 model's, and asserts a margin. This script repeats that run with seed 42 and with other seeds (another order of
 data and sampling: the stand-in for another CPU's floating-point order). The margin lies halfway between the seeds'
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _common import ROOT, cli, machine, save, shown, table
 
-STEPS = 30
+STEPS = 20
 SEEDS = (42, 1, 2, 3)
 PRESET = ROOT / "presets" / "cpu-demo.yaml"
 
