@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, opened_page
 
-from rloo_studio import runs
+from rloo_studio import alerts, runs
 
 pytestmark = BROWSER_MARKS
 
 SCANNED = 8
+# The length-limit alert is raised once completions were cut for LENGTH_STEPS steps in a row: one step more.
+FIRST_STEPS = alerts.LENGTH_STEPS + 1
 
 
 def fill(page, elem_id: str, value) -> None:
@@ -43,13 +45,13 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         # Time before Start, then a run whose completions are cut at 4 tokens: the length-limit alert shows while it trains.
         page.get_by_role("tab", name="4 · Train").click()
         fill(page, "rloo-per-device-train-batch-size", 16)
-        fill(page, "rloo-max-steps", 8)
+        fill(page, "rloo-max-steps", FIRST_STEPS)
         fill(page, "rloo-max-completion-length", 4)
         page.locator("#estimate-time").click()
         estimate = page.locator("#time-estimate")
         expect(estimate).to_contain_text("Measured:", timeout=300_000)
         expect(estimate).to_contain_text("s per step")
-        expect(estimate).to_contain_text("for 8 steps")
+        expect(estimate).to_contain_text(f"for {FIRST_STEPS} steps")
         estimate.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "diagnostics-estimate.png"), full_page=True)
         page.locator("#start-training").click()
@@ -62,7 +64,7 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
 
         # A second run with another learning rate and the usual length.
         fill(page, "rloo-max-completion-length", 16)
-        fill(page, "rloo-max-steps", 3)
+        fill(page, "rloo-max-steps", 2)
         fill(page, "rloo-learning-rate", 0.0005)
         page.locator("#start-training").click()
         page.wait_for_function("document.querySelector('#train-status')?.innerText.includes('finished') && "
