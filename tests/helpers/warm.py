@@ -79,7 +79,8 @@ def _import(kind: str) -> None:
 
 
 def _serve(kind: str, path: str):
-    """Import the stack, listen at `path`, fork a child per request. Returns (request, fds, added_env) in the child."""
+    """Import the stack, listen at `path`, fork a child per request. Returns (request, fds, added_env, starter_env) in
+    the child."""
     before = dict(os.environ)
     _import(kind)
     # The imports' objects leave the garbage collector's view: a child's collections (its exit's included) would
@@ -117,7 +118,7 @@ def _serve(kind: str, path: str):
                 conn.close()
                 for other in waiting.values():
                     other.close()
-                return request, fds, added
+                return request, fds, added, before
             for fd in fds:
                 os.close(fd)
             _send(conn, {"pid": pid})
@@ -154,9 +155,41 @@ def _become(request: dict, fds: list[int], added: dict) -> None:
     sys.path[0] = os.getcwd() if request.get("module") else ""
 
 
+# Product modules that start children of their own (`python -m MODULE`) inside the commands the starters run: the
+# reward preview's scoring child, started by `rloo-studio preview` and `scan` and by the app's children. A warm child
+# forks those from its own starter too, as helpers/app.py does for the app's children, under the same rule (nothing
+# read at import time differs).
+NESTED_MODULES = ("rloo_studio.rewards.preview",)
+
+
+def _nest(path: str, starter_env: dict, added: dict) -> None:
+    """In a warm child: the NESTED_MODULES' `python -m ...` children are forked from this child's own starter."""
+    import importlib
+    import types
+
+    def popen(argv, **kwargs):
+        env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+        if (isinstance(argv, (list, tuple)) and len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m"
+                and "1" not in (os.environ.get(FRESH_VARIABLE), env.get(FRESH_VARIABLE))
+                and set(kwargs) <= {"stdin", "stdout", "stderr", "text", "encoding", "errors", "start_new_session", "env", "cwd"}
+                and _import_time_view({**added, **env}) == _import_time_view({**added, **starter_env})):
+            popen_kwargs = {k: v for k, v in kwargs.items() if k not in ("env", "cwd")}
+            return _fork_at(path, argv[3:], module=argv[2], code=None, cwd=kwargs.get("cwd"), env=env, **popen_kwargs)
+        return subprocess.Popen(argv, **kwargs)
+
+    shim = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
+    shim.Popen = popen
+    for name in NESTED_MODULES:
+        importlib.import_module(name).subprocess = shim
+
+
 def main(kind: str, path: str) -> None:
-    request, fds, added = _serve(kind, path)
+    request, fds, added, starter_env = _serve(kind, path)
     _become(request, fds, added)
+    # (Not for the "plain" starter, a person's own script without the product; nor for a nested module run itself,
+    # which runpy must find not yet imported.)
+    if kind != "plain" and request.get("module") not in NESTED_MODULES:
+        _nest(path, starter_env, added)
     if request.get("module"):
         import runpy
 
@@ -302,38 +335,44 @@ class _Starter:
             raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
 
     def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None,
-              stdin=None, stdout=None, stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
-              start_new_session: bool = False) -> WarmProcess:
+              **popen) -> WarmProcess:
         """Like Popen; stdin/stdout/stderr each None (inherit), subprocess.PIPE, DEVNULL, STDOUT or a file / fd."""
         self._ensure()
-        text = text or encoding is not None or errors is not None  # as Popen: either one means text
-        ours, theirs, to_close = {}, [], []
-        for i, (name, spec) in enumerate((("stdin", stdin), ("stdout", stdout), ("stderr", stderr))):
-            if spec == subprocess.STDOUT:
-                fd = theirs[1]
-            elif spec == subprocess.PIPE:
-                r, w = os.pipe()
-                mine, fd = (w, r) if i == 0 else (r, w)
-                ours[name] = (os.fdopen(mine, "w" if i == 0 else "r", encoding=encoding, errors=errors) if text
-                              else os.fdopen(mine, "wb" if i == 0 else "rb"))
-                to_close.append(fd)
-            elif spec == subprocess.DEVNULL:
-                fd = os.open(os.devnull, os.O_RDWR)
-                to_close.append(fd)
-            elif spec is None:
-                fd = i
-            else:
-                fd = spec if isinstance(spec, int) else spec.fileno()
-            theirs.append(fd)
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(self._path)
-        request = {"module": module, "code": code, "script": script, "args": list(map(str, args)),
-                   "cwd": str(cwd or os.getcwd()), "env": env, "new_session": start_new_session}
-        socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], theirs)
-        for fd in to_close:
-            os.close(fd)
-        argv = [sys.executable, script, *map(str, args)] if script else _argv(module, code, args)
-        return WarmProcess(conn, argv, ours.get("stdin"), ours.get("stdout"), ours.get("stderr"))
+        return _fork_at(self._path, args, module=module, code=code, cwd=cwd, env=env, script=script, **popen)
+
+
+def _fork_at(path: str, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None,
+             stdin=None, stdout=None, stderr=None, text: bool = False, encoding: str | None = None, errors: str | None = None,
+             start_new_session: bool = False) -> WarmProcess:
+    """Ask the starter listening at `path` for a child (see `_Starter.start`)."""
+    text = text or encoding is not None or errors is not None  # as Popen: either one means text
+    ours, theirs, to_close = {}, [], []
+    for i, (name, spec) in enumerate((("stdin", stdin), ("stdout", stdout), ("stderr", stderr))):
+        if spec == subprocess.STDOUT:
+            fd = theirs[1]
+        elif spec == subprocess.PIPE:
+            r, w = os.pipe()
+            mine, fd = (w, r) if i == 0 else (r, w)
+            ours[name] = (os.fdopen(mine, "w" if i == 0 else "r", encoding=encoding, errors=errors) if text
+                          else os.fdopen(mine, "wb" if i == 0 else "rb"))
+            to_close.append(fd)
+        elif spec == subprocess.DEVNULL:
+            fd = os.open(os.devnull, os.O_RDWR)
+            to_close.append(fd)
+        elif spec is None:
+            fd = i
+        else:
+            fd = spec if isinstance(spec, int) else spec.fileno()
+        theirs.append(fd)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(path)
+    request = {"module": module, "code": code, "script": script, "args": list(map(str, args)),
+               "cwd": str(cwd or os.getcwd()), "env": env, "new_session": start_new_session}
+    socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], theirs)
+    for fd in to_close:
+        os.close(fd)
+    argv = [sys.executable, script, *map(str, args)] if script else _argv(module, code, args)
+    return WarmProcess(conn, argv, ours.get("stdin"), ours.get("stdout"), ours.get("stderr"))
 
 
 # "unsloth": `train` with model.backend auto (what `import_training_stack("auto")` gives). "transformers": the commands

@@ -140,3 +140,28 @@ def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path)
     assert proc.wait(60) == 0
     assert seen == {"argv": [str(folder / "show.py"), "a", "2"], "name": "__main__", "word": "found",
                     "ppid": warm.STARTERS["transformers"]._proc.pid}
+
+
+def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(tmp_path):
+    """`rloo-studio preview` and `scan`, run as warm children, start the reward preview's scoring child themselves
+    (rewards.preview.start_scorer): it is forked from the same starter too, and answers as a fresh one does."""
+    import json
+
+    from rloo_studio.procs import utf8_env
+
+    from rloo_studio.paths import DEMO_MODEL_DIR
+
+    request = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
+               "num_generations": 1, "conversational": False, "probes": False, "rewards": [{"name": "numeric_answer"}],
+               "tokenizer": str(DEMO_MODEL_DIR)}
+    code = ("import json, os, sys; from rloo_studio.rewards import preview; proc = preview.start_scorer(); "
+            "answer, _ = proc.communicate(sys.argv[1]); "
+            "print(json.dumps({'kind': type(proc).__name__, 'returncode': proc.returncode, 'my_parent': os.getppid(), "
+            "'answer': json.loads(answer.strip().splitlines()[-1])}))")
+    env = utf8_env(dict(os.environ))  # as the app starts its children
+    done = warm.run_python([json.dumps(request)], code=code, cwd=tmp_path, env=env, stack="transformers", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["kind"] == "WarmProcess" and seen["returncode"] == 0, seen
+    assert seen["my_parent"] != os.getpid(), "the warm child itself was not forked"
+    assert "numeric_answer" in json.dumps(seen["answer"]) and not seen["answer"].get("problems"), seen["answer"]
