@@ -13,7 +13,8 @@ environment (the offline switches, thread counts, cache folders, the temp folder
 fresh interpreter as before, and so does every caller when RLOO_STUDIO_TESTS_FRESH=1 (or `fresh=True`). The one
 exception is the app's own child variables (UTF-8 mode, unbuffered output: CHILD_VARIABLES): a command that differs in
 those alone is forked from a starter of its kind started with them. The app served by the tests hands its children
-to the starters too (helpers/app.py, `warm_children`). The fresh path stays covered on purpose: the app launched as
+to the starters too (helpers/app.py, `warm_children`), and a warm child forks the reward preview's scoring child from
+its own starter (NESTED_MODULES). The fresh path stays covered on purpose: the app launched as
 a program (tests/reliability), the chat tests and the restarted-app test start their children as the product does,
 and the tests of the exit-code contract and of the import order ask for a fresh process.
 
