@@ -69,6 +69,7 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         assert saves >= len(PIN), f"{saves} saves for {len(PIN)} edited cells: an edit was not kept"
         saved = json.loads((runs_dir / ".studio" / DRAFT_PINNED).read_text())
         assert saved[0][:3] == PIN[:3] and [float(v) for v in saved[0][3:]] == PIN[3:], saved
-        # One check per edit would be len(PIN), each waiting for the one before; the first edit's check runs CHECK_S,
-        # while the other edits are typed, so two checks answer for all of them.
-        assert 1 <= checks < len(PIN) - 1, f"{checks} pinned checks for {len(PIN)} edited cells"
+        # A check per change event would be two per cell (the page sends one as the cell's editor opens, one as it
+        # closes: 10 were counted so), each waiting for the one before. The first edit's check runs CHECK_S while the
+        # other edits are typed, so two or three checks answer for all of them; fewer than one per cell, even slowly.
+        assert 1 <= checks < len(PIN), f"{checks} pinned checks for {len(PIN)} edited cells"
