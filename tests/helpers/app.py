@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-import types
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,8 +46,7 @@ def warm_children():
             return warm.popen_module(module, args, stack=stack, **kwargs)
         return subprocess.Popen(argv, **kwargs)
 
-    shim = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
-    shim.Popen = popen
+    shim = warm.subprocess_with(popen)
     modules = [importlib.import_module(name) for name in SPAWNING_MODULES]
     for module in modules:
         module.subprocess = shim

@@ -166,7 +166,6 @@ NESTED_MODULES = ("rloo_studio.rewards.preview",)
 def _nest(path: str, starter_env: dict, added: dict) -> None:
     """In a warm child: the NESTED_MODULES' `python -m ...` children are forked from this child's own starter."""
     import importlib
-    import types
 
     def popen(argv, **kwargs):
         env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
@@ -178,10 +177,18 @@ def _nest(path: str, starter_env: dict, added: dict) -> None:
             return _fork_at(path, argv[3:], module=argv[2], code=None, cwd=kwargs.get("cwd"), env=env, **popen_kwargs)
         return subprocess.Popen(argv, **kwargs)
 
-    shim = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
-    shim.Popen = popen
+    shim = subprocess_with(popen)
     for name in NESTED_MODULES:
         importlib.import_module(name).subprocess = shim
+
+
+def subprocess_with(popen):
+    """A stand-in for a module's `subprocess`: the real module's names, with `popen` as its Popen."""
+    import types
+
+    shim = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
+    shim.Popen = popen
+    return shim
 
 
 def main(kind: str, path: str) -> None:
