@@ -147,9 +147,8 @@ def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(
     (rewards.preview.start_scorer): it is forked from the same starter too, and answers as a fresh one does."""
     import json
 
-    from rloo_studio.procs import utf8_env
-
     from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.procs import utf8_env
 
     request = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
                "num_generations": 1, "conversational": False, "probes": False, "rewards": [{"name": "numeric_answer"}],
