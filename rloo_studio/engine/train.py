@@ -475,7 +475,9 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         for lg in library_loggers:
             lg.addHandler(log_handler)
     try:
-        return _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
+        run_dir = _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
+        _leave_process_group()
+        return run_dir
     except BaseException as exc:
         if main:
             _record_failure(run_dir, exc, stack, log_file, cfg)
@@ -493,6 +495,18 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         if log_file:
             sys.stdout, sys.stderr = saved_streams
             log_file.close()
+
+
+def _leave_process_group() -> None:
+    """End a run of several processes together: every rank waits until the others are done (rank 0 saves the final
+    weights and status after the last step) and then leaves the process group itself. A process that exits with the
+    group still open can abort in gloo's threads at interpreter exit ("terminate called without an active exception"),
+    and its launcher then reports the whole run as failed although every step and the weights were saved."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def _reward_timeout_handler(run_dir: Path, main: bool):
