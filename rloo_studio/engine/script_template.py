@@ -315,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_model(str(final_dir))  # only the main process writes; saves the tokenizer too
     if trainer.accelerator.is_main_process:
         print(f"Finished at step {trainer.state.global_step}; saved {final_dir}", flush=True)
+    # With several processes: end together, after the save, and close the process group (a process exiting with it
+    # open can abort at exit and make the launcher report the run as failed).
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()
     return 0
 
 
