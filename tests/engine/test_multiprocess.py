@@ -4,12 +4,11 @@ The launcher creates the run directory, `accelerate launch` starts two ranks, bo
 prints its rank line, TRL sizes the generation batch over both), and only rank 0 writes the run
 directory: each step appears once in metrics.jsonl and samples come from one process. Ctrl-C on the
 launcher stops both ranks at the same step with a checkpoint, and `--resume` continues it with
-two processes again.
+two processes again to its end. (One run covers all of it: each launch costs two processes' start.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -33,35 +32,6 @@ RLOO = {"per_device_train_batch_size": 4, "max_completion_length": 8}
 
 def _rank_lines(log: str, suffix: str) -> list[str]:
     return [line[line.index("[rloo-studio] rank"):] for line in log.splitlines() if "[rloo-studio] rank" in line and suffix in line]
-
-
-def test_two_processes_train_one_run(workspace):
-    config = workspace.write_config(rloo=RLOO | {"max_steps": 2, "save_steps": 2})
-    result = run_cli("train", config, "--num-processes", "2", cwd=workspace.path, env=CPU_ONLY)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    run_dir = only_run_dir(workspace.path / "runs")
-
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["state"] == "finished" and status["step"] == 2 and status["num_processes"] == 2
-    assert status["pid"] is None
-    assert_trained_with(run_dir)
-    metrics = runs.read_jsonl(run_dir / "metrics.jsonl")
-    assert [m["step"] for m in metrics] == [1, 2]  # rank 0 only: each step exactly once
-    samples = runs.read_jsonl(run_dir / "samples.jsonl")
-    # One prompt group (4 completions) per step from rank 0; a second writer would double it.
-    assert Counter(s["step"] for s in samples) == {1: 4, 2: 4}
-    assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
-    assert (run_dir / "checkpoints" / "checkpoint-2").is_dir()
-
-    log = (run_dir / "train.log").read_text()
-    # Both ranks joined one gloo group, and TRL counted both in the generation batch (one process: 4).
-    assert sorted(_rank_lines(log, "(gloo)")) == [
-        "[rloo-studio] rank 0 of 2 (gloo): 4 completions per step of a generation batch of 8",
-        "[rloo-studio] rank 1 of 2 (gloo): 4 completions per step of a generation batch of 8",
-    ]
-    assert _rank_lines(log, "finished at step") == ["[rloo-studio] rank 1 of 2: finished at step 2"]
-    assert log.count("[rloo-studio] run directory:") == 1  # rank 0 speaks for the run; rank 1 trains quietly
-    assert "[rloo-studio] finished at step 2" in log
 
 
 def test_ctrl_c_stops_both_processes_at_one_step_and_resume_continues(workspace):
@@ -94,12 +64,26 @@ def test_ctrl_c_stops_both_processes_at_one_step_and_resume_continues(workspace)
     assert f"[rloo-studio] stopped at step {stopped_at}" in log  # rank 0: the same step
     assert [p.name for _, p in runs.checkpoints(run_dir)] == [f"checkpoint-{stopped_at}"]
     assert not (run_dir / runs.STOP_FILE).exists()
+    # Both ranks joined one gloo group, and TRL counted both in the generation batch (one process: 4).
+    assert sorted(_rank_lines(log, "(gloo)")) == [
+        "[rloo-studio] rank 0 of 2 (gloo): 4 completions per step of a generation batch of 8",
+        "[rloo-studio] rank 1 of 2 (gloo): 4 completions per step of a generation batch of 8",
+    ]
+    assert log.count("[rloo-studio] run directory:") == 1  # rank 0 speaks for the run; rank 1 trains quietly
+    assert [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")] == list(range(1, stopped_at + 1))  # rank 0 only
+    # One prompt group (4 completions) per step from rank 0; a second writer would double it.
+    assert Counter(s["step"] for s in runs.read_jsonl(run_dir / "samples.jsonl")) == {step: 4 for step in range(1, stopped_at + 1)}
 
     result = run_cli("train", "--resume", run_dir, f"rloo.max_steps={stopped_at + 1}", "--num-processes", "2",
                      cwd=workspace.path, env=CPU_ONLY)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == stopped_at + 1 and status["resumed_from"] == stopped_at
+    assert status["num_processes"] == 2 and status["pid"] is None
     assert_trained_with(run_dir)
     assert [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")] == list(range(1, stopped_at + 2))
+    assert Counter(s["step"] for s in runs.read_jsonl(run_dir / "samples.jsonl"))[stopped_at + 1] == 4
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
+    log = (run_dir / "train.log").read_text()
+    assert _rank_lines(log, "finished at step") == [f"[rloo-studio] rank 1 of 2: finished at step {stopped_at + 1}"]
+    assert f"[rloo-studio] finished at step {stopped_at + 1}" in log
