@@ -161,23 +161,38 @@ def _error_detail(exc: BaseException, name: str, filename: str | None, completio
     return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
 
 
+# In a standby scoring child started with a tokenizer (`start_scorer(tokenizer=...)`): that tokenizer, loaded while the
+# child waited for its request.
+_preloaded: dict = {}
+PRELOAD_ARG = "--preload-tokenizer"
+
+
+def _load_tokenizer(source: str):
+    missing = missing_tokenizer_error(source)
+    if missing is not None:
+        raise missing
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source)
+
+
 class _TokenizerOnDemand:
     """The request's tokenizer, loaded the first time something needs it (text without token ids, a
     builtin without its `</think>` id): sampled previews bring both, and importing transformers for
-    nothing costs seconds on every click."""
+    nothing costs seconds on every click. `loaded` says when it was loaded: "before the request" (a
+    standby child's), "on request", or None (nothing needed it)."""
 
     def __init__(self, source: str | None):
         self.source = source
         self._tokenizer = None
+        self.loaded: str | None = None
 
     def get(self):
         if self._tokenizer is None and self.source:
-            missing = missing_tokenizer_error(self.source)
-            if missing is not None:
-                raise missing
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(self.source)
+            if self.source in _preloaded:
+                self._tokenizer, self.loaded = _preloaded[self.source], "before the request"
+            else:
+                self._tokenizer, self.loaded = _load_tokenizer(self.source), "on request"
         return self._tokenizer
 
 
@@ -304,6 +319,7 @@ def _score(request: dict) -> dict:
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
+        "tokenizer_loaded": tokenizer.loaded,
     }
     return result
 
@@ -420,13 +436,17 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     return list(unique.values())
 
 
-def start_scorer() -> subprocess.Popen:
+def start_scorer(tokenizer: str | None = None) -> subprocess.Popen:
     """A scoring child, waiting for its request.
 
     Started ahead of time (after a preview, while the person reads the table) it makes the next
     preview wait for nothing but the scoring itself; it is still a fresh process per request, with
-    the same memory and time limits. A child whose parent went away reads end-of-input and exits."""
-    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview"], stdin=subprocess.PIPE,
+    the same memory and time limits. A child whose parent went away reads end-of-input and exits.
+    `tokenizer`: a tokenizer folder or hub id the child loads while it waits, for requests of written
+    text (pinned examples, pasted completions), whose token ids need it: importing the tokenizer
+    library is most of such a check's time (seconds on a laptop)."""
+    preload = [PRELOAD_ARG, tokenizer] if tokenizer else []
+    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", *preload], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
                             env=utf8_env())
 
@@ -567,6 +587,11 @@ def _main() -> None:
 
     global _MEMORY_LIMIT_GIB
     _MEMORY_LIMIT_GIB = _limit_memory()  # before the request is read and any reward code is imported
+    if len(sys.argv) > 2 and sys.argv[1] == PRELOAD_ARG:
+        try:
+            _preloaded[sys.argv[2]] = _load_tokenizer(sys.argv[2])
+        except Exception:  # noqa: BLE001 - the request loads it again and reports what is wrong in its own words
+            pass
     text = sys.stdin.read()
     if not text.strip():
         return  # the parent went away before sending a request (a standby child of an app that quit)

@@ -231,7 +231,7 @@ class RewardsTab:
                        "conversational": False, "probes": False, "source": values[form.code_index] or "",
                        "rewards": [dict(s.__dict__) for s in cfg.rewards],
                        "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-            return pinned_report(groups, score_in_child(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
+            return pinned_report(groups, score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
 
         # The pinned examples are kept with the reward code: saved on every change (each save runs: it is quick, and no
         # edit may wait behind a check), shown again after a reload.
@@ -512,6 +512,29 @@ def _num(value):
 
 # A scoring child started after each preview for the next one (see rewards.preview.start_scorer).
 _standby_scorer: dict = {}
+# A scoring child that has loaded the run's tokenizer, started after each pinned check for the next one: written text
+# needs the tokenizer for its token ids, and loading its library was most of a check's time (7-9 s on a 2-core machine,
+# for each edit of a pinned example). Keyed by the tokenizer, since the person may change the model between checks.
+_standby_written: dict = {}
+
+
+def score_written(request: dict, timeout_s: float) -> dict:
+    """`score_in_child` for a request of written completions (the pinned examples), in a standby child that has already
+    loaded the request's tokenizer when the last check used the same one; then another is started for the next check."""
+    tokenizer = request.get("tokenizer")
+    standby = _standby_written.pop("proc", None)
+    if standby is not None and _standby_written.pop("tokenizer", None) != tokenizer:
+        standby.kill()  # loaded another model's tokenizer
+        standby.wait()
+        standby = None
+    try:
+        return score_in_child(request, timeout_s=timeout_s, proc=standby)
+    finally:
+        replaced = _standby_written.pop("proc", None)  # another check's, ended meanwhile: one standby is enough
+        _standby_written.update(proc=start_scorer(tokenizer=tokenizer), tokenizer=tokenizer)
+        if replaced is not None:
+            replaced.kill()
+            replaced.wait()
 
 
 def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, prompt: str | None = None,

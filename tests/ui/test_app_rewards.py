@@ -49,6 +49,11 @@ def test_pinned_examples_pass_and_fail_like_unit_tests(app):
     report = app.predict(PINNED, *form.values, api_name="/run_pinned")
     assert report.startswith("**1/2 pinned examples pass**")
     assert "✅ `<think>47+28</think>75` → total 1.300" in report and "❌ `<think>47+28</think>65` → total 0.300" in report
+    # The next check's child is waiting, loading the tokenizer meanwhile (rewards_tab.score_written), and answers it.
+    standby = rewards_module._standby_written.get("proc")
+    assert standby is not None and standby.poll() is None
+    assert app.predict(PINNED, *form.values, api_name="/run_pinned") == report
+    assert standby.poll() is not None
 
 
 def test_pinned_examples_survive_a_reload_and_rows_are_added_with_a_button(app):

@@ -245,3 +245,32 @@ def test_the_completions_table_leaves_out_an_empty_thinking_column_and_sizes_eve
     # A number column is as wide as its header's longest word (14 characters here), the text columns share the rest.
     assert float(widths["numeric_answer"].removesuffix("px")) > float(widths["total"].removesuffix("px"))
     assert all(widths[h].endswith("%") for h in ("prompt", "thinking", "answer"))
+
+
+def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_one():
+    # Written completions need the tokenizer for their token ids; loading its library was most of each pinned check's
+    # time. After a check, the next one's child is started and loads the tokenizer while the person edits.
+    from helpers.app import warm_children
+
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.ui import rewards_tab
+
+    pinned = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
+               "num_generations": 1, "conversational": False, "probes": False, "tokenizer": str(DEMO_MODEL_DIR),
+               "source": "def short(completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n",
+               "rewards": [{"file": "rewards.py", "function": "short"}, {"name": "numeric_answer"}]}
+    left = rewards_tab._standby_written.pop("proc", None)  # another test's, in this process
+    if left is not None:
+        left.kill()
+    with warm_children():
+        try:
+            first = rewards_tab.score_written(pinned, timeout_s=60)
+            standby = rewards_tab._standby_written["proc"]
+            second = rewards_tab.score_written(pinned, timeout_s=60)
+        finally:
+            rewards_tab._standby_written.pop("proc").kill()
+    assert first["tokenizer_loaded"] == "on request" and second["tokenizer_loaded"] == "before the request"
+    assert standby.poll() is not None  # the second check ran in it
+    # The same ids either way: the demo tokenizer's tokens of the text and its end token.
+    assert first["rows"][0]["rewards"]["short"] == second["rows"][0]["rewards"]["short"] > 1
+    assert second["rows"][0]["rewards"]["numeric_answer"] == 1.0
