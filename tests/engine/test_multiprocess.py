@@ -17,7 +17,7 @@ import time
 from collections import Counter
 
 import pytest
-from helpers import assert_trained_with, only_run_dir, run_cli
+from helpers import assert_trained_with, run_cli
 
 from rloo_studio import runs
 
