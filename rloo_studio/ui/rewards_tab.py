@@ -16,6 +16,7 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -217,7 +218,9 @@ class RewardsTab:
                                   outputs=[self.preview_status, self.preview_table, self.preview_summary, self.preview_findings],
                                   api_name="preview_rewards")
 
-        def run_pinned(state, pinned, *values):
+        pinned_checks = PinnedChecks()
+
+        def check_pinned(state, pinned, values: list, again: bool) -> str:
             groups = pinned_groups(pinned)
             if not groups:
                 return "No pinned examples yet: add rows with a prompt and a completion."
@@ -227,11 +230,15 @@ class RewardsTab:
             unreachable = unreachable_servers(cfg)
             if unreachable:
                 return "⚠️ Pinned examples not checked: " + "  \n".join(unreachable)
-            request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
-                       "conversational": False, "probes": False, "source": values[form.code_index] or "",
-                       "rewards": [dict(s.__dict__) for s in cfg.rewards],
-                       "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-            return pinned_report(groups, score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg))))
+            return pinned_checks.report(groups, values[form.code_index] or "", cfg, again)
+
+        def run_pinned(state, pinned, *values):
+            """*Check the code* and the named endpoint: the pinned examples scored now."""
+            return check_pinned(state, pinned, list(values), again=True)
+
+        def recheck_pinned(state, pinned, *values):
+            """An edit of the table or leaving the code editor: scored unless it is what the last check scored."""
+            return check_pinned(state, pinned, list(values), again=False)
 
         # The pinned examples are kept with the reward code: saved on every change (each save runs: it is quick, and no
         # edit may wait behind a check), shown again after a reload.
@@ -252,8 +259,10 @@ class RewardsTab:
         # once each (each check starts a process, and a judge's calls); the table's change has no other such handler.
         # Leaving the editor and the button check every time: the editor's blur already has one (check_code), and two
         # "always_last" handlers of one event restart each other (derived.py).
-        for trigger, mode in ((self.code.blur, "multiple"), (self.pinned.change, "always_last"), (self.check.click, "multiple")):
-            trigger(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
+        # An edit or a blur that leaves everything as the last check scored it shows that check's report (recheck_pinned).
+        for trigger, mode, fn in ((self.code.blur, "multiple", recheck_pinned), (self.pinned.change, "always_last", recheck_pinned),
+                                  (self.check.click, "multiple", run_pinned)):
+            trigger(fn, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
                     trigger_mode=mode, concurrency_limit=1, concurrency_id="pinned-check")
 
     # ---- the form ----------------------------------------------------------------------------------
@@ -516,6 +525,46 @@ _standby_scorer: dict = {}
 # needs the tokenizer for its token ids, and loading its library was most of a check's time (7-9 s on a 2-core machine,
 # for each edit of a pinned example). Keyed by the tokenizer, since the person may change the model between checks.
 _standby_written: dict = {}
+
+
+class PinnedChecks:
+    """The pinned examples' reports, remembering the last check: what it scored and its report.
+
+    The page sends the table's change twice for one edited cell (as the cell's editor opens and as it closes), and
+    leaving the code editor sends a blur, changed or not. A check of what the last check scored would start a process
+    for the same verdict, use up the child that has loaded the tokenizer for the next edit (`score_written`), and hold
+    the queue that the next edit's check waits in: such a check (`again` False) gets the last report instead."""
+
+    def __init__(self):
+        self.last: dict = {}
+        self.scored = 0  # checks that scored (the others gave the last report)
+
+    def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
+        """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
+        request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
+                   "conversational": False, "probes": False, "source": source,
+                   "rewards": [dict(s.__dict__) for s in cfg.rewards],
+                   "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
+        key = json.dumps([request, _reward_files_changed_at(cfg)], sort_keys=True, default=str)
+        if not again and self.last.get("key") == key:
+            return self.last["report"]
+        result = score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)))
+        self.scored += 1
+        report = pinned_report(groups, result)
+        # A check that could not score (a time limit, a server that did not answer) is tried again on the next event.
+        self.last = {} if result.get("problems") else {"key": key, "report": report}
+        return report
+
+
+def _reward_files_changed_at(cfg: RunConfig) -> list:
+    """When each reward file outside the editor was last changed: an edit of one on disk makes the pinned examples'
+    next check score again."""
+    files = []
+    for spec in cfg.rewards:
+        if spec.file:
+            path = Path(spec.file) if os.path.isabs(spec.file) else Path(cfg.base_dir) / spec.file
+            files.append([str(path), path.stat().st_mtime_ns if path.is_file() else None])
+    return files
 
 
 def score_written(request: dict, timeout_s: float) -> dict:

@@ -58,6 +58,13 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         on_edit = {d["id"] for d in config["dependencies"] if [ids["pinned"], "change"] in d["targets"]}
         check = {d["id"] for d in config["dependencies"] if d["id"] in on_edit and ids["pinned-result"] in d["outputs"]}
         assert len(check) == 1 and len(on_edit) == 2, (on_edit, check)  # the check, and the save
+        # An edit and leaving the code editor give the last check's report when nothing changed (ui.rewards_tab.PinnedChecks,
+        # tested in tests/unit/test_preview.py); *Check the code* scores again.
+        checks_of = {tuple(t): d["api_name"] for d in config["dependencies"] if ids["pinned-result"] in d["outputs"]
+                     for t in d["targets"]}
+        assert [checks_of[(ids[e], event)].rstrip("_0123456789") for e, event in
+                (("pinned", "change"), ("reward-code", "blur"), ("check-code", "click"))] == \
+            ["recheck_pinned", "recheck_pinned", "run_pinned"], checks_of
         asked: list[int] = []
         page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("fn_index"))
                 if r.url.split("?")[0].endswith("/queue/join") else None)

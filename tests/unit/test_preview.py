@@ -274,3 +274,36 @@ def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_on
     # The same ids either way: the demo tokenizer's tokens of the text and its end token.
     assert first["rows"][0]["rewards"]["short"] == second["rows"][0]["rewards"]["short"] > 1
     assert second["rows"][0]["rewards"]["numeric_answer"] == 1.0
+
+
+def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_scoring_again(tmp_path):
+    # The page sends the table's change twice per edited cell and a blur on leaving the code editor: those checks of
+    # unchanged inputs must not start a process (nor use up the child loading the tokenizer for the next edit).
+    from helpers.app import warm_children
+
+    from rloo_studio.config import RunConfig
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.ui import rewards_tab
+
+    on_disk = tmp_path / "length.py"
+    on_disk.write_text("def length(completions, **kwargs):\n    return [0.01 * len(c) for c in completions]\n")
+    cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)}, "data": {"source": "demo"},
+                               "rewards": [{"name": "numeric_answer"}, {"file": str(on_disk), "function": "length"}]})
+    groups = rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 10.0]])
+    checks = rewards_tab.PinnedChecks()
+    with warm_children():
+        try:
+            first = checks.report(groups, "", cfg, again=False)
+            standby = rewards_tab._standby_written["proc"]
+            assert checks.report(groups, "", cfg, again=False) == first and checks.scored == 1
+            assert standby.poll() is None  # still waiting for the next edit
+            assert checks.report(groups, "", cfg, again=True) == first and checks.scored == 2  # *Check the code*: scored
+            on_disk.write_text("def length(completions, **kwargs):\n    return [0.02 * len(c) for c in completions]\n")
+            changed = checks.report(groups, "", cfg, again=False)  # the reward file changed on disk: scored
+            edited = checks.report(rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>5", "4", 0.0, 10.0]]),
+                                   "", cfg, again=False)
+        finally:
+            rewards_tab._standby_written.pop("proc").kill()
+    assert checks.scored == 4
+    # numeric_answer 1 or 0, plus 0.01 (then 0.02) per character of the 19-character completion
+    assert "total 1.190" in first and "total 1.380" in changed and "total 0.380" in edited, (first, changed, edited)
