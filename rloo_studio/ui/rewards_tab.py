@@ -257,9 +257,9 @@ class RewardsTab:
         # one queue, one at a time, so the last one asked, with the last values, answers last. A table edited cell by
         # cell is checked "always_last": edits made while a check runs are checked once, together, when it ends, not
         # once each (each check starts a process, and a judge's calls); the table's change has no other such handler.
-        # Leaving the editor and the button check every time: the editor's blur already has one (check_code), and two
-        # "always_last" handlers of one event restart each other (derived.py).
-        # An edit or a blur that leaves everything as the last check scored it shows that check's report (recheck_pinned).
+        # Leaving the editor and the button ask for a check every time: the editor's blur already has one (check_code),
+        # and two "always_last" handlers of one event restart each other (derived.py). An edit or a blur that leaves
+        # everything as the last check scored it gets that check's report (recheck_pinned); the button scores anew.
         for trigger, mode, fn in ((self.code.blur, "multiple", recheck_pinned), (self.pinned.change, "always_last", recheck_pinned),
                                   (self.check.click, "multiple", run_pinned)):
             trigger(fn, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
