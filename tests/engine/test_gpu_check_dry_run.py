@@ -1,26 +1,23 @@
-"""benchmarks/gpu_check.py --dry-run: the GPU check's whole code path on the CPU with a tiny shape (CI runs this)."""
+"""benchmarks/gpu_check.py --dry-run: the GPU check's whole code path on the CPU with a tiny shape (CI runs this).
+
+The script's main() runs in the test process and its children are forked warm (helpers.run_benchmark): the same
+commands, without paying each one's imports."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, run_benchmark
 
 pytestmark = pytest.mark.slow
 
 
-def test_gpu_check_dry_run_runs_both_backends_and_writes_its_results(tmp_path):
+def test_gpu_check_dry_run_runs_both_backends_and_writes_its_results(tmp_path, monkeypatch, capsys):
     committed = ROOT / "benchmarks" / "results" / "gpu_check_dry_run.json"
     committed_before = committed.read_bytes() if committed.exists() else None
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run"], capture_output=True, text=True,
-                            timeout=1200, cwd=ROOT,
-                            env={**os.environ, "RLOO_BENCH_RESULTS": str(tmp_path)})
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "GPU check — CPU (dry run)" in result.stdout and "| tiny  | ratio" in result.stdout
+    out = run_benchmark("gpu_check", ["--dry-run"], tmp_path, monkeypatch, capsys)
+    assert "GPU check — CPU (dry run)" in out and "| tiny  | ratio" in out
     data = json.loads((tmp_path / "gpu_check_dry_run.json").read_text())  # this run's results, not the committed ones
     record = data["records"][0]
     assert record["unsloth"]["backend_used"] == "unsloth" and record["transformers"]["backend_used"] == "transformers"

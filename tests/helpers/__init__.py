@@ -113,6 +113,52 @@ def run_code(code: str, *args, stack, cwd=None, timeout=600, env=None, check=Fal
                            stack=stack, check=check)
 
 
+def run_benchmark(name: str, args: list[str], results: Path, monkeypatch, capsys) -> str:
+    """`python benchmarks/NAME.py ARGS` with its results written to `results`: the script's `main()` in this test
+    process, its Python children (`rloo-studio ...`, `python -c ...`) forked from the warm starters; what it printed
+    to stdout comes back. A script that ends with `sys.exit(message or 1)` fails the calling test with that.
+
+    The script's own code runs unchanged; its children are the same commands, only their imports happened before the
+    fork (helpers/warm.py). Without this, a dry run paid ~10 s of CPU for each child's imports. The scripts' modules
+    (benchmarks/*.py) each get their `subprocess` replaced for the call; any other command starts as it would."""
+    import importlib
+    import types
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    module = importlib.import_module(name)
+
+    def run(argv, *, cwd=None, timeout=None, check=False, capture_output=False, text=False, **kwargs):
+        argv = [str(a) for a in argv]
+        if len(argv) >= 3 and argv[0] == sys.executable and argv[1] in ("-m", "-c") and not kwargs \
+                and (argv[1] == "-c" or argv[2] == "rloo_studio.cli"):
+            cwd = cwd or os.getcwd()
+            if argv[1] == "-m":
+                done = warm.run_python(argv[3:], module=argv[2], cwd=cwd, timeout=timeout, stack=cli_stack(argv[3:], cwd))
+            else:
+                done = warm.run_python(argv[3:], code=argv[2], cwd=cwd, timeout=timeout, stack="plain")
+            if check:
+                done.check_returncode()
+            return done
+        return subprocess.run(argv, cwd=cwd, timeout=timeout, check=check, capture_output=capture_output, text=text,
+                              **kwargs)
+
+    shim = types.SimpleNamespace(**{n: getattr(subprocess, n) for n in dir(subprocess) if not n.startswith("__")})
+    shim.run = run
+    for loaded in list(sys.modules.values()):
+        if str(getattr(loaded, "__file__", "") or "").startswith(str(ROOT / "benchmarks")) and hasattr(loaded, "subprocess"):
+            monkeypatch.setattr(loaded, "subprocess", shim)
+    monkeypatch.setattr(sys.modules["_common"], "RESULTS", results)
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / f"{name}.py"), *args])
+    capsys.readouterr()
+    try:
+        module.main()
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise AssertionError(f"benchmarks/{name}.py {' '.join(args)} exited with {exc.code!r}:\n"
+                                 f"{capsys.readouterr().err[-3000:]}") from None
+    return capsys.readouterr().out
+
+
 class WouldTrain(BaseException):
     """`cli_in_process` was asked to run a command that got past the pre-flight check. (Not an Exception, so that
     the command's own `except Exception` cannot turn it into an exit code.)"""
