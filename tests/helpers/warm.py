@@ -25,7 +25,10 @@ Protocol (one Unix socket connection per command): the caller sends one JSON lin
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import gc
+import hashlib
 import json
 import os
 import selectors
@@ -99,11 +102,20 @@ def _serve(kind: str, path: str):
     selector.register(listener, selectors.EVENT_READ, "accept")
     selector.register(sys.stdin, selectors.EVENT_READ, "parent")
     waiting: dict[int, socket.socket] = {}
+    holders: set[socket.socket] = set()  # other test processes using this starter (see _Starter._attach)
+    parent_gone = False
+    _write_ready(path, {"added": added, "pid": os.getpid()})
     print(READY + json.dumps(added), flush=True)
     while True:
         for key, _ in selector.select(timeout=0.05):
-            if key.data == "parent":
-                if not sys.stdin.readline():  # the test process ended: so does the starter (children run on)
+            if key.data in ("parent", "holder"):
+                gone = not sys.stdin.readline() if key.data == "parent" else not key.fileobj.recv(1)
+                if gone:
+                    selector.unregister(key.fileobj)
+                    parent_gone = parent_gone or key.data == "parent"
+                    holders.discard(key.fileobj)
+                # Every test process that used it has ended: so does the starter (its children run on).
+                if parent_gone and not holders:
                     os._exit(0)
                 continue
             conn, _ = listener.accept()
@@ -112,12 +124,17 @@ def _serve(kind: str, path: str):
             while not message.endswith(b"\n"):
                 message += conn.recv(1 << 20)
             request = json.loads(message)
+            if request.get("hold"):
+                holders.add(conn)
+                selector.register(conn, selectors.EVENT_READ, "holder")
+                _send(conn, {"held": True})
+                continue
             pid = os.fork()
             if pid == 0:
                 selector.close()
                 listener.close()
                 conn.close()
-                for other in waiting.values():
+                for other in [*waiting.values(), *holders]:
                     other.close()
                 return request, fds, added, before
             for fd in fds:
@@ -135,6 +152,13 @@ def _serve(kind: str, path: str):
             if conn is not None:
                 _send(conn, {"returncode": os.waitstatus_to_exitcode(status)})
                 conn.close()
+
+
+def _write_ready(path: str, info: dict) -> None:
+    """Beside the socket: what a test process that did not start this starter needs to use it (written whole)."""
+    with open(path + ".part", "w") as fh:
+        json.dump(info, fh)
+    os.replace(path + ".part", path + ".ready")
 
 
 def _become(request: dict, fds: list[int], added: dict) -> None:
@@ -305,14 +329,32 @@ class WarmProcess:
 BASE_ENV = dict(os.environ)
 
 
+def _shared_folder() -> str | None:
+    """Where the test processes of one pytest-xdist run share their starters (None outside such a run).
+
+    A starter costs ~12 s of CPU for its imports; the suite's two test processes each used to start their own of
+    every kind, for the same import-time environment."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    folder = os.path.join(tempfile.gettempdir(), f"rloo-warm-{run[:16]}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 class _Starter:
-    """One warm starter process of a kind (see STARTERS), started on first use, ended with this process; `extra`: the
-    variables it is started with on top of the test process's own (see CHILD_VARIABLES)."""
+    """One warm starter process of a kind (see STARTERS), started on first use; `extra`: the variables it is started
+    with on top of the test process's own (see CHILD_VARIABLES).
+
+    Under pytest-xdist, the run's test processes share it: the first to need it starts it, the others attach (a file
+    lock decides which), and it ends when every test process that used it has ended."""
 
     def __init__(self, kind: str, extra: dict | None = None):
         self.kind, self.env = kind, {**BASE_ENV, **(extra or {})}
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen | None = None  # when this process started it
+        self._hold: socket.socket | None = None  # when another one did: open as long as this process uses it
+        self.pid: int | None = None
         self._path = ""
         self.added: dict = {}  # what the starter's import set in its environment (with setdefault)
 
@@ -323,24 +365,58 @@ class _Starter:
 
     def _ensure(self) -> None:
         with self._lock:
-            if self._proc is not None:
-                if self._proc.poll() is not None:
+            if self.pid is not None:
+                if self._proc is not None and self._proc.poll() is not None:
                     raise RuntimeError(f"the tests' {self.kind} starter ended (code {self._proc.returncode}): see {self._log}")
                 return
-            folder = tempfile.mkdtemp(prefix=f"rloo-warm-{self.kind}-")
-            self._path, self._log = os.path.join(folder, "socket"), os.path.join(folder, "starter.log")
-            code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from helpers.warm import main; "
-                    f"main({self.kind!r}, {self._path!r})")
-            with open(self._log, "w") as log:
-                self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              stderr=log, cwd=folder, env=self.env, text=True)
-            atexit.register(self._proc.stdin.close)
-            # What the libraries print while importing (Unsloth's banner) comes before the line that says ready.
-            for line in self._proc.stdout:
-                if line.startswith(READY):
-                    self.added = json.loads(line[len(READY):])
-                    return
-            raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
+            shared = _shared_folder()
+            if shared is None:
+                folder = tempfile.mkdtemp(prefix=f"rloo-warm-{self.kind}-")
+                self._path = os.path.join(folder, "socket")
+                self._start(folder, os.path.join(folder, "starter.log"))
+                return
+            # One starter per kind and import-time environment (the test processes' own are the same).
+            digest = hashlib.sha256(json.dumps([self.kind, sorted(_import_time_view(self.env).items())]).encode())
+            self._path = os.path.join(shared, f"{self.kind}-{digest.hexdigest()[:12]}")
+            with open(self._path + ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # the other test process waits while this one starts it
+                if not self._attach():
+                    for leftover in (self._path, self._path + ".ready"):  # a starter that has ended
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(leftover)
+                    self._start(shared, self._path + ".log")
+
+    def _attach(self) -> bool:
+        """Use the starter another test process started, if it is there and answers."""
+        try:
+            with open(self._path + ".ready") as fh:
+                info = json.load(fh)
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(self._path)
+            conn.sendall(b'{"hold": true}\n')
+            if b"held" not in conn.recv(4096):
+                conn.close()
+                return False
+        except (OSError, ValueError):
+            return False
+        # Never closed: the starter counts this process as using it until the process ends.
+        self._hold, self.pid, self.added, self._log = conn, info["pid"], info["added"], self._path + ".log"
+        return True
+
+    def _start(self, folder: str, log_path: str) -> None:
+        self._log = log_path
+        code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from helpers.warm import main; "
+                f"main({self.kind!r}, {self._path!r})")
+        with open(self._log, "w") as log:
+            self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=log, cwd=folder, env=self.env, text=True)
+        atexit.register(self._proc.stdin.close)
+        # What the libraries print while importing (Unsloth's banner) comes before the line that says ready.
+        for line in self._proc.stdout:
+            if line.startswith(READY):
+                self.added, self.pid = json.loads(line[len(READY):]), self._proc.pid
+                return
+        raise RuntimeError(f"the tests' {self.kind} starter did not start: see {self._log}")
 
     def start(self, args, *, module: str | None, code: str | None, cwd, env: dict, script: str | None = None,
               **popen) -> WarmProcess:

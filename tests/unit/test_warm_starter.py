@@ -100,7 +100,7 @@ def test_the_apps_child_variables_get_a_starter_started_with_them(tmp_path):
         proc.kill()
     assert proc.wait(30) == -signal.SIGKILL and proc.stdout.encoding == "utf-8"
     assert seen["utf8"] == 1 and seen["out"] == "FileIO" and seen["enc"] == "utf-8", seen
-    assert seen["ppid"] == starter._proc.pid, seen
+    assert seen["ppid"] == starter.pid, seen
     # Another import-time difference still gets a fresh interpreter.
     assert warm._starter({**env, "HF_HOME": str(tmp_path)}, False, "transformers") is None
 
@@ -139,7 +139,7 @@ def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path)
     seen = json.loads(proc.stdout.read())
     assert proc.wait(60) == 0
     assert seen == {"argv": [str(folder / "show.py"), "a", "2"], "name": "__main__", "word": "found",
-                    "ppid": warm.STARTERS["transformers"]._proc.pid}
+                    "ppid": warm.STARTERS["transformers"].pid}
 
 
 def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(tmp_path):
@@ -164,3 +164,58 @@ def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(
     assert seen["kind"] == "WarmProcess" and seen["returncode"] == 0, seen
     assert seen["my_parent"] != os.getpid(), "the warm child itself was not forked"
     assert "numeric_answer" in json.dumps(seen["answer"]) and not seen["answer"].get("problems"), seen["answer"]
+
+
+SHARING = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from helpers import warm
+for _ in sys.stdin:  # each line: fork a child from the plain starter, say which process forked it
+    done = warm.run_python([], code="import os; print(os.getppid())", cwd=".", stack="plain")
+    starter = warm.STARTERS["plain"]
+    print(json.dumps({"forked_by": int(done.stdout), "starter": starter.pid, "started_here": starter._proc is not None}),
+          flush=True)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_the_test_processes_of_one_run_share_a_starter_until_the_last_one_has_ended(tmp_path):
+    """Under pytest-xdist the run's test processes share each starter: the first starts it, the next forks from the
+    same one, and it stays for the others after the first has ended, then ends with the last."""
+    import json
+    import uuid
+
+    env = {**os.environ, "PYTEST_XDIST_TESTRUNUID": uuid.uuid4().hex}  # a run of its own: its own starters
+    procs = [subprocess.Popen([sys.executable, "-c", SHARING, str(warm.TESTS)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path) for _ in range(2)]
+
+    def ask(proc) -> dict:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    try:
+        first, second = ask(procs[0]), ask(procs[1])
+        assert first["started_here"] and not second["started_here"], (first, second)
+        starter = first["starter"]
+        assert first["forked_by"] == second["forked_by"] == second["starter"] == starter, (first, second)
+        procs[0].stdin.close()
+        assert procs[0].wait(60) == 0
+        assert ask(procs[1])["forked_by"] == starter, "the starter ended with the process that started it"
+        procs[1].stdin.close()
+        assert procs[1].wait(60) == 0
+        deadline = time.monotonic() + 30
+        while _running(starter) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _running(starter), "the starter outlived every test process that used it"
+    finally:
+        for proc in procs:
+            proc.kill()
