@@ -2,8 +2,9 @@
 
 Every process that trains or loads a model first imports Unsloth, torch, transformers, PEFT and TRL: about 10 s of
 CPU on a small machine, and the suite starts well over a hundred such processes. The starter is one process per
-test process that imports the training stack once, through the product's own `import_training_stack`, and then
-forks a child for each command it is asked to run. The child takes the caller's working directory, environment,
+kind of import, shared by the test processes of one pytest-xdist run (`_shared_folder`), that imports the training
+stack once, through the product's own `import_training_stack`, and then forks a child for each command it is asked
+to run. The child takes the caller's working directory, environment,
 arguments and stdin/stdout/stderr, becomes `python -m MODULE ARGS` (or `python -c CODE`), and ends the way that
 process would: its own pid, its own exit code or signal, atexit handlers run. What the child runs is the product's
 unchanged code; only the imports happened before the fork instead of after it.
