@@ -4,10 +4,10 @@ Every process that trains or loads a model first imports Unsloth, torch, transfo
 CPU on a small machine, and the suite starts well over a hundred such processes. The starter is one process per
 kind of import, shared by the test processes of one pytest-xdist run (`_shared_folder`), that imports the training
 stack once, through the product's own `import_training_stack`, and then forks a child for each command it is asked
-to run. The child takes the caller's working directory, environment,
-arguments and stdin/stdout/stderr, becomes `python -m MODULE ARGS` (or `python -c CODE`), and ends the way that
-process would: its own pid, its own exit code or signal, atexit handlers run. What the child runs is the product's
-unchanged code; only the imports happened before the fork instead of after it.
+to run. The child takes the caller's working directory, environment, arguments and stdin/stdout/stderr, becomes
+`python -m MODULE ARGS` (or `python -c CODE`), and ends the way that process would: its own pid, its own exit code
+or signal, atexit handlers run. What the child runs is the product's unchanged code; only the imports happened before
+the fork instead of after it.
 
 It runs a command only when nothing that the libraries read at import time differs from the starter's own
 environment (the offline switches, thread counts, cache folders, the temp folder, ...); otherwise the caller gets a
