@@ -30,12 +30,15 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def real_model_dir() -> Path:
     """The built SmolLM2-135M-Instruct folder (bfloat16 safetensors, its tokenizer and chat template)."""
-    # Built in a child process so that this test process never imports transformers before unsloth.
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_real_model.py"), "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        pytest.fail(f"could not build the real model:\n{done.stderr[-3000:]}", pytrace=False)
-    folder = Path(done.stdout.strip().splitlines()[-1])
+    # Built in a child process so that this test process never imports transformers before unsloth; forked from the
+    # plain starter (torch and transformers imported: the script's conversion imports them). test_build.py runs the
+    # script in a fresh interpreter.
+    proc = warm.popen_script(ROOT / "scripts" / "build_real_model.py", ["--quiet"], cwd=ROOT, stack="plain",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=1800)
+    if proc.returncode != 0:
+        pytest.fail(f"could not build the real model:\n{err[-3000:]}", pytrace=False)
+    folder = Path(out.strip().splitlines()[-1])
     assert (folder / "config.json").is_file(), f"the builder printed {folder}, which holds no config.json"
     return folder
 
