@@ -122,7 +122,6 @@ def run_benchmark(name: str, args: list[str], results: Path, monkeypatch, capsys
     fork (helpers/warm.py). Without this, a dry run paid ~10 s of CPU for each child's imports. The scripts' modules
     (benchmarks/*.py) each get their `subprocess` replaced for the call; any other command starts as it would."""
     import importlib
-    import types
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     module = importlib.import_module(name)
@@ -142,7 +141,7 @@ def run_benchmark(name: str, args: list[str], results: Path, monkeypatch, capsys
         return subprocess.run(argv, cwd=cwd, timeout=timeout, check=check, capture_output=capture_output, text=text,
                               **kwargs)
 
-    shim = types.SimpleNamespace(**{n: getattr(subprocess, n) for n in dir(subprocess) if not n.startswith("__")})
+    shim = warm.subprocess_with(subprocess.Popen)
     shim.run = run
     for loaded in list(sys.modules.values()):
         if str(getattr(loaded, "__file__", "") or "").startswith(str(ROOT / "benchmarks")) and hasattr(loaded, "subprocess"):
