@@ -4,13 +4,15 @@
 
 A person keeps the page open while a CPU run trains; whatever the page burns, the run does not get. Serves the app as
 `rloo-studio ui` does (in this process, behind its launch token) on a runs folder with one finished run, opens it in
-Chromium at 1400 px, waits for it to settle, and reads the renderer's busy time (Chrome's own `TaskDuration` metric)
-and this process's CPU time over the window. Two wirings of the page's polls are compared:
+Chromium at 1400 px, waits for it to settle, and reads the renderer's busy time (Chrome's own `TaskDuration` metric),
+all Chromium processes' CPU time and this process's CPU time over the window. Three versions of the page are compared:
 
-- `one event a tick` — the app as shipped (`ui/poller.py`: every tab's polls in one event; only changes sent; a tick
-  every few seconds while nothing trains);
+- `as shipped` — every tab's polls in one event (`ui/poller.py`; only changes sent; a tick every few seconds while
+  nothing trains) and the frame pacing script (`ui/frame_pacing.py`);
+- `without frame pacing` — the same page without that script: Gradio's loading indicator then keeps the browser
+  drawing 60 frames a second after the page has loaded;
 - `an event per poll` — each tab's polls as their own timer event every 2 s, as the page was wired before (the polls
-  themselves as shipped, so the difference is the wiring alone).
+  themselves as shipped, so the difference to `as shipped` is the wiring; frame pacing on).
 
 Writes benchmarks/results/page_idle_cpu.json.
 """
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _page_cpu import compare, measure  # noqa: E402
+from _page_cpu import compare, measure, without_frame_pacing  # noqa: E402
 
 STEPS = 120
 
@@ -70,18 +72,21 @@ def on_the_runs_tab(page) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
-    parser.add_argument("--wiring", choices=["one", "per-poll"], help=argparse.SUPPRESS)  # one wiring, in a child
+    parser.add_argument("--variant", choices=["shipped", "no-pacing", "per-poll"], help=argparse.SUPPRESS)  # one, in a child
     args = parser.parse_args()
-    if args.wiring:  # measured in its own process: the wiring is chosen before the page is built
-        if args.wiring == "per-poll":
+    if args.variant:  # measured in its own process: the wiring is chosen before the page is built
+        if args.variant == "per-poll":
             per_poll_events()
+        if args.variant == "no-pacing":
+            without_frame_pacing()
         with tempfile.TemporaryDirectory() as tmp:
             runs_dir = Path(tmp) / "runs"
             finished_run(runs_dir)
             print(json.dumps(measure(runs_dir, on_the_runs_tab, args.seconds, port=7860)))
         return 0
-    compare(__file__, "--wiring", [("one", "one event a tick"), ("per-poll", "an event per poll")], args.seconds,
-            page="Runs tab, one finished 120-step run, nothing training", first_column="wiring", result_name="page_idle_cpu")
+    compare(__file__, "--variant", [("shipped", "as shipped"), ("no-pacing", "without frame pacing"),
+                                     ("per-poll", "an event per poll")], args.seconds,
+            page="Runs tab, one finished 120-step run, nothing training", first_column="page", result_name="page_idle_cpu")
     return 0
 
 

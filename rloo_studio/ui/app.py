@@ -10,6 +10,7 @@ browser reload or an app restart re-attaches to whatever is training.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -103,16 +104,7 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         for tab in (chat_tab, eval_tab, export_tab):
             tab.wire(demo, poller)
 
-        def banner_now(watched, shown=None):
-            active = jobs.active_run(runs_dir)
-            if active is None:
-                # Already hidden (the poll reads what the banner shows): nothing to send.
-                return (gr.skip(), gr.skip(), gr.skip()) if shown == "" else (gr.update(visible=False), "", gr.skip())
-            status = runs.read_status(active)
-            step = f"step {status.get('step', 0)}/{status.get('max_steps') or '?'}"
-            # The run that trains is the one the Train tab shows: a reload or another window re-attaches to it.
-            return gr.update(visible=True), f"**Run `{active.name}` is training** — {step}.", gr.skip() if watched else str(active)
-
+        banner_now = functools.partial(banner_update, runs_dir)
         demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")
         poller.tick(banner_now, inputs=[form.watched, banner], outputs=[banner_row, banner, form.watched])
         poller.wire()
@@ -122,6 +114,24 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
     # and exits; an app closed inside a process that goes on, as in tests, must shut it down.)
     demo.inference_worker = worker
     return demo
+
+
+def banner_update(runs_dir: Path, watched: str | None, shown: str | None = None) -> tuple:
+    """(banner row, banner line, the run the Train tab follows): "Run … is training — step s/n" while a run trains.
+
+    `shown` is the line the page shows (None: unknown, as on load). What it already shows is not sent again: each
+    re-sent component costs the browser a redraw, and the poll asks every few seconds.
+    """
+    active = jobs.active_run(runs_dir)
+    if active is None:
+        return (gr.skip(), gr.skip(), gr.skip()) if shown == "" else (gr.update(visible=False), "", gr.skip())
+    status = runs.read_status(active)
+    line = f"**Run `{active.name}` is training** — step {status.get('step', 0)}/{status.get('max_steps') or '?'}."
+    # The run that trains is the one the Train tab shows: a reload or another window re-attaches to it.
+    attach = gr.skip() if watched else str(active)
+    if line == shown:  # and so is its row: the line and the row's visibility are only ever sent together
+        return gr.skip(), gr.skip(), attach
+    return gr.update(visible=True), line, attach
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs", auth: tuple[str, str] | None = None,
@@ -149,6 +159,7 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
 
     from ..serve import app_url, forget_launch, free_port, save_launch
     from ..wall import Policy, Wall
+    from .frame_pacing import FramePacing
     from ..wall import allowed_hosts as hosts_for
 
     port = free_port(host, port)
@@ -170,7 +181,7 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
         _, _, share_url = demo.launch(server_name=host, server_port=port, auth=auth, share=share, inbrowser=False,
                                       quiet=True, show_error=True, css=CSS, footer_links=[], prevent_thread_lock=True,
                                       ssr_mode=False, num_workers=0, blocked_paths=[str(saved.parent.resolve())],
-                                      app_kwargs={"middleware": [Middleware(Wall, policy=policy)]})
+                                      app_kwargs={"middleware": [Middleware(Wall, policy=policy), Middleware(FramePacing)]})
         if share_url:  # the tunnel forwards requests that name the share link's host
             policy.hosts.add(urlsplit(share_url).hostname or "")
             print(f"Public link: {share_url.rstrip('/')}/" + (url[url.index('?'):] if token else ""), flush=True)

@@ -16,21 +16,26 @@ from .. import jobs, runs
 from ..errors import StudioError
 from . import compare_runs, run_view, text
 from .pickers import refuse
-from .train_tab import TrainTab
+from .train_tab import TrainTab, file_marks
 from .poller import Poller
 
 if TYPE_CHECKING:
     from .form import PageForm
 
 
-def runs_table(runs_dir: Path) -> list[list]:
+def runs_table(runs_dir: Path, listed: list | None = None) -> list[list]:
+    """The Runs tab's list: a row per run (`listed`: the runs as `runs.list_runs` just read them)."""
     rows = []
-    for r in runs.list_runs(runs_dir):
+    for r in runs.list_runs(runs_dir) if listed is None else listed:
         step = f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
         reward = round(r.last_reward, 3) if isinstance(r.last_reward, (int, float)) else None
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)) if r.started_at else ""
         rows.append([r.run_id, r.state, step, reward, started, r.model or ""])
     return rows
+
+
+# The files a run's detail is read from: the poll sends a part again when its file changed.
+DETAIL_FILES = (runs.STATUS_FILE, runs.METRICS_FILE, runs.CONFIG_FILE, runs.LOG_FILE)
 
 
 def run_choices(runs_dir: Path) -> list[str]:
@@ -132,13 +137,33 @@ class RunsTab:
         return gr.update(value=row[0]) if row else gr.skip()
 
     def poll(self, selected: str | None, shown):
-        """[table, picker, status, plot, config, log, shown], or skips when no run's state, step or reward changed."""
-        now = [[r.run_id, r.state, r.step, r.last_reward] for r in runs.list_runs(self.runs_dir)]
+        """[table, picker, status, plot, config, log, shown]: each sent only when what it shows changed.
+
+        The tab is polled while the person looks at another one too, and while a run trains its step changes every few
+        seconds: re-sending the config's code view, the plot and the list with each step cost the browser a redraw of
+        each, about a tenth of a core (benchmarks/page_training_cpu.py).
+        """
+        shown = shown if isinstance(shown, dict) else {}
+        listed = runs.list_runs(self.runs_dir)
+        choices = [r.run_id for r in listed]
+        value = selected if selected in choices else (choices[0] if choices else None)
+        rows = [[r.run_id, r.state, r.step, r.last_reward] for r in listed]
+        now = {"runs": rows, "choices": choices, "value": value, "row": next((row for row in rows if row[0] == value), None),
+               **file_marks(self.runs_dir / value if value else None, DETAIL_FILES)}
         if now == shown:
             return [gr.skip()] * 6 + [shown]
-        table, picker = self.listing(selected)
-        value = picker.get("value") if isinstance(picker, dict) else selected
-        return [table, picker] + self.detail(value) + [now]
+
+        def changed(*keys: str) -> bool:
+            return any(now[k] != shown.get(k) for k in keys)
+
+        table = runs_table(self.runs_dir, listed) if changed("runs") else gr.skip()
+        picker = gr.update(choices=choices, value=value) if changed("choices", "value") else gr.skip()
+        # Which files each part of the detail is read from (the status line also from the run's row in the list: a run
+        # whose process has gone is no longer training, though no file changed).
+        sources = [("value", "row", runs.STATUS_FILE, runs.METRICS_FILE), ("value", runs.METRICS_FILE),
+                   ("value", runs.CONFIG_FILE), ("value", runs.LOG_FILE)]
+        detail = [part if changed(*keys) else gr.skip() for part, keys in zip(self.detail(value), sources)]
+        return [table, picker] + detail + [now]
 
     def listing(self, selected: str | None = None):
         choices = run_choices(self.runs_dir)

@@ -318,10 +318,12 @@ class TrainTab:
         return [cfg.rloo.get(k, FORM_DEFAULTS[k]) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
 
 
-def file_marks(run_dir: str | None) -> dict:
-    """{file name: [size, modification time]} of the run's files the Train tab shows (None where a file is missing)."""
+def file_marks(run_dir: str | Path | None,
+               names: tuple[str, ...] = (runs.STATUS_FILE, runs.METRICS_FILE, runs.SAMPLES_FILE, runs.LOG_FILE)) -> dict:
+    """{file name: [size, modification time]} of the run's files a poll shows (None where a file is missing); by default
+    those the Train tab shows."""
     marks = {}
-    for name in (runs.STATUS_FILE, runs.METRICS_FILE, runs.SAMPLES_FILE, runs.LOG_FILE):
+    for name in names:
         try:
             stat = (Path(run_dir) / name).stat() if run_dir else None
         except OSError:

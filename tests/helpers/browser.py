@@ -60,6 +60,27 @@ def opened_page(runs_dir: Path, *, height: int = 1100, detect_hardware: bool = F
             browser.close()
 
 
+def animation_frames(page, seconds: float) -> int:
+    """How many frames the page drew animation-frame callbacks in over `seconds`: Chrome's own trace of the page
+    ("FireAnimationFrame" events, the callbacks of one frame counted once)."""
+    cdp = page.context.new_cdp_session(page)
+    events: list[dict] = []
+    complete: list[bool] = []
+    cdp.on("Tracing.dataCollected", lambda e: events.extend(e["value"]))
+    cdp.on("Tracing.tracingComplete", lambda e: complete.append(True))
+    cdp.send("Tracing.start", {"categories": "devtools.timeline", "transferMode": "ReportEvents"})
+    page.wait_for_timeout(seconds * 1000)
+    cdp.send("Tracing.end")
+    for _ in range(300):
+        if complete:
+            break
+        page.wait_for_timeout(100)
+    assert complete, "Chrome's trace did not end"
+    cdp.detach()
+    # The callbacks of one frame run back to back: one frame per 4 ms (a frame at 60 a second is 16.7 ms long).
+    return len({int(e["ts"] // 4000) for e in events if e.get("name") == "FireAnimationFrame"})
+
+
 def coloured_pixels(png: bytes) -> int:
     """Pixels whose colour is clearly not grey: the plotted lines and legend marks."""
     import io

@@ -8,6 +8,7 @@ import os
 import gradio as gr
 
 from rloo_studio import runs
+from rloo_studio.ui.app import banner_update
 from rloo_studio.ui.runs_tab import RunsTab
 from rloo_studio.ui.train_tab import TrainTab
 
@@ -40,3 +41,56 @@ def test_a_stop_message_lasts_while_the_state_it_speaks_of_lasts(tmp_path):
     status = json.loads((run_dir / runs.STATUS_FILE).read_text())
     (run_dir / runs.STATUS_FILE).write_text(json.dumps({**status, "state": "stopped"}))
     assert TrainTab.notice_now(notice) == ["", {}]
+
+
+def test_the_runs_tab_sends_again_only_the_parts_whose_files_changed(tmp_path):
+    """The tab is polled every 2 s while a run trains, whichever tab the person is on: each part re-sent without a change
+    costs the browser a redraw (the config's code view and the plot every step, before)."""
+    runs_dir = tmp_path / "runs"
+    run_dir = _run(runs_dir, state="running", pid=os.getpid(), step=3, max_steps=40)
+    with gr.Blocks():
+        tab = RunsTab(runs_dir)
+    *parts, shown = tab.poll(None, None)
+    assert gr.skip() not in parts  # the first poll sends everything
+
+    # A training step: status, metrics and log change; the run's config and the list of runs do not.
+    runs.update_status(run_dir, step=4)
+    with (run_dir / runs.METRICS_FILE).open("a") as f:
+        f.write(json.dumps({"step": 4, "reward": 0.75}) + "\n")
+    table, picker, status, plot, config, log, shown = tab.poll(run_dir.name, shown)
+    assert (picker, config, log) == (gr.skip(),) * 3
+    assert table[0][2] == "4/40" and "Step 4/40" in status and plot != gr.skip()
+
+    # A log line alone.
+    with (run_dir / runs.LOG_FILE).open("a") as f:
+        f.write("[rloo-studio] step 4 done\n")
+    table, picker, status, plot, config, log, shown = tab.poll(run_dir.name, shown)
+    assert (table, picker, status, plot, config) == (gr.skip(),) * 5 and "step 4 done" in log
+
+    # Another run appears: the list and the menu; the open run's detail stays as it is.
+    other = runs.create_run_dir(runs_dir, "other")
+    (other / runs.CONFIG_FILE).write_text("model: {name_or_path: other-model}\n")
+    runs.update_status(other, state="finished", step=2, max_steps=2, started_at=2.0)
+    table, picker, *detail, shown = tab.poll(run_dir.name, shown)
+    assert len(table) == 2 and other.name in picker["choices"] and detail == [gr.skip()] * 4
+
+    # Opening the other run: its whole detail, and the list stays.
+    table, picker, status, plot, config, log, shown = tab.poll(other.name, shown)
+    assert table == gr.skip() and "other-model" in config and "**finished**" in status
+    assert tab.poll(other.name, shown)[:6] == [gr.skip()] * 6
+
+
+def test_the_banner_is_sent_when_its_line_changes_and_not_again_while_the_page_shows_it(tmp_path):
+    runs_dir = tmp_path / "runs"
+    assert banner_update(runs_dir, None) == (gr.update(visible=False), "", gr.skip())  # on load: hidden
+    assert banner_update(runs_dir, None, "") == (gr.skip(),) * 3  # hidden already
+    run_dir = _run(runs_dir, state="running", pid=os.getpid(), step=3, max_steps=40)
+    row, line, watched = banner_update(runs_dir, None, "")
+    assert row == gr.update(visible=True) and f"`{run_dir.name}` is training** — step 3/40" in line
+    assert watched == str(run_dir)  # the Train tab follows the run that trains
+    assert banner_update(runs_dir, str(run_dir), line) == (gr.skip(),) * 3
+    runs.update_status(run_dir, step=4)
+    row, line, watched = banner_update(runs_dir, str(run_dir), line)
+    assert row == gr.update(visible=True) and "step 4/40" in line and watched == gr.skip()
+    runs.update_status(run_dir, state="finished", step=40)
+    assert banner_update(runs_dir, str(run_dir), line) == (gr.update(visible=False), "", gr.skip())

@@ -14,9 +14,10 @@ from helpers.app import BEARER, free_port, served_app
 from helpers import ROOT, run_cli
 
 
-def _get(url: str, headers: dict | None = None) -> tuple[int, str]:
+def _get(url: str, headers: dict | None = None, data: bytes | None = None) -> tuple[int, str]:
+    """(status, text) of a GET, or of a POST of `data`."""
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as resp:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}, data=data), timeout=10) as resp:
             return resp.status, resp.read().decode(errors="replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode(errors="replace")
@@ -77,20 +78,30 @@ def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_p
 
 
 def test_with_a_login_every_route_needs_it(runs_dir):
-    # The launch token is sent throughout, so what refuses here is the login, on top of the token.
+    # The launch token is sent throughout, so what refuses here is the login, on top of the token. Each route is asked
+    # as the page asks it (an upload is a POST), without and then with the login: 401, then the route's own answer.
+    boundary = "rloo-studio-test"
+    upload = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.txt\"\r\n"
+              f"Content-Type: text/plain\r\n\r\nhello\r\n--{boundary}--\r\n").encode()
     with served_app(runs_dir, auth=("ada", "s3cret")) as url:
-        for route in ("config", "gradio_api/info", "gradio_api/queue/status", "gradio_api/file=README.md", "gradio_api/upload"):
-            status, _ = _get(url + route, BEARER)
-            assert status in (401, 403, 405), (route, status)
         status, body = _get(url, BEARER)
         assert status == 200 and "REINFORCE Leave-One-Out" not in body  # the page shell, without the app's content
-        # Logging in gives access.
         data = "username=ada&password=s3cret".encode()
         req = urllib.request.Request(url + "login", data=data, headers={"Content-Type": "application/x-www-form-urlencoded", **BEARER})
         with urllib.request.urlopen(req, timeout=10) as resp:
             cookie = "; ".join(c.split(";")[0] for c in resp.headers.get_all("set-cookie"))
-        status, body = _get(url + "config", {"Cookie": cookie, **BEARER})
-        assert status == 200 and json.loads(body)["title"] == "RLOO Studio"
+        logged_in = {"Cookie": cookie, **BEARER}
+        multipart = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        assert _get(url + "gradio_api/upload", {**BEARER, **multipart}, upload)[0] == 401
+        status, body = _get(url + "gradio_api/upload", {**logged_in, **multipart}, upload)
+        assert status == 200, body
+        [uploaded] = json.loads(body)
+        for route, answer in (("config", '"title":"RLOO Studio"'), ("gradio_api/info", '"named_endpoints"'),
+                              ("gradio_api/queue/status", '"queue_size"'), (f"gradio_api/file={uploaded}", "hello")):
+            status, body = _get(url + route, BEARER)
+            assert (status, json.loads(body)["detail"]["error"]) == (401, "Not authenticated"), route
+            status, body = _get(url + route, logged_in)
+            assert status == 200 and answer in body, (route, status, body[:200])
         bad = urllib.request.Request(url + "login", data=b"username=ada&password=wrong",
                                      headers={"Content-Type": "application/x-www-form-urlencoded", **BEARER})
         try:
@@ -98,3 +109,19 @@ def test_with_a_login_every_route_needs_it(runs_dir):
             raise AssertionError("a wrong password was accepted")
         except urllib.error.HTTPError as exc:
             assert exc.code in (400, 401)
+
+
+def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
+    """The frame pacing script (ui/frame_pacing.py) is the first thing in the page's <head>, before Gradio's modules
+    take their reference to requestAnimationFrame; other answers are untouched. (tests/browser/test_first_run.py
+    counts the frames the loaded page draws.)"""
+    from rloo_studio.ui.frame_pacing import SCRIPT
+
+    with served_app(runs_dir) as url:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=BEARER), timeout=10) as resp:
+            length, page = int(resp.headers["content-length"]), resp.read()
+        assert length == len(page) and page.count(SCRIPT.encode()) == 1
+        html = page.decode()
+        assert html.index("<head>") + len("<head>") == html.index(SCRIPT) < html.index('<script type="module"')
+        status, config = _get(url + "config", BEARER)
+        assert status == 200 and "requestAnimationFrame" not in config and json.loads(config)["title"] == "RLOO Studio"
