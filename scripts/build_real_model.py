@@ -33,6 +33,7 @@ building at once do the work once. `build_info.json` (written last) marks a comp
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -148,6 +149,26 @@ def read_special_token_ids(gguf_path: Path) -> dict:
     return ids
 
 
+@contextmanager
+def gguf_read_once():
+    """While active, the `gguf` package parses each file once and builds each tensor-name map once.
+
+    Why: its reader parses the file's half a million metadata entries in Python, and transformers opens the file anew
+    for the config, the weights and the tokenizer, and rebuilds the tensor-name map for each of the model's ~400
+    modules. Measured on 2 cores: a build took 27.7 s (25.5 s of CPU) before, 13.4 s (11.7 s) with this, and wrote
+    byte-identical files. Both objects are read-only once made, and transformers imports them from `gguf` when it uses
+    them, so the module's names are swapped for memoised ones while the model is read."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = functools.lru_cache(maxsize=None)(reader)
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+
+
 def convert(gguf_path: Path, out_dir: Path) -> dict:
     """Load the GGUF file with transformers and save it as a plain bfloat16 Llama folder; returns facts for build_info."""
     try:
@@ -160,8 +181,10 @@ def convert(gguf_path: Path, out_dir: Path) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     folder, name = str(gguf_path.parent), gguf_path.name
-    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    with gguf_read_once():
+        loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        special = read_special_token_ids(gguf_path)
     settings = loaded.config.to_dict()
     settings.pop("quantization_config", None)
     for key in ("_name_or_path", "_model_name_or_path", "architectures", "transformers_version", "model_type", "dtype", "torch_dtype"):
@@ -183,7 +206,6 @@ def convert(gguf_path: Path, out_dir: Path) -> dict:
     # transformers 5.17's GGUF reader takes the end token from the wrong field (it reports
     # <|im_start|>, id 1, where the file says tokenizer.ggml.eos_token_id = 2, <|im_end|>): generation
     # would then never stop at the end of a turn. Take the special tokens from the file itself.
-    special = read_special_token_ids(gguf_path)
     tokenizer.eos_token = tokenizer.convert_ids_to_tokens(special["eos"])
     tokenizer.bos_token = tokenizer.convert_ids_to_tokens(special["bos"])
     # The file names <|im_end|> as padding token too, as does the hub's tokenizer.
