@@ -23,11 +23,11 @@ ARTIFACTS = Path(os.environ.get("RLOO_STUDIO_ARTIFACTS", ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
                  "--disable-default-apps", "--disable-quic", "--disable-gpu"]
 
-# Every browser test module's `pytestmark`: slow, and skipped without Chromium unless RLOO_STUDIO_REQUIRE_BROWSER is
+# Every browser test module's `pytestmark`: slow, and (NEEDS_CHROMIUM) skipped without Chromium unless RLOO_STUDIO_REQUIRE_BROWSER is
 # set (as .ci/run sets it), in which case a missing Chromium fails the tests instead.
-BROWSER_MARKS = [pytest.mark.slow,
-                 pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("RLOO_STUDIO_REQUIRE_BROWSER"),
-                                    reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")]
+NEEDS_CHROMIUM = pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("RLOO_STUDIO_REQUIRE_BROWSER"),
+                                    reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")
+BROWSER_MARKS = [pytest.mark.slow, NEEDS_CHROMIUM]
 
 WIDTH = 1400  # the width the pages are designed and checked at
 

@@ -25,6 +25,7 @@ import pytest
 from helpers import ROOT, run_cli
 
 from helpers.app import BEARER, TOKEN, connect, free_port, page_url, served_app
+from helpers.browser import CHROMIUM, CHROMIUM_ARGS, NEEDS_CHROMIUM
 
 REBIND = "rebind.attacker.example"
 EMPTY_TABLE = {"headers": ["use", "function", "weight"], "data": []}
@@ -201,17 +202,14 @@ def test_gradio_client_works_with_the_token_and_not_without(app, tmp_path):
 
 # ---- a real browser ---------------------------------------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
+@NEEDS_CHROMIUM
 def test_a_browser_opening_the_link_works_through_the_cookie_and_without_it_gets_the_relink_page(runs_dir, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     marker = tmp_path / "browser-marker.txt"
     with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         stranger = browser.new_page()
         stranger.goto(url)
         expect(stranger.locator("h1")).to_have_text("Open RLOO Studio with its link")
