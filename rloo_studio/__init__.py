@@ -30,7 +30,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "jobs": BASE | {"config", "runs"},
     "trial": BASE | {"config", "runs", "batching", "jobs", "rewards"},
     "inference_client": BASE | {"runs"},
-    "rewards": BASE | {"config", "runs", "model_files"},
+    "rewards": BASE | {"config", "runs", "model_files", "data"},  # data: hand-written examples shaped as training shapes rows
     "scan": BASE | {"config", "runs", "batching", "rewards", "data"},
     "engine": BASE | {"alerts", "config", "runs", "batching", "stats", "rewards", "data", "vram", "distributed", "demo_task", "tinymodel",
                "model_files", "scan"},

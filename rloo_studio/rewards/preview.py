@@ -1,7 +1,8 @@
 """Scoring completions with a run's rewards before training: the table, the summaries, learnability, hack probes.
 
 `score(request)` takes prompt groups (a prompt, its dataset row, k completions), the reward specs
-and optional user source, and returns what the reward preview shows: per completion every
+and optional user source (and, for hand-written text such as pinned examples, the data's `prompt_format` and
+`system_prompt`, to shape it as training does), and returns what the reward preview shows: per completion every
 function's reward, the weighted total, the leave-one-out baseline and advantage; per function the
 mean, std, min, max, how many `None` and the errors; the share of prompt groups whose completions
 all scored the same (no learning signal); and which functions score degenerate completions
@@ -30,9 +31,11 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 from ..config import RewardSpec
+from ..data import build_prompt, use_chat_format
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
@@ -239,6 +242,13 @@ def _score(request: dict) -> dict:
     specs = [RewardSpec(**s) for s in request["rewards"]]
     columns = sorted({c for g in groups for c in (g.get("row") or {})})
     tokenizer = _TokenizerOnDemand(request.get("tokenizer"))
+    if request.get("data") is not None:
+        # Hand-written prompts and completions (pinned examples): shaped as training shapes the data's, by the same
+        # rule (chat messages when the run's tokenizer has a chat template, unless the data says otherwise), so that a
+        # reward gets here what it gets in training.
+        data = SimpleNamespace(**request["data"])
+        conversational = use_chat_format(data, tokenizer.get())
+        groups = [{**g, "prompt": build_prompt(g["prompt"], data, conversational)} for g in groups]
     think_id = request.get("think_end_token_id")
     if isinstance(think_id, int):  # found by the sampler's tokenizer: the builtins that need it take it from here
         specs = [RewardSpec(**{**s.__dict__, "params": {"think_end_token_id": think_id, **s.params}})

@@ -541,8 +541,10 @@ class PinnedChecks:
 
     def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
         """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
+        # "data": the scoring child shapes the written text as training shapes the data (chat messages or plain text).
         request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
-                   "conversational": False, "probes": False, "source": source,
+                   "data": {"prompt_format": cfg.data.prompt_format, "system_prompt": cfg.data.system_prompt},
+                   "chat_template_kwargs": cfg.chat_template_kwargs(), "probes": False, "source": source,
                    "rewards": [dict(s.__dict__) for s in cfg.rewards],
                    "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
         key = json.dumps([request, _reward_files_changed_at(cfg)], sort_keys=True, default=str)

@@ -5,6 +5,7 @@ run. Screenshot: test-artifacts/browser/6-reward-preview.png."""
 from __future__ import annotations
 
 import json
+import re
 
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
 
@@ -70,7 +71,10 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
                 if r.url.split("?")[0].endswith("/queue/join") else None)
         for column, value in enumerate(PIN):
             fill_cell(page, "#pinned", 0, column, value)
-        expect(page.locator("#pinned-result")).to_contain_text("1/1 pinned examples pass", timeout=180_000)
+        # The report of the typed example (the page showed the starting example's report before: "1/1 ... pass" alone
+        # would match that one), brief scored on it as training calls it (chat messages: it reads c[0]['content']).
+        typed = re.compile(r"1/1 pinned examples pass\s+✅ <think>2\+2</think>4 → total [0-9.]+ \(expected 0\.0–100\.0\)")
+        expect(page.locator("#pinned-result")).to_contain_text(typed, timeout=180_000)
         page.wait_for_timeout(1000)
         checks, saves = asked.count(*check), sum(asked.count(i) for i in on_edit - check)
         assert saves >= len(PIN), f"{saves} saves for {len(PIN)} edited cells: an edit was not kept"

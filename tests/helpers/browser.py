@@ -110,8 +110,16 @@ def fill_cell(page, table: str, row: int, column: int, value) -> None:
         except ValueError:
             return text == want
 
+    from playwright.sync_api import Error, expect
+
     for _ in range(3):
         cell.dblclick()
+        # The cell's editor takes the focus in the next animation frame: keys pressed before then went elsewhere, and the
+        # value was typed after the cell's old one (seen: "10" became "10100").
+        try:
+            expect(cell.locator("textarea, input").first).to_be_focused(timeout=10_000)
+        except (AssertionError, Error):
+            continue
         page.keyboard.press("Control+A")
         page.keyboard.insert_text(want)
         page.keyboard.press("Enter")

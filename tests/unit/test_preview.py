@@ -286,7 +286,8 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
     from rloo_studio.ui import rewards_tab
 
     on_disk = tmp_path / "length.py"
-    on_disk.write_text("def length(completions, **kwargs):\n    return [0.01 * len(c) for c in completions]\n")
+    # The demo model has a chat template: its completions are chat messages, in training and in the pinned checks.
+    on_disk.write_text("def length(completions, **kwargs):\n    return [0.01 * len(c[0]['content']) for c in completions]\n")
     cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)}, "data": {"source": "demo"},
                                "rewards": [{"name": "numeric_answer"}, {"file": str(on_disk), "function": "length"}]})
     groups = rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 10.0]])
@@ -298,7 +299,7 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
             assert checks.report(groups, "", cfg, again=False) == first and checks.scored == 1
             assert standby.poll() is None  # still waiting for the next edit
             assert checks.report(groups, "", cfg, again=True) == first and checks.scored == 2  # *Check the code*: scored
-            on_disk.write_text("def length(completions, **kwargs):\n    return [0.02 * len(c) for c in completions]\n")
+            on_disk.write_text("def length(completions, **kwargs):\n    return [0.02 * len(c[0]['content']) for c in completions]\n")
             changed = checks.report(groups, "", cfg, again=False)  # the reward file changed on disk: scored
             edited = checks.report(rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>5", "4", 0.0, 10.0]]),
                                    "", cfg, again=False)
@@ -307,3 +308,35 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
     assert checks.scored == 4
     # numeric_answer 1 or 0, plus 0.01 (then 0.02) per character of the 19-character completion
     assert "total 1.190" in first and "total 1.380" in changed and "total 0.380" in edited, (first, changed, edited)
+
+
+def test_a_pinned_example_reaches_the_rewards_in_the_shape_training_gives_them(tmp_path):
+    """Chat messages (the system prompt first) for a model with a chat template, plain text when the data says `plain`:
+    the rule training uses (`data.use_chat_format`, `data.build_prompt`). Before, a pinned check always sent plain
+    text, and a reward written for the chat messages training sends raised on every pinned example."""
+    from helpers.app import warm_children
+
+    from rloo_studio.config import RunConfig
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.ui import rewards_tab
+
+    source = ("def shape(prompts, completions, **kwargs):\n"
+              "    return [float(len(p)) if isinstance(p, list) and c == [{'role': 'assistant', 'content': '<think>2+2</think>4'}]\n"
+              "            else -1.0 if isinstance(p, str) and c == '<think>2+2</think>4' else -100.0\n"
+              "            for p, c in zip(prompts, completions)]\n")
+    groups = rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>4", "4", -10.0, 10.0]])
+    reports = {}
+    with warm_children():
+        try:
+            for prompt_format in ("auto", "plain"):
+                cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                                           "data": {"source": "demo", "prompt_format": prompt_format, "system_prompt": "Be brief."},
+                                           "rewards": [{"file": "rewards.py", "function": "shape"}]})
+                reports[prompt_format] = rewards_tab.PinnedChecks().report(groups, source, cfg, again=True)
+        finally:
+            left = rewards_tab._standby_written.pop("proc", None)
+            if left is not None:
+                left.kill()
+    # Two messages in the prompt (the system prompt, the question); the completion one assistant message.
+    assert "1/1 pinned examples pass" in reports["auto"] and "total 2.000" in reports["auto"], reports["auto"]
+    assert "1/1 pinned examples pass" in reports["plain"] and "total -1.000" in reports["plain"], reports["plain"]
