@@ -23,19 +23,26 @@ from typing import Callable, Iterable, Sequence
 # ---- thresholds ---------------------------------------------------------------------------------
 
 # No learning signal: RLOO's advantage is a completion's reward minus the mean of the other completions to the
-# same prompt, so a group whose completions all scored alike contributes exactly zero gradient. TRL logs the share
-# of such groups as `frac_reward_zero_std`. The reward preview warns above 50% (preview.LEARNABILITY_WARN) on a
-# handful of prompts; during training the alert waits for 80%, four groups in five, because short stretches above
-# half happen in runs that learn (the bundled demo's learning run stays between 0% and 20%; a two-group batch
-# reads 50% whenever one group ties).
+# same prompt, so a group whose completions all got the same total reward (after reward_clip_range) has nothing to
+# learn from its rewards. The training worker measures the share of such groups from the reward totals themselves
+# (NO_SIGNAL_SHARE_KEY). TRL's own `frac_reward_zero_std` cannot stand in for it when beta > 0: TRL takes that std
+# after subtracting beta x KL, which differs between completions, so groups tied on reward read as spread (a run
+# with every group tied logged 0.5). With beta > 0 such groups still get advantages, from their KL parts alone:
+# they pull the model back towards the start model, and teach nothing about the task. The reward preview warns
+# above 50% (preview.LEARNABILITY_WARN) on a handful of prompts; during training the alert waits for 80%, four
+# groups in five, because short stretches above half happen in runs that learn (the bundled demo's learning run
+# stays between 0% and 20%; a two-group batch reads 50% whenever one group ties).
 NO_SIGNAL_SHARE = 0.8
 NO_SIGNAL_STEPS = 3  # a few steps in a row, so one unlucky batch raises nothing
 
-# One reward function dominates: the advantage is the leave-one-out difference of the weighted total, so each
-# function's part in it scales with weight x its spread. A function's share of the total's variance is
-# approximated by (weight x std)^2 over the sum of that for all functions (the functions treated as
-# uncorrelated; TRL logs each function's std over the batch, `rewards/<name>/std`). Above 90% the other functions
-# together move the ranking of completions by about a third of what this one does (sqrt(0.1/0.9)).
+# One reward function dominates: the advantage is the leave-one-out difference of the weighted total within one
+# prompt's group, so each function's part in it scales with the spread of weight x value among the completions of
+# one prompt (GROUP_SPREAD_KEY, measured by the training worker). TRL's `rewards/<name>/std` is the spread over the
+# whole batch, which also counts how far apart the prompts are (easy against hard) and moves no advantage. A
+# function's share of the total's variance is approximated by its within-group spread squared over the sum of that
+# for all functions (the functions treated as uncorrelated). Above 90% the other functions together move the
+# ranking of completions by about a third of what this one does (sqrt(0.1/0.9)). reward_clip_range is not in this
+# estimate: clipping the total squeezes every function's part alike.
 DOMINANCE_SHARE = 0.9
 DOMINANCE_STEPS = 5  # the spread of a function changes from batch to batch; wait for a lasting pattern
 
@@ -87,6 +94,11 @@ HELDOUT_MIN_DROP = 0.05  # the held-out mean must fall by at least this much (re
 # The key the training worker adds to each metric row for each reward function: the share of its values in the
 # latest generation batch that were None. TRL logs only the mean and std of the others (nanmean, nanstd).
 NONE_SHARE_KEY = "rewards/{name}/none_share"
+# The keys the training worker adds to a metric row whose step generated completions (the mean over the generation
+# batches since the previous row, as TRL averages its own): the share of prompt groups whose reward totals (clipped
+# as TRL clips them) are all equal, and per function its within-group spread (scoring.within_group_spread).
+NO_SIGNAL_SHARE_KEY = "no_signal_share"
+GROUP_SPREAD_KEY = "rewards/{name}/group_spread"
 
 NO_SIGNAL, DOMINANT, LENGTH_LIMIT, LENGTH_COLLAPSE = "no_signal", "dominant_reward", "length_limit", "length_collapse"
 ENTROPY_COLLAPSE, ENTROPY_BLOWUP, KL_BLOWUP = "entropy_collapse", "entropy_blowup", "kl_blowup"
@@ -107,6 +119,9 @@ class RunFacts:
     reward_names: Sequence[str]
     reward_weights: Sequence[float]
     max_completion_length: int | None = None
+    beta: float = 0.0  # the KL penalty: with beta > 0, TRL's frac_reward_zero_std says nothing about the rewards
+    normalize_advantages: bool = False
+    reward_clip_range: Sequence[float] | None = None  # TRL clamps each total to it before everything else
 
 
 @dataclass
@@ -206,21 +221,43 @@ def _make(kind, subject, episode, numbers_at, explanation_at, action) -> Alert:
 
 # ---- the rules -----------------------------------------------------------------------------------
 
+def no_signal_share(row: dict, facts: RunFacts) -> float | None:
+    """The share of prompt groups tied on reward at this row's step: the worker's measure; in a row without it
+    (written before the worker measured it), TRL's `frac_reward_zero_std`, which is the same thing only when beta is
+    0; else None (not known)."""
+    share = _number(row, NO_SIGNAL_SHARE_KEY)
+    if share is None and not facts.beta:
+        share = _number(row, "frac_reward_zero_std")
+    return share
+
+
 def _no_signal(rows: list[dict], facts: RunFacts) -> list[Alert]:
     def holds(r):
-        share = _number(r, "frac_reward_zero_std")
+        share = no_signal_share(r, facts)
         return None if share is None else share >= NO_SIGNAL_SHARE
 
     def numbers(raised, held):
-        return {"frac_reward_zero_std": _number(raised, "frac_reward_zero_std"), "threshold": NO_SIGNAL_SHARE,
-                "steps": len(held), "reward_std": _number(raised, "reward_std")}
+        return {"share": no_signal_share(raised, facts), "threshold": NO_SIGNAL_SHARE, "steps": len(held),
+                "frac_reward_zero_std": _number(raised, "frac_reward_zero_std"), "beta": facts.beta,
+                "normalize_advantages": facts.normalize_advantages}
 
-    return [_make(NO_SIGNAL, None, e, numbers,
-                  lambda n: (f"In {_pct(n['frac_reward_zero_std'])} of the prompt groups every completion got the same total "
-                             f"reward, {n['steps']} steps in a row: those groups teach the model nothing."),
-                  "Check the rewards in the Rewards tab's preview: make a 0/1 reward graded (partial credit), use more "
-                  "completions per prompt or a higher temperature, or drop prompts that are always or never solved.")
-            for e in _episodes(rows, holds, NO_SIGNAL_STEPS)]
+    def explain(n):
+        line = (f"In {_pct(n['share'])} of the prompt groups every completion got the same total reward, {n['steps']} "
+                "steps in a row: those groups teach the model nothing about the task.")
+        if facts.beta and facts.normalize_advantages:
+            line += (f" With a KL penalty (beta = {facts.beta:g}) their advantages come from the KL parts alone, and "
+                     "“Normalise advantages” scales those tiny differences up to the size of real reward differences: "
+                     "the model is trained hard on noise.")
+        elif facts.beta:
+            line += (f" With a KL penalty (beta = {facts.beta:g}) their advantages come from the KL parts alone: they "
+                     "only pull the model back towards where it started.")
+        return line
+
+    action = ("Check the rewards in the Rewards tab's preview: make a 0/1 reward graded (partial credit), use more "
+              "completions per prompt or a higher temperature, or drop prompts that are always or never solved.")
+    if facts.beta and facts.normalize_advantages:
+        action += " Until the rewards tell completions apart, turn “Normalise advantages” off."
+    return [_make(NO_SIGNAL, None, e, numbers, explain, action) for e in _episodes(rows, holds, NO_SIGNAL_STEPS)]
 
 
 def _dominant(rows: list[dict], facts: RunFacts) -> list[Alert]:
@@ -231,11 +268,11 @@ def _dominant(rows: list[dict], facts: RunFacts) -> list[Alert]:
 
     def shares(r) -> dict[str, float] | None:
         parts = {}
-        for name, weight in pairs:
-            std = _number(r, f"rewards/{name}/std")
-            if std is None:
+        for name, _ in pairs:
+            spread = _number(r, GROUP_SPREAD_KEY.format(name=name))  # weight x value, so the weight is in it
+            if spread is None:
                 return None
-            parts[name] = (weight * std) ** 2
+            parts[name] = spread ** 2
         total = sum(parts.values())
         return {n: p / total for n, p in parts.items()} if total > 0 else None
 
@@ -251,8 +288,9 @@ def _dominant(rows: list[dict], facts: RunFacts) -> list[Alert]:
 
         alerts += [_make(DOMINANT, name, e, numbers,
                          lambda n, name=name: (f"`{name}` makes {_pct(n['share'])} of the spread of the total reward "
-                                               f"(weight × std), {n['steps']} steps in a row: the other reward functions "
-                                               "barely change which completions are preferred."),
+                                               "among the completions of one prompt (weight × value), "
+                                               f"{n['steps']} steps in a row: the other reward functions barely change "
+                                               "which completions are preferred."),
                          f"If the other rewards matter, raise their weights or lower `{name}`'s; check in the preview that "
                          f"`{name}` cannot be maxed out by a trick.")
                    for e in _episodes(rows, holds, DOMINANCE_STEPS)]

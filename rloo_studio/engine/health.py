@@ -2,8 +2,9 @@
 appends each alert to alerts.jsonl when it begins and when it ends, and prints a line when one begins.
 
 `HealthWatch` sees three things during training: every reward function's values for each generation batch
-(`on_values`, chained after the sample recorder: the share of None each function returned, and the batch
-itself, kept for the probes), every logged metric row (`on_metrics`, which adds that None share to the row
+(`on_values`, chained after the sample recorder: the share of None each function returned; from the weighted totals,
+clipped as TRL clips them, the share of prompt groups tied on reward and each function's spread within groups; and the
+batch itself, kept for the probes), every logged metric row (`on_metrics`, which adds those numbers to the row
 before it is written to metrics.jsonl) and every saved checkpoint (`on_checkpoint`, which scores the model's greedy
 completions for the first held-out prompts, and the reward preview's hack probes for the latest batch's first
 prompts, with the run's own reward functions). The rules
@@ -19,7 +20,7 @@ from typing import Callable, Sequence
 
 from .. import alerts, runs
 from ..rewards.preview import group_probes, written_completion_ids
-from ..rewards.scoring import weighted_totals
+from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals, within_group_spread
 
 PROBE_PROMPTS = 3  # prompts of the latest batch whose probes are scored at a checkpoint, as the preview's probes (groups[:3])
 
@@ -47,6 +48,7 @@ class HealthWatch:
         self._values: dict[str, list] = {}
         self._last_batch: tuple[dict, dict[str, list]] | None = None  # kwargs and every function's values
         self._none_share: dict[str, float] = {}
+        self._signal: list[dict] = []  # the reward-signal numbers of each generation batch since the last metric row
 
     # ---- inputs --------------------------------------------------------------------------------
 
@@ -61,11 +63,35 @@ class HealthWatch:
                 self._none_share[name] = sum(v is None for v in values) / len(values)
             if len(self._values) == len(self.facts.reward_names):
                 self._last_batch = (kwargs, dict(self._values))
+                self._measure_signal([self._values[n] for n in self.facts.reward_names])
+
+    def _measure_signal(self, per_function: list[list]) -> None:
+        """What the batch's rewards give RLOO to learn from, before the KL penalty TRL subtracts next: the share of
+        prompt groups whose totals (clipped as TRL clips them) are all equal, and each function's spread within
+        groups. Only whole groups count: with several processes this process may hold part of one, and it sees only
+        its own share of the batch."""
+        usable = len(per_function[0]) - len(per_function[0]) % self.k
+        if usable == 0 or self.k < 2:
+            return
+        totals = clipped_totals(weighted_totals([v[:usable] for v in per_function], self.facts.reward_weights),
+                                self.facts.reward_clip_range)
+        tied = all_equal_groups(totals, self.k)
+        spreads = within_group_spread([v[:usable] for v in per_function], self.facts.reward_weights, self.k)
+        numbers = {alerts.NO_SIGNAL_SHARE_KEY: sum(tied) / len(tied)}
+        numbers.update({alerts.GROUP_SPREAD_KEY.format(name=n): s
+                        for n, s in zip(self.facts.reward_names, spreads) if s is not None})
+        self._signal.append(numbers)
 
     def on_metrics(self, row: dict) -> dict:
-        """Add each function's None share to a step's metric row (returned, to be written), then check for alerts."""
+        """Add each function's None share and the reward-signal numbers to a step's metric row (returned, to be
+        written), then check for alerts. The signal numbers are the mean over the generation batches since the last
+        row, as TRL averages its own metrics; a row with no new batch gets none (TRL logs no rewards there either)."""
         with self._lock:
             row = {**row, **{alerts.NONE_SHARE_KEY.format(name=n): s for n, s in self._none_share.items()}}
+            batches, self._signal = self._signal, []
+            for key in {k for b in batches for k in b}:
+                values = [b[key] for b in batches if key in b]
+                row[key] = sum(values) / len(values)
         self.rows.append(row)
         self._update()
         return row

@@ -639,12 +639,14 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         raise ConfigError([f"rloo: {exc}"], "trl.RLOOConfig") from None
     recorder = SampleRecorder(
         [r.name for r in rewards], [r.weight for r in rewards], rloo_config.num_generations,
-        cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main)
+        cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main,
+        clip_range=rloo_config.reward_clip_range)
     on_timeout = _reward_timeout_handler(run_dir, main)
     health = None
     if main:
         health = HealthWatch(run_dir, RunFacts([r.name for r in rewards], [r.weight for r in rewards],
-                                               int(rloo_config.max_completion_length)),
+                                               int(rloo_config.max_completion_length), float(rloo_config.beta or 0.0),
+                                               bool(rloo_config.normalize_advantages), rloo_config.reward_clip_range),
                              rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
                              probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards])
 

@@ -7,9 +7,10 @@ wrapper keeps the function's `__name__`, which TRL uses for metric names. `check
 that check on its own; the reward preview uses it too, so both give the same verdict and message.
 
 `SampleRecorder` sees every function's values for a generation batch and, once the trainer hands
-over the advantages it trains on (TRL's own tensor: leave-one-out on the total minus beta x KL,
-normalised when `normalize_advantages` is on), appends a few prompt groups to samples.jsonl with
-per-function rewards, the weighted total, the KL penalty and that advantage. It knows nothing about
+over the advantages it trains on (TRL's own tensor: leave-one-out on the total, clipped to
+`reward_clip_range` when set, minus beta x KL, normalised when `normalize_advantages` is on), appends a few
+prompt groups to samples.jsonl with per-function rewards, the weighted total as TRL goes on with it (clipped),
+the KL penalty and that advantage. It knows nothing about
 models; it writes through a callback.
 """
 
@@ -24,7 +25,7 @@ from typing import Callable, Sequence
 
 from ..errors import RewardError
 from .builtin import completion_text, split_thinking
-from .scoring import weighted_totals
+from .scoring import clipped_totals, weighted_totals
 from .user import describe_call_error, missing_module_fix
 
 
@@ -182,8 +183,10 @@ class SampleRecorder:
     once the trainer hands over the advantages it trains on (`on_trained`)."""
 
     def __init__(self, names: Sequence[str], weights: Sequence[float], num_generations: int,
-                 groups_per_step: int, write: Callable[[list[dict]], None], enabled: bool = True):
+                 groups_per_step: int, write: Callable[[list[dict]], None], enabled: bool = True,
+                 clip_range: Sequence[float] | None = None):
         self.names = list(names)
+        self.clip_range = clip_range  # TRL's reward_clip_range: the totals recorded are the clipped ones it trains on
         self.weights = list(weights)
         self.num_generations = num_generations
         self.groups_per_step = groups_per_step
@@ -225,7 +228,8 @@ class SampleRecorder:
             return []  # this process holds only part of a prompt group (several processes); nothing to show
         per_function = [values[n] for n in self.names]
         usable = len(completions) - len(completions) % k
-        totals = weighted_totals([v[:usable] for v in per_function], self.weights)
+        unclipped = weighted_totals([v[:usable] for v in per_function], self.weights)
+        totals = clipped_totals(unclipped, self.clip_range)
         state = kwargs.get("trainer_state")
         # Completions generated while global_step == s are first used for optimizer step s + 1.
         step = int(getattr(state, "global_step", 0) or 0) + 1
@@ -243,6 +247,7 @@ class SampleRecorder:
                     "answer": answer,
                     "rewards": {n: per_function[i][j] for i, n in enumerate(self.names)},
                     "total": totals[j],
+                    **({"total_before_clip": unclipped[j]} if self.clip_range else {}),
                     "kl_penalty": None if kl_penalties is None else kl_penalties[j],
                     "advantage": advantages[j],
                 })

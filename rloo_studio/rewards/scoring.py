@@ -1,12 +1,14 @@
-"""Combining reward values the way TRL's RLOOTrainer does: weighted totals and leave-one-out advantages.
+"""Combining reward values the way TRL's RLOOTrainer does: weighted totals, clipping, leave-one-out advantages.
 
-Pure Python, no torch: the training worker uses it to annotate samples.jsonl and the reward
-preview uses it to show what advantage each completion would get. It mirrors TRL 1.15's
-`RLOOTrainer._generate_and_score_completions` (nan-aware sums; a completion every function
-scored `None` is unscorable and gets advantage 0). The KL penalty (beta) and TRL's batch
-normalisation are not included: the first needs the policy's and the start model's
-log-probabilities, which only the trainer has; `advantage_caveat` says what they change. During
-training samples.jsonl records TRL's own advantages instead (rewards.runtime.SampleRecorder).
+Pure Python, no torch: the training worker uses it to annotate samples.jsonl and to measure the learning signal
+its health alerts read, and the reward preview uses it to show what advantage each completion would get. It
+mirrors TRL 1.15's `RLOOTrainer._generate_and_score_completions`, in its order: the weighted total (nan-aware
+sum; a completion every function scored `None` is unscorable and gets advantage 0), clamped to
+`reward_clip_range` when one is set, minus beta x the completion's KL to the start model, the leave-one-out
+baseline, then, with `normalize_advantages`, standardised over the batch. The KL part and the normalisation are
+not computed here: the first needs the policy's and the start model's log-probabilities, which only the
+trainer has, the second the whole batch; `advantage_caveat` says what they change. During training
+samples.jsonl records TRL's own advantages instead (rewards.runtime.SampleRecorder).
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ def weighted_totals(values_per_function: Sequence[Sequence[float | None]], weigh
         present = [(w, vals[i]) for vals, w in zip(values_per_function, weights) if _is_number(vals[i])]
         totals.append(sum(w * float(v) for w, v in present) if present else None)
     return totals
+
+
+def clipped_totals(totals: Sequence[float | None], clip_range: Sequence[float] | None) -> list[float | None]:
+    """The totals TRL goes on with when `reward_clip_range` is set: each clamped to [low, high] before the KL
+    penalty and the leave-one-out baseline (None stays None). Without a range, the totals unchanged.
+
+    >>> clipped_totals([2.0, -3.0, 0.5, None], (-1.0, 1.0))
+    [1.0, -1.0, 0.5, None]
+    """
+    if not clip_range:
+        return list(totals)
+    low, high = float(clip_range[0]), float(clip_range[1])
+    return [min(high, max(low, float(t))) if _is_number(t) else None for t in totals]
 
 
 def leave_one_out_advantages(totals: Sequence[float | None], num_generations: int) -> list[float]:
@@ -72,7 +87,36 @@ def all_equal_groups(totals: Sequence[float | None], num_generations: int, tol: 
     return flags
 
 
-def advantage_caveat(beta: float | None, normalize_advantages: bool | None) -> str | None:
+def within_group_spread(values_per_function: Sequence[Sequence[float | None]], weights: Sequence[float],
+                        num_generations: int) -> list[float | None]:
+    """Per function: how far its part of the total (weight x value; 0 where it returned None, as TRL's nansum
+    counts it) spreads among the completions of one prompt, the square root of the mean over groups of the
+    within-group sample variance. RLOO compares completions of one prompt only, so this, not the spread over the
+    whole batch (which counts easy against hard prompts), is what a function adds to the advantages. Unscorable
+    completions (every function None) are left out; None when no group has two scorable completions.
+
+    >>> within_group_spread([[1.0, 0.0, 5.0, 5.0], [0.0, 0.0, 1.0, 3.0]], [1.0, 1.0], 2)
+    [0.5, 1.0]
+    """
+    if not values_per_function:
+        return []
+    n = len(values_per_function[0]) - len(values_per_function[0]) % num_generations
+    scorable = [any(_is_number(vals[i]) for vals in values_per_function) for i in range(n)]
+    spreads: list[float | None] = []
+    for vals, w in zip(values_per_function, weights):
+        variances = []
+        for start in range(0, n, num_generations):
+            parts = [w * float(vals[i]) if _is_number(vals[i]) else 0.0
+                     for i in range(start, start + num_generations) if scorable[i]]
+            if len(parts) >= 2:
+                mean = sum(parts) / len(parts)
+                variances.append(sum((p - mean) ** 2 for p in parts) / (len(parts) - 1))
+        spreads.append(math.sqrt(sum(variances) / len(variances)) if variances else None)
+    return spreads
+
+
+def advantage_caveat(beta: float | None, normalize_advantages: bool | None,
+                     reward_clip_range: Sequence[float] | None = None) -> str | None:
     """What training will do to the advantages that a preview (no start model, no whole batch) cannot show; None if nothing.
 
     >>> advantage_caveat(0.0, False) is None
@@ -90,4 +134,13 @@ def advantage_caveat(beta: float | None, normalize_advantages: bool | None) -> s
             "With “Normalise advantages” on, training standardises the advantages over the whole batch (minus their "
             "mean, divided by their standard deviation): their sizes, and the signs of those near zero, differ from "
             "these.")
+    if beta and normalize_advantages:
+        notes.append(
+            "Both together: where most prompts' completions tie on reward, the advantages are their KL parts alone "
+            "(often hundredths), and normalising scales those up to the size of real reward differences, so the model "
+            "is trained on noise; turn normalising off or make the rewards tell the completions apart.")
+    if reward_clip_range:
+        notes.append(
+            f"Totals here are clipped to [{float(reward_clip_range[0]):g}, {float(reward_clip_range[1]):g}] "
+            "(reward_clip_range), as training clips them before the KL penalty and the baseline.")
     return " ".join(notes) or None

@@ -30,11 +30,22 @@ def longer(completions, **kwargs):
 '''
 
 
-def _train(workspace, reward_code: str, steps: int):
+# Pays for length on the first step only, so the model moves away from the start model; from then on every
+# completion scores 5, which reward_clip_range clips to 2: every group tied on reward, their KL parts not.
+TIED_AFTER_ONE_STEP = '''
+def tied_after_one_step(completions, trainer_state, **kwargs):
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    if trainer_state.global_step == 0:
+        return [len(t) / 100 for t in texts]
+    return [5.0 for _ in texts]
+'''
+
+
+def _train(workspace, reward_code: str, steps: int, **rloo):
     (workspace.path / "rewards.py").write_text(reward_code)
     config = workspace.write_config(rewards=[{"file": "rewards.py"}],
                                     rloo={"max_steps": steps, "save_steps": 2, "per_device_train_batch_size": 8,
-                                          "max_completion_length": 8})
+                                          "max_completion_length": 8, **rloo})
     result = run_cli("train", config, cwd=workspace.path)
     assert result.returncode == 0, result.stderr[-4000:]
     run_dir = only_run_dir(workspace.path / "runs")
@@ -48,7 +59,7 @@ def test_constant_reward_raises_no_signal_and_the_tabs_show_it(workspace):
     began = [r for r in records if r["event"] == "began" and r["kind"] == alerts.NO_SIGNAL]
     assert len(began) == 1, records
     assert began[0]["began_step"] == 1 and began[0]["step"] == alerts.NO_SIGNAL_STEPS
-    assert began[0]["numbers"]["frac_reward_zero_std"] == 1.0
+    assert began[0]["numbers"]["share"] == began[0]["numbers"]["frac_reward_zero_std"] == 1.0
     # A constant reward scores the probes exactly like the real completions: no hacking alarm.
     assert not [r for r in records if r["kind"] == alerts.PROBE_WINS], records
     assert f"alert at step {alerts.NO_SIGNAL_STEPS} (since step 1): No learning signal" in stdout
@@ -60,6 +71,31 @@ def test_constant_reward_raises_no_signal_and_the_tabs_show_it(workspace):
     badges = TrainTab.alerts_of(str(run_dir))
     assert 'data-alert="no_signal"' in badges and "since step 1" in badges and "What to do:" in badges
     assert 'data-alert="no_signal"' in RunsTab.alerts_of(SimpleNamespace(runs_dir=run_dir.parent), run_dir.name)
+
+
+def test_groups_tied_on_reward_raise_no_signal_under_a_kl_penalty_and_samples_show_the_clipped_totals(workspace):
+    """With beta > 0 TRL's frac_reward_zero_std is taken after beta x KL and reads groups tied on reward as spread; the
+    alert counts the reward totals (clipped as TRL clips them), and samples.jsonl shows what TRL trained on."""
+    run_dir, records, stdout = _train(workspace, TIED_AFTER_ONE_STEP, steps=4, beta=0.05, learning_rate=2e-2,
+                                      reward_clip_range=[-2.0, 2.0])
+    metrics = {m["step"]: m for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)}
+    assert all(metrics[s][alerts.NO_SIGNAL_SHARE_KEY] == 1.0 for s in (2, 3, 4)), metrics
+    # TRL's own share stays under the alert's threshold: the KL parts differ (what left the alert blind).
+    assert all(metrics[s]["frac_reward_zero_std"] < alerts.NO_SIGNAL_SHARE for s in (2, 3, 4)), metrics
+    [began] = [r for r in records if r["event"] == "began" and r["kind"] == alerts.NO_SIGNAL]
+    assert (began["began_step"], began["step"]) == (2, 4) and began["numbers"]["share"] == 1.0
+    assert "KL parts alone" in began["explanation"]
+    assert "alert at step 4 (since step 2): No learning signal" in stdout
+
+    samples = [s for s in runs.read_jsonl(run_dir / runs.SAMPLES_FILE) if s["step"] >= 2]
+    assert samples and all(s["total"] == 2.0 and s["total_before_clip"] == 5.0 for s in samples)
+    k = workspace.config()["rloo"]["num_generations"]
+    for start in range(0, len(samples), k):
+        group = samples[start:start + k]
+        net = [s["total"] - s["kl_penalty"] for s in group]  # clip, then minus beta x KL, then leave-one-out
+        for s, mine in zip(group, net):
+            assert s["advantage"] == pytest.approx(mine - (sum(net) - mine) / (k - 1), abs=1e-5)
+        assert any(abs(s["advantage"]) > 1e-6 for s in group)  # the KL parts alone still move it
 
 
 def test_length_gamed_reward_raises_the_length_alert_and_the_probe_alarm(workspace):

@@ -55,23 +55,51 @@ def test_a_missing_metric_neither_continues_nor_breaks_a_streak():
     assert (alert.began_step, alert.raised_step, alert.ended_step) == (1, 4, None)
 
 
-def test_one_reward_dominates_by_weight_times_std():
+def test_no_signal_with_a_kl_penalty_reads_the_reward_totals_not_trls_std():
+    """With beta > 0 TRL's frac_reward_zero_std is taken after beta x KL: every group tied on reward logged 0.5. The
+    rule reads the worker's share of groups tied on reward."""
+    n = A.NO_SIGNAL_STEPS + 1
+    with_kl = A.RunFacts(["correct", "format"], [1.0, 0.5], beta=0.05)
+    [alert] = of_kind(A.find_alerts(rows(frac_reward_zero_std=[0.5] * n, no_signal_share=[1.0] * n), with_kl), A.NO_SIGNAL)
+    assert (alert.began_step, alert.raised_step) == (1, A.NO_SIGNAL_STEPS)
+    assert alert.numbers["share"] == 1.0 and alert.numbers["frac_reward_zero_std"] == 0.5
+    assert "KL parts alone" in alert.explanation and "Normalise" not in alert.action
+    # Groups that differ in reward: no alert, whatever TRL's std says.
+    assert not of_kind(A.find_alerts(rows(frac_reward_zero_std=[1.0] * n, no_signal_share=[0.25] * n), with_kl), A.NO_SIGNAL)
+    # A row without the worker's share: TRL's std stands in only where it means the same thing (beta = 0).
+    assert not of_kind(A.find_alerts(rows(frac_reward_zero_std=[1.0] * n), with_kl), A.NO_SIGNAL)
+    assert of_kind(A.find_alerts(rows(frac_reward_zero_std=[1.0] * n), FACTS), A.NO_SIGNAL)
+
+
+def test_no_signal_with_kl_and_normalising_warns_that_noise_is_blown_up():
+    n = A.NO_SIGNAL_STEPS
+    facts = A.RunFacts(["correct"], [1.0], beta=0.04, normalize_advantages=True)
+    [alert] = of_kind(A.find_alerts(rows(frac_reward_zero_std=[0.5] * n, no_signal_share=[0.9] * n), facts), A.NO_SIGNAL)
+    assert "beta = 0.04" in alert.explanation and "Normalise advantages" in alert.explanation and "noise" in alert.explanation
+    assert "“Normalise advantages” off" in alert.action
+
+
+def test_one_reward_dominates_by_its_spread_within_groups():
     n = A.DOMINANCE_STEPS + 2
-    # correct: 1.0 x 0.5 -> 0.25; format: 0.5 x 0.1 -> 0.0025: correct makes 99% of the spread.
-    found = A.find_alerts(rows(rewards__correct__std=[0.5] * n, rewards__format__std=[0.1] * n), FACTS)
+    # Within-group spread of weight x value: correct 0.5, format 0.05: correct makes 99% of the spread.
+    found = A.find_alerts(rows(rewards__correct__group_spread=[0.5] * n, rewards__format__group_spread=[0.05] * n), FACTS)
     [alert] = of_kind(found, A.DOMINANT)
     assert alert.subject == "correct" and alert.began_step == 1 and alert.raised_step == A.DOMINANCE_STEPS
     assert alert.numbers["share"] == pytest.approx(0.25 / 0.2525)
-    # The same stds with format weighted 5: balanced, nothing dominates.
-    balanced = A.RunFacts(["correct", "format"], [1.0, 5.0])
-    assert not of_kind(A.find_alerts(rows(rewards__correct__std=[0.5] * n, rewards__format__std=[0.1] * n), balanced), A.DOMINANT)
+    assert "among the completions of one prompt" in alert.explanation
+    # TRL's batch-wide std counts the spread between prompts (an easy one against a hard one), which moves no
+    # advantage: a function whose std is 10 times larger, but spreads within groups alike, dominates nothing.
+    balanced = rows(rewards__correct__std=[0.5] * n, rewards__format__std=[0.1] * n,
+                    rewards__correct__group_spread=[0.2] * n, rewards__format__group_spread=[0.2] * n)
+    assert not of_kind(A.find_alerts(balanced, FACTS), A.DOMINANT)
 
 
 def test_dominance_needs_two_functions_and_some_spread():
     n = A.DOMINANCE_STEPS + 1
     single = A.RunFacts(["correct"], [1.0])
-    assert not A.find_alerts(rows(rewards__correct__std=[0.5] * n), single)
-    assert not of_kind(A.find_alerts(rows(rewards__correct__std=[0.0] * n, rewards__format__std=[0.0] * n), FACTS), A.DOMINANT)
+    assert not A.find_alerts(rows(rewards__correct__group_spread=[0.5] * n), single)
+    assert not of_kind(A.find_alerts(rows(rewards__correct__group_spread=[0.0] * n, rewards__format__group_spread=[0.0] * n),
+                                     FACTS), A.DOMINANT)
 
 
 def test_length_limit_rising_to_the_clip():
