@@ -3,9 +3,9 @@
 `score(request)` takes prompt groups (a prompt, its dataset row, k completions), the reward specs
 and optional user source (and, for hand-written text such as pinned examples, the data's `prompt_format` and
 `system_prompt`, to shape it as training does), and returns what the reward preview shows: per completion every
-function's reward, the weighted total, the leave-one-out baseline and advantage; per function the
-mean, std, min, max, how many `None` and the errors; the share of prompt groups whose completions
-all scored the same (no learning signal); and which functions score degenerate completions
+function's reward, the weighted total (clamped to the run's `reward_clip_range`, as training clamps it), the
+leave-one-out baseline and advantage; per function the mean, std (the sample std, as TRL logs it), min, max, how
+many `None` and the errors; the share of prompt groups whose completions all got the same total (no learning signal); and which functions score degenerate completions
 (empty, only the tags, the prompt echoed, ...) as well as real ones.
 
 The person's reward code runs in a child process (`score_in_child`) with a time limit and, on
@@ -41,7 +41,7 @@ from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
 from ..runs import REWARDS_FILE
 from .builtin import NEEDS_THINK_END_TOKEN_ID
-from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
+from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
 # Starting the child, importing the tokenizer library and loading the reward code, before any call. On a
@@ -139,7 +139,8 @@ def _summary(values: list[float | None], errors: list[str]) -> dict:
     scored = [v for v in values if v is not None]
     return {
         "mean": statistics.fmean(scored) if scored else None,
-        "std": statistics.pstdev(scored) if len(scored) > 1 else (0.0 if scored else None),
+        # The sample std (n - 1), as TRL logs rewards/<name>/std: the preview and the training curves give one number.
+        "std": statistics.stdev(scored) if len(scored) > 1 else (0.0 if scored else None),
         "min": min(scored) if scored else None, "max": max(scored) if scored else None,
         "none": sum(1 for v in values if v is None), "count": len(values), "errors": errors,
     }
@@ -210,7 +211,8 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
             "think_end_token_id": sampled.get("think_end_token_id"),
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
-            "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
+            "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages"),
+            "reward_clip_range": cfg.rloo_value("reward_clip_range")}
 
 
 @contextmanager
@@ -307,7 +309,7 @@ def _score(request: dict) -> dict:
 
     names = [r.name for r in rewards]
     weights = [r.weight for r in rewards]
-    totals = weighted_totals([per_function[n] for n in names], weights)
+    totals = clipped_totals(weighted_totals([per_function[n] for n in names], weights), request.get("reward_clip_range"))
     advantages = leave_one_out_advantages(totals, k) if k >= 2 else [0.0] * len(totals)
     table = []
     for i, text in enumerate(completions):
@@ -326,7 +328,8 @@ def _score(request: dict) -> dict:
         "rows": table,
         "learnability": _learnability(flat, k),
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
-        "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
+        "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages"),
+                                           request.get("reward_clip_range")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
         "tokenizer_loaded": tokenizer.loaded,

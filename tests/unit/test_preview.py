@@ -214,6 +214,9 @@ def test_the_preview_result_says_what_training_adds_to_the_advantages():
     assert plain["advantage_note"] is None
     with_kl = score_in_child(request(source, [["a", "b"]], beta=0.05, normalize_advantages=True))
     assert "beta = 0.05" in with_kl["advantage_note"] and "Normalise advantages" in with_kl["advantage_note"]
+    # Both together: where groups tie on reward, normalising blows their KL-only differences up to full size.
+    assert "trained on noise" in with_kl["advantage_note"]
+    assert "trained on noise" not in score_in_child(request(source, [["a", "b"]], beta=0.05))["advantage_note"]
     from rloo_studio.ui.rewards_tab import preview_tables
 
     assert "Advantages in training" in preview_tables(with_kl)[2] and "Advantages in training" not in preview_tables(plain)[2]
@@ -340,3 +343,10 @@ def test_a_pinned_example_reaches_the_rewards_in_the_shape_training_gives_them(t
     # Two messages in the prompt (the system prompt, the question); the completion one assistant message.
     assert "1/1 pinned examples pass" in reports["auto"] and "total 2.000" in reports["auto"], reports["auto"]
     assert "1/1 pinned examples pass" in reports["plain"] and "total -1.000" in reports["plain"], reports["plain"]
+
+
+def test_a_functions_std_is_the_sample_std_that_training_logs():
+    """TRL logs `rewards/<name>/std` as the sample std (Bessel's correction): the preview's summary says the same number."""
+    source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
+    result = score_in_child(request(source, [["a", "b"]], probes=False))
+    assert result["functions"]["first_wins"]["std"] == pytest.approx(0.5 ** 0.5)  # values 1, 0; not the population 0.5
