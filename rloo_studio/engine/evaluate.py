@@ -268,7 +268,11 @@ def _verdict(record: dict, tuned: _Side) -> str | None:
         record["verdict"] = f"{chosen} was chosen but is {stats.NOT_DISTINGUISHABLE} from {tuned.name}"
         return None
     better = versus["mean_difference"] > 0
-    record["verdict"] = f"{chosen} is {'better' if better else 'worse'} than {tuned.name} on prompts it was not chosen on"
+    # Where the comparison was made, exactly: with agreeing halves the checkpoint was chosen on every prompt (once on
+    # each half), so what was kept apart is each half's choice from that half's scores.
+    where = (f", each half scored by the checkpoint chosen on the other half (both halves chose {chosen})"
+             if record["method"] == "cross-fit halves" else " on the held-out prompts, none of them used to choose it")
+    record["verdict"] = f"{chosen} is {'better' if better else 'worse'} than {tuned.name}{where}"
     return chosen if better else None
 
 

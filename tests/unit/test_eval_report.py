@@ -59,6 +59,9 @@ def test_a_clearly_better_checkpoint_is_the_best_and_a_tie_with_final_is_not():
     record, best = evaluate._cross_fit([good, final], base, final, SEED)
     assert best == "checkpoint-2" and record["chosen"] == "checkpoint-2" and record["chosen_vs_tuned"]["distinguishable"]
     assert record["reported"]["mean_reward"] == pytest.approx(0.9)
+    # Both halves chose it: it was chosen on every prompt, so "on prompts it was not chosen on" would be untrue.
+    assert record["verdict"] == ("checkpoint-2 is better than final, each half scored by the checkpoint chosen on the "
+                                 "other half (both halves chose checkpoint-2)")
     same = side("checkpoint-2", 2, [0.0] * 36 + [1.0] * 4)  # as good as final on every prompt: the earlier step wins the tie
     record, best = evaluate._cross_fit([same, final], base, final, SEED)
     assert record["chosen"] == "checkpoint-2" and best is None and stats.NOT_DISTINGUISHABLE in record["verdict"]
@@ -83,6 +86,7 @@ def test_a_validation_split_chooses_and_the_held_out_prompts_report():
     assert record["selection_scores"] == {"checkpoint-2": 1.0, "final": 0.0}
     assert record["reported"]["mean_reward"] == 0.25 and record["reported"]["n"] == 20  # the test prompts' number
     assert best is None  # worse than final where it is reported
+    assert record["verdict"] == "checkpoint-2 is worse than final on the held-out prompts, none of them used to choose it"
 
 
 def test_truncated_means_the_budget_was_hit_without_an_end_token():
@@ -189,3 +193,22 @@ def test_an_earlier_versions_eval_json_is_said_to_need_a_new_evaluation_not_misr
     summary = tab.show("older")[1]
     assert "written by an earlier version" in summary and "press **Evaluate**" in summary, summary
     assert "n = 6 held-out prompts" in tab.show("current")[1] and "No evaluation yet" in tab.show("none")[1]
+
+
+def test_the_checkpoint_table_stars_only_a_named_best_checkpoint_as_the_cli_docs_say(capsys):
+    """`*` marks report["best"] (named only when distinguishable from the final weights), not the highest mean reward."""
+    from pathlib import Path
+
+    from rloo_studio.cli import _print_checkpoint_table
+
+    n = 6
+    base, higher, final = side("base", 0, [0.0] * n), side("checkpoint-2", 2, [1.0] * n), side("final", 4, [0.5] * n)
+    report = {"base": evaluate._summary(base, list(range(n)), SEED), "n_prompts": n, "best": None, "selection": {},
+              "checkpoints": [{"name": s.name, "step": s.step, "summary": evaluate._summary(s, list(range(n)), SEED),
+                               "tuned_vs_base": stats.paired(base.totals, s.totals, SEED)} for s in (higher, final)]}
+    _print_checkpoint_table(report)
+    assert "*" not in capsys.readouterr().out  # the highest mean, but no best checkpoint named
+    _print_checkpoint_table({**report, "best": "checkpoint-2"})
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.endswith("  *")] == ["checkpoint-2"]
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    assert "`*` marks the best mean reward" not in docs and "`*` marks the best checkpoint" in docs
