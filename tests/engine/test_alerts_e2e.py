@@ -75,27 +75,31 @@ def test_constant_reward_raises_no_signal_and_the_tabs_show_it(workspace):
 
 def test_groups_tied_on_reward_raise_no_signal_under_a_kl_penalty_and_samples_show_the_clipped_totals(workspace):
     """With beta > 0 TRL's frac_reward_zero_std is taken after beta x KL and reads groups tied on reward as spread; the
-    alert counts the reward totals (clipped as TRL clips them), and samples.jsonl shows what TRL trained on."""
+    alert counts the reward totals (clipped as TRL clips them) and, with normalising on, says the KL noise is blown up;
+    samples.jsonl shows what TRL trained on, by docs/training.md's steps: clip, minus beta x KL, leave-one-out,
+    normalise over the batch (the batch's 8 completions are all recorded: samples_per_step 2 groups of 4)."""
     run_dir, records, stdout = _train(workspace, TIED_AFTER_ONE_STEP, steps=4, beta=0.05, learning_rate=2e-2,
-                                      reward_clip_range=[-2.0, 2.0])
+                                      reward_clip_range=[-2.0, 2.0], normalize_advantages=True)
     metrics = {m["step"]: m for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)}
     assert all(metrics[s][alerts.NO_SIGNAL_SHARE_KEY] == 1.0 for s in (2, 3, 4)), metrics
     # TRL's own share stays under the alert's threshold: the KL parts differ (what left the alert blind).
     assert all(metrics[s]["frac_reward_zero_std"] < alerts.NO_SIGNAL_SHARE for s in (2, 3, 4)), metrics
     [began] = [r for r in records if r["event"] == "began" and r["kind"] == alerts.NO_SIGNAL]
     assert (began["began_step"], began["step"]) == (2, 4) and began["numbers"]["share"] == 1.0
-    assert "KL parts alone" in began["explanation"]
+    assert "KL parts alone" in began["explanation"] and "trained hard on noise" in began["explanation"]
     assert "alert at step 4 (since step 2): No learning signal" in stdout
 
-    samples = [s for s in runs.read_jsonl(run_dir / runs.SAMPLES_FILE) if s["step"] >= 2]
-    assert samples and all(s["total"] == 2.0 and s["total_before_clip"] == 5.0 for s in samples)
     k = workspace.config()["rloo"]["num_generations"]
-    for start in range(0, len(samples), k):
-        group = samples[start:start + k]
-        net = [s["total"] - s["kl_penalty"] for s in group]  # clip, then minus beta x KL, then leave-one-out
-        for s, mine in zip(group, net):
-            assert s["advantage"] == pytest.approx(mine - (sum(net) - mine) / (k - 1), abs=1e-5)
-        assert any(abs(s["advantage"]) > 1e-6 for s in group)  # the KL parts alone still move it
+    for step in (2, 3, 4):
+        batch = [s for s in runs.read_jsonl(run_dir / runs.SAMPLES_FILE) if s["step"] == step]
+        assert len(batch) == 8 and all(s["total"] == 2.0 and s["total_before_clip"] == 5.0 for s in batch)
+        net = [s["total"] - s["kl_penalty"] for s in batch]
+        loo = [net[i] - (sum(net[i // k * k:i // k * k + k]) - net[i]) / (k - 1) for i in range(len(net))]
+        mean = sum(loo) / len(loo)
+        std = (sum((a - mean) ** 2 for a in loo) / (len(loo) - 1)) ** 0.5
+        assert [s["advantage"] for s in batch] == pytest.approx([(a - mean) / (std + 1e-4) for a in loo], abs=1e-3)
+        # KL-only differences of hundredths at most, trained on as advantages of full size.
+        assert max(abs(a) for a in loo) < 0.05 < 0.5 < max(abs(s["advantage"]) for s in batch), (loo, batch)
 
 
 def test_length_gamed_reward_raises_the_length_alert_and_the_probe_alarm(workspace):
