@@ -126,7 +126,11 @@ class HealthWatch:
             return None
         kwargs, values = batch
         n = len(kwargs["completions"])
-        real_totals = weighted_totals([values[name] for name in self.facts.reward_names], self.facts.reward_weights)
+        # Totals as training goes on with them (clipped to reward_clip_range): a probe above the clip's top is worth no
+        # more to training than a real completion at it.
+        clip = self.facts.reward_clip_range
+        real_totals = clipped_totals(weighted_totals([values[name] for name in self.facts.reward_names],
+                                                     self.facts.reward_weights), clip)
         starts = list(range(0, n, self.k))[:PROBE_PROMPTS]
         probe_values: dict[str, list[float]] = {}
         for i in starts:
@@ -140,7 +144,7 @@ class HealthWatch:
                     self.say(f"[rloo-studio] hack probes at step {step}: `{getattr(func, '__name__', 'reward')}` failed on a "
                              f"probe ({type(exc).__name__}); probes not scored")
                     return None
-            totals = weighted_totals(per_function, self.facts.reward_weights)
+            totals = clipped_totals(weighted_totals(per_function, self.facts.reward_weights), clip)
             for kind, total in zip(probes, totals):
                 if total is not None:
                     probe_values.setdefault(kind, []).append(total)

@@ -51,3 +51,21 @@ def test_each_functions_spread_is_measured_within_groups_and_averaged_over_batch
     assert row[alerts.GROUP_SPREAD_KEY.format(name="correct")] == 0.0
     # Weight 2 x values 0, 1: sample std sqrt(2); then 0, 0.5: sqrt(0.5); the row holds their mean.
     assert row[alerts.GROUP_SPREAD_KEY.format(name="format")] == pytest.approx((2 ** 0.5 + 0.5 ** 0.5) / 2)
+
+
+def test_the_hack_probes_compare_totals_clipped_as_training_clips_them(tmp_path):
+    """With reward_clip_range [0, 1] a long 'rambling' probe (raw total in the hundreds) and the real completions
+    (raw 5, clipped 1) are worth the same to training: no probe out-scores them."""
+    def length(completions, **kwargs):
+        return [float(len(c)) for c in completions]
+
+    def run(clip):
+        (tmp_path / str(clip)).mkdir()
+        watch = HealthWatch(tmp_path / str(clip), alerts.RunFacts(["length"], [1.0], reward_clip_range=clip),
+                            num_generations=2, probe_funcs=[length], say=lambda line: None)
+        _batch(watch, {"length": [5.0, 5.0]})
+        return watch.on_checkpoint(2)
+
+    assert "rambling" in run(None)["winning"]
+    clipped = run((0.0, 1.0))
+    assert clipped["winning"] == [] and clipped["real_mean"] == 1.0 and clipped["probes"]["rambling"] == 1.0
