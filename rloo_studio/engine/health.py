@@ -89,7 +89,7 @@ class HealthWatch:
         with self._lock:
             row = {**row, **{alerts.NONE_SHARE_KEY.format(name=n): s for n, s in self._none_share.items()}}
             batches, self._signal = self._signal, []
-            for key in {k for b in batches for k in b}:
+            for key in dict.fromkeys(k for b in batches for k in b):  # in a fixed order: metrics.jsonl repeats
                 values = [b[key] for b in batches if key in b]
                 row[key] = sum(values) / len(values)
         self.rows.append(row)

@@ -10,8 +10,7 @@ that check on its own; the reward preview uses it too, so both give the same ver
 over the advantages it trains on (TRL's own tensor: leave-one-out on the total, clipped to
 `reward_clip_range` when set, minus beta x KL, normalised when `normalize_advantages` is on), appends a few
 prompt groups to samples.jsonl with per-function rewards, the weighted total as TRL goes on with it (clipped),
-the KL penalty and that advantage. It knows nothing about
-models; it writes through a callback.
+the KL penalty and that advantage. It knows nothing about models; it writes through a callback.
 """
 
 from __future__ import annotations
