@@ -1,7 +1,9 @@
 """Turning a run directory into what the app shows: status line, progress bar, health alerts, curves, samples, log.
 
 Shared by the Train tab (the run being trained) and the Runs tab (any run). Pure functions of
-`jobs.RunView`; no Gradio components are built here.
+`jobs.RunView`; no Gradio components are built here. `reply_marks` is the one way every completions
+table (here, the Evaluate tab's examples, the Chat panes) marks a reply cut off by the token budget or
+stuck in a repetition loop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pandas as pd
 from .. import alerts, runs
 from ..jobs import RunView
 from ..rewards.judge import judge_share_line
+from ..rewards.repetition import find_loop, loop_note
 from . import text
 
 REWARD_SERIES_PREFIX = "rewards/"
@@ -184,6 +187,18 @@ def length_frame(view: RunView | None) -> pd.DataFrame | None:
 
 def _rounded(value):
     return round(value, 3) if isinstance(value, (int, float)) else value
+
+
+def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> str:
+    """The marks a reply carries in every completions table, before its text: `✂ cut off at 24 tokens` when it hit the
+    token budget before it ended, `🔁 repeats “…” 6 times (…)` when it is stuck in a repetition loop; "" for neither."""
+    marks = []
+    if cut_off:
+        marks.append(f"✂ cut off at {budget} tokens" if budget else "✂ cut off by the token budget")
+    loop = loop_note(find_loop(text))
+    if loop:
+        marks.append(f"🔁 {loop}")
+    return "".join(f"[{m}] " for m in marks) + ("\n" if marks else "")
 
 
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
