@@ -362,7 +362,8 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str
         lines.append(f"| {label} | {_fmt_estimate(base, key, pct)} | {_fmt_estimate(tuned, key, pct)} |")
     for name in dict.fromkeys([*base["rewards"], *tuned["rewards"]]):
         lines.append(f"| reward `{name}` | {_fmt(base['rewards'].get(name))} | {_fmt(tuned['rewards'].get(name))} |")
-    lines.append(f"\n{fmt_paired(entry['tuned_vs_base'], 'Tuned', 'base')}.")
+    cut_off = {"Tuned": tuned.get("truncation_rate"), "base": base.get("truncation_rate")}  # no "better" on cut-off answers
+    lines.append(f"\n{fmt_paired(entry['tuned_vs_base'], 'Tuned', 'base', cut_off, {'Tuned': budgets['tuned'], 'base': budgets['base']})}.")
     lines.append(_how_chosen(report, checkpoint_label))
     return "\n".join(lines) + "\n"
 

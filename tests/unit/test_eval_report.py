@@ -292,3 +292,27 @@ def test_greedy_or_sampled_is_said_in_the_tab_and_the_command_line():
     assert "decoding: greedy (the most likely answer)" in cli._decoding_line(greedy)
     sampled = report_of(side("base", 0, [0.0] * 4), side("final", 4, [1.0] * 4), mode="sampled")
     assert "decoding: sampled (4 answers per prompt at temperature 1, scored by their mean)" in eval_tab.summary_markdown(sampled)
+
+
+def test_compare_runs_names_each_evaluations_decoding_and_does_not_read_better_on_cut_off_answers(tmp_path):
+    from rloo_studio import runs
+    from rloo_studio.ui.compare_runs import EVAL_HEADERS, NOT_SCORED, eval_rows
+
+    cut, sampled = tmp_path / "cut", tmp_path / "sampled"
+    for folder in (cut, sampled):
+        folder.mkdir()
+    (cut / runs.EVAL_FILE).write_text(json.dumps(all_cut_off_report()))
+    base, final = side("base", 0, [0.0] * 8), side("final", 4, [1.0] * 8)
+    base.accuracy = final.accuracy = [None] * 8
+    (sampled / runs.EVAL_FILE).write_text(json.dumps(report_of(base, final, {"length_penalty": 1.0}, mode="sampled")))
+    rows = {row[0]: dict(zip(EVAL_HEADERS, row)) for row in eval_rows([cut, sampled])}
+    assert rows["cut"]["vs base"] == "higher, mostly cut off"
+    assert rows["cut"]["decoding · token budget"] == "greedy (the most likely answer) · base 24, tuned 24 tokens"
+    assert rows["sampled"]["vs base"] == "better" and rows["sampled"]["answer accuracy"] == NOT_SCORED
+    assert rows["sampled"]["decoding · token budget"].startswith("sampled (4 answers per prompt at temperature 1")
+
+
+def test_the_model_card_does_not_call_cut_off_answers_better(tmp_path):
+    (tmp_path / "eval.json").write_text(json.dumps(all_cut_off_report()))
+    card = evaluation_section(tmp_path, "final")
+    assert "is better" not in card and "most answers were cut off by the token budget (Tuned 100 % at 24 tokens" in card
