@@ -189,15 +189,22 @@ def _rounded(value):
     return round(value, 3) if isinstance(value, (int, float)) else value
 
 
-def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> str:
-    """The marks a reply carries in every completions table, before its text: `✂ cut off at 24 tokens` when it hit the
-    token budget before it ended, `🔁 repeats “…” 6 times (…)` when it is stuck in a repetition loop; "" for neither."""
+def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None) -> list[str]:
+    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended, `🔁 repeats “…” 6
+    times (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
     marks = []
     if cut_off:
         marks.append(f"✂ cut off at {budget} tokens" if budget else "✂ cut off by the token budget")
     loop = loop_note(find_loop(text))
     if loop:
         marks.append(f"🔁 {loop}")
+    return marks
+
+
+def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> str:
+    """A completions table cell's marks, before the reply's text: `[✂ cut off at 24 tokens] [🔁 …] ` and a line break;
+    "" for neither."""
+    marks = reply_mark_list(text, cut_off, budget)
     return "".join(f"[{m}] " for m in marks) + ("\n" if marks else "")
 
 
