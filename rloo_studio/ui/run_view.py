@@ -194,7 +194,7 @@ def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None) 
     times (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
     marks = []
     if cut_off:
-        marks.append(f"✂ cut off at {budget} tokens" if budget else "✂ cut off by the token budget")
+        marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}" if budget else "✂ cut off by the token budget")
     loop = loop_note(find_loop(text))
     if loop:
         marks.append(f"🔁 {loop}")

@@ -316,3 +316,39 @@ def test_the_model_card_does_not_call_cut_off_answers_better(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps(all_cut_off_report()))
     card = evaluation_section(tmp_path, "final")
     assert "is better" not in card and "most answers were cut off by the token budget (Tuned 100 % at 24 tokens" in card
+
+
+def test_evaluate_again_runs_the_same_evaluation_at_the_suggested_budget_for_both_models(tmp_path, monkeypatch):
+    """The button the tab shows beside a verdict on mostly cut-off answers: `--max-new-tokens 96` (4 x 24), base included."""
+    import contextlib
+
+    import gradio as gr
+
+    from rloo_studio import runs
+    from rloo_studio.ui import eval_tab
+    from rloo_studio.ui.child import Finished
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / runs.CONFIG_FILE).write_text("model: {name_or_path: demo}\n")
+    (run / runs.EVAL_FILE).write_text(json.dumps(all_cut_off_report()))
+    calls = []
+
+    def fake_cli(args, on_line, cwd=None):
+        calls.append(args)
+        return Finished(0, json.dumps(all_cut_off_report()), "")
+
+    class Worker:
+        reserved = staticmethod(lambda what: contextlib.nullcontext())
+
+    monkeypatch.setattr(eval_tab, "run_cli", fake_cli)
+    with gr.Blocks():
+        tab = eval_tab.EvalTab(tmp_path, Worker())
+    shown = tab.render(runs.read_eval(run))
+    assert shown[4]["visible"] is True and shown[4]["value"] == "Evaluate again with a token budget of 96"
+    out = tab.run_again("r", "final", 50, "", "greedy", 4, 0, "", progress=lambda *a, **k: None)
+    assert calls[-1][calls[-1].index("--max-new-tokens") + 1] == "96" and "--base-max-new-tokens" not in calls[-1]
+    assert out[-1] == 96  # the Token budget box shows the budget used
+    # A verdict on finished answers offers no re-run.
+    base, final = side("base", 0, [0.0] * 7), side("final", 4, [1.0] * 7)
+    assert tab.render(report_of(base, final))[4]["visible"] is False
