@@ -210,12 +210,15 @@ def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> s
 
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
     """Newest samples first. "KL penalty" is beta x the completion's KL to the start model (empty when beta is 0);
-    "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL)."""
+    "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL). The answer
+    carries `reply_marks`: cut off by max_completion_length (as recorded while training), stuck in a loop."""
     rows = []
     for s in reversed(view.samples if view else []):
         rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
         penalty = s.get("kl_penalty")
-        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", s.get("answer") or s.get("completion"), rewards,
+        answer = s.get("answer") or s.get("completion") or ""
+        answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None) + answer
+        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", answer, rewards,
                      _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:
             break
