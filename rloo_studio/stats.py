@@ -272,12 +272,14 @@ def fmt_paired(comparison: dict | None, what: str = "tuned", against: str = "bas
 def measured(report: dict) -> dict[str, bool]:
     """Which task-specific numbers an evaluation report measures: answer accuracy when one of its rewards scores an
     answer or the data has an answer column, format rate when one scores the <think> format (a report without `measured`, written before it existed,
-    is read from its reward names)."""
+    is read from its reward names; without those too, format rate is shown)."""
     if isinstance(report.get("measured"), dict):
         return {key: bool(report["measured"].get(key)) for key in ("answer_accuracy", "format_rate")}
     names = set(report.get("reward_weights") or {})
     scored = isinstance((report.get("base") or {}).get("answer_accuracy"), (int, float))  # an answer column was scored
-    return {"answer_accuracy": bool(names & set(ANSWER_REWARDS)) or scored, "format_rate": bool(names & set(FORMAT_REWARDS))}
+    known = "reward_weights" in report  # without the reward names, the format rate is shown rather than guessed away
+    return {"answer_accuracy": bool(names & set(ANSWER_REWARDS)) or scored,
+            "format_rate": bool(names & set(FORMAT_REWARDS)) or not known}
 
 
 def decoding_text(decoding: dict | None) -> str:

@@ -248,7 +248,7 @@ class EvalTab:
             with gr.Row():
                 self.decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="eval-decoding",
                                          info="greedy: the most likely answer; sampled: several answers per prompt at the run's "
-                                              "training temperature, scored by their mean (pass@1)")
+                                              "training temperature, scored by their mean")
                 self.samples = gr.Number(4, precision=0, minimum=1, label="Samples per prompt (sampled)", elem_id="eval-samples")
                 self.max_tokens = gr.Number(0, precision=0, minimum=0, label="Token budget",
                                             info="0 = the run's max completion length. Both models get it, unless the base has its "

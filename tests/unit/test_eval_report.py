@@ -352,3 +352,12 @@ def test_evaluate_again_runs_the_same_evaluation_at_the_suggested_budget_for_bot
     # A verdict on finished answers offers no re-run.
     base, final = side("base", 0, [0.0] * 7), side("final", 4, [1.0] * 7)
     assert tab.render(report_of(base, final))[4]["visible"] is False
+
+
+def test_the_model_card_names_the_decoding_and_leaves_out_rows_the_rewards_do_not_measure(tmp_path):
+    base, final = side("base", 0, [0.0] * 6), side("final", 4, [0.5] * 6)
+    base.accuracy = final.accuracy = [None] * 6
+    (tmp_path / "eval.json").write_text(json.dumps(report_of(base, final, {"length_penalty": 1.0}, mode="sampled")))
+    card = evaluation_section(tmp_path, "final")
+    assert "| answer accuracy |" not in card and "| format rate |" not in card and "| mean total reward |" in card
+    assert "Sampled decoding (4 answers per prompt at temperature 1.0, scored by their mean)" in card and "pass@1" not in card
