@@ -361,3 +361,17 @@ def test_the_model_card_names_the_decoding_and_leaves_out_rows_the_rewards_do_no
     card = evaluation_section(tmp_path, "final")
     assert "| answer accuracy |" not in card and "| format rate |" not in card and "| mean total reward |" in card
     assert "Sampled decoding (4 answers per prompt at temperature 1.0, scored by their mean)" in card and "pass@1" not in card
+
+
+def test_the_command_lines_checkpoint_table_gives_each_verdict_and_only_measured_columns(capsys):
+    from rloo_studio import cli
+
+    report = six_prompt_report()  # reward "r" alone: an answer column is scored, no format reward
+    cli._print_checkpoint_table(report, "runs/r")
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "answer acc [95 %]" in header and "format rate" not in header and "cut off" in header and "vs base" in header
+    rows = {line.split()[0]: line for line in out.splitlines()[1:4]}
+    assert rows["checkpoint-120"].endswith("6/0/0  better") and rows["final"].endswith("5/1/0  not distinguishable")
+    assert "tuned vs base on the same 6 prompts: tuned scored higher on 5, lower on 0, the same on 1" in out
+    assert "(How this is decided: the exact sign test on the 5 prompts where the two differ" in out
