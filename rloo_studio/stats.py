@@ -1,8 +1,10 @@
-"""Small-sample statistics for evaluations: 95 % intervals, paired comparisons, "distinguishable or not".
+"""Small-sample statistics for evaluations: 95 % intervals, paired comparisons, the verdict and its wording.
 
 Pure functions on plain lists (standard library only, no numpy, no torch), so the engine, the command
 line and the app's pages compute and word an evaluation's uncertainty the same way. Where this module
-stops: it knows nothing about models, rewards or eval.json's layout — callers hand it numbers.
+stops: it knows nothing about models or running rewards — callers hand it numbers; of eval.json it
+reads only a summary's values and intervals (`summary_estimate`), its decoding record
+(`decoding_text`) and which rows it measures (`measured`).
 
 - Rates (answer accuracy, format rate, truncation rate): the Wilson score interval. Unlike the
   textbook "p ± 1.96·sqrt(p(1-p)/n)" it stays inside [0, 1] and does not collapse to a zero-width

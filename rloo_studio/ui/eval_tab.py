@@ -180,7 +180,8 @@ def summary_markdown(report: dict | None) -> str:
                                  for side, (count, total) in loops.items()) + " (see Examples).")
     lines += _selection_lines(report)
     lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s).")
-    details = [found["details"], f"Methods: {'; '.join(f'{k}: {v}' for k, v in (report.get('statistics') or {}).items())}."]
+    methods = "; ".join(f"{k}: {v}" for k, v in (report.get("statistics") or {}).items())
+    details = [found["details"]] + ([f"Methods: {methods}."] if methods else [])
     return "  \n".join(lines) + "\n\n<details><summary>details</summary>\n\n" + "\n\n".join(details) + "\n\n</details>"
 
 
