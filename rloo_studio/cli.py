@@ -172,7 +172,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint,
                               decoding=args.decoding, samples=args.samples, base_max_new_tokens=args.base_max_new_tokens,
-                              select_split=args.select_split)
+                              select_split=args.select_split, max_new_tokens=args.max_new_tokens)
     except StudioError as exc:
         return _fail(exc)
     except KeyboardInterrupt:
@@ -186,9 +186,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"Run {report['run']}: {_decoding_line(report)}\n")
     if len(report["checkpoints"]) > 1:
-        _print_checkpoint_table(report)
+        _print_checkpoint_table(report, args.run_dir)
     else:
-        _print_base_vs_tuned(report)
+        _print_base_vs_tuned(report, args.run_dir)
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
     print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}")
@@ -197,45 +197,72 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _decoding_line(report: dict) -> str:
     """How the completions were made: n, decoding, and each side's token budget."""
+    from .stats import decoding_text
+
     d = report["decoding"]
-    how = "greedy decoding" if d["mode"] == "greedy" else f"sampled pass@1 ({d['samples']} samples per prompt at temperature {d['temperature']:g})"
     budget = d["max_new_tokens"]
-    return f"{report['n_prompts']} held-out prompts ({report['split']}), {how}; token budget: base {budget['base']}, tuned {budget['tuned']}"
+    return (f"{report['n_prompts']} held-out prompts ({report['split']}), decoding: {decoding_text(d)}; token budget: "
+            f"base {budget['base']}, tuned {budget['tuned']}")
 
 
-def _print_base_vs_tuned(report: dict) -> None:
-    from .stats import fmt_interval, fmt_paired, summary_estimate
+def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run_dir) -> list[str]:
+    """The verdict of `name` vs base in config words: the line, the rule behind it, and the command that evaluates
+    again with a larger budget when most answers were cut off."""
+    from .stats import verdict
+
+    budgets = report["decoding"]["max_new_tokens"]
+    found = verdict(comparison, "tuned", "base", cut_off={"tuned": summary.get("truncation_rate"),
+                                                         "base": report["base"].get("truncation_rate")},
+                    budgets={"tuned": summary.get("max_new_tokens") or budgets["tuned"], "base": budgets["base"]})
+    lines = [found["line"], f"({found['details']})"]
+    if found["limited"] and found["suggested_budget"]:
+        which = "" if name == runs.FINAL else f" --checkpoint {name}"
+        lines.append(f"Evaluate again: rloo-studio eval {run_dir}{which} --max-new-tokens {found['suggested_budget']}")
+    return lines
+
+
+def _print_base_vs_tuned(report: dict, run_dir) -> None:
+    from .stats import fmt_interval, measured, summary_estimate
 
     base, tuned = report["base"], report["tuned"]
-    rows = [("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
-            ("truncated (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False)]
+    shown = measured(report)  # no answer accuracy or format rate for a task whose rewards score neither
+    rows = [row for row in (("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
+                            ("cut off (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False))
+            if shown.get(row[1], True)]
     print(f"{'':28}{'base':>30}{'tuned':>30}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
     for label, key, percent in rows:
         print(f"{label:28}{fmt_interval(summary_estimate(base, key), percent):>30}{fmt_interval(summary_estimate(tuned, key), percent):>30}")
     for name in base["rewards"]:
         print(f"{'  ' + name:28}{_num(base['rewards'][name]):>30}{_num(tuned['rewards'][name]):>30}")
-    print("\n" + fmt_paired(report["tuned_vs_base"]))
+    print("\n" + "\n".join(_verdict_lines(report, report["tuned_vs_base"], tuned, report["checkpoint"], run_dir)))
 
 
-def _print_checkpoint_table(report: dict) -> None:
-    """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one."""
-    from .stats import fmt_interval, fmt_paired, summary_estimate
+def _print_checkpoint_table(report: dict, run_dir) -> None:
+    """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one. Answer
+    accuracy and format rate only where the run's rewards score them; "vs base" is `stats.verdict`'s label."""
+    from .stats import fmt_interval, fmt_paired, measured, summary_estimate, verdict
 
+    shown = measured(report)
     width = max(len(c["name"]) for c in report["checkpoints"]) + 2
-    print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}{'answer acc [95 %]':>24}{'format rate':>13}{'truncated':>11}"
-          f"{'wins/ties/losses':>18}")
+    print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}" + (f"{'answer acc [95 %]':>24}" if shown["answer_accuracy"] else "")
+          + (f"{'format rate':>13}" if shown["format_rate"] else "") + f"{'cut off':>9}{'wins/ties/losses':>18}  vs base")
 
-    def row(name, step, s, wtl, mark=""):
+    def row(name, step, s, wtl, versus="-", mark=""):
         mean_reward = fmt_interval({**summary_estimate(s, "mean_reward"), "n": None})
         accuracy = fmt_interval({**summary_estimate(s, "answer_accuracy"), "n": None}, True)
-        print(f"{name:{width}}{step:>6}{mean_reward:>24}{accuracy:>24}{_pct(s['format_rate']):>13}"
-              f"{_pct(s.get('truncation_rate')):>11}{wtl:>18}{mark}")
+        print(f"{name:{width}}{step:>6}{mean_reward:>24}" + (f"{accuracy:>24}" if shown["answer_accuracy"] else "")
+              + (f"{_pct(s['format_rate']):>13}" if shown["format_rate"] else "")
+              + f"{_pct(s.get('truncation_rate')):>9}{wtl:>18}  {versus}{mark}")
 
-    row("base", 0, report["base"], "-")
+    base = report["base"]
+    row("base", 0, base, "-")
     for c in report["checkpoints"]:
-        v = c["tuned_vs_base"]
-        row(c["name"], c["step"], c["summary"], f"{v['wins']}/{v['ties']}/{v['losses']}", "  *" if c["name"] == report.get("best") else "")
+        v, s = c["tuned_vs_base"], c["summary"]
+        label = verdict(v, cut_off={"tuned": s.get("truncation_rate"), "base": base.get("truncation_rate")})["label"]
+        row(c["name"], c["step"], s, f"{v['wins']}/{v['ties']}/{v['losses']}", label, "  *" if c["name"] == report.get("best") else "")
     print(f"(n = {report['n_prompts']} prompts on every row; wins/ties/losses: per prompt against base)")
+    final = next((c for c in report["checkpoints"] if c["name"] == report["checkpoint"]), report["checkpoints"][-1])
+    print("\n" + "\n".join(_verdict_lines(report, final["tuned_vs_base"], final["summary"], final["name"], run_dir)))
     selection = report.get("selection", {})
     if selection.get("method") in ("cross-fit halves", "validation split"):
         folds = "; ".join(f"chosen on {f['chosen_on']}: {f['chosen']}" for f in selection["folds"])
@@ -605,8 +632,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="greedy: one most-likely completion per prompt (default); sampled: --samples completions per prompt "
                         "at the run's training temperature, each prompt scored by their mean (pass@1)")
     p.add_argument("--samples", type=int, default=1, metavar="K", help="completions per prompt with --decoding sampled (e.g. 4)")
+    p.add_argument("--max-new-tokens", type=int, metavar="N",
+                   help="the token budget of the tuned side, and of the base unless --base-max-new-tokens is given (default: "
+                        "the run's max_completion_length); a larger one lets answers finish that the budget cut off")
     p.add_argument("--base-max-new-tokens", type=int, metavar="N",
-                   help="the base model's token budget (default: the run's max_completion_length, as the tuned side); "
+                   help="the base model's token budget (default: the tuned side's); "
                         "a larger one keeps a wordy base from being cut off before its answer")
     p.add_argument("--select-split", metavar="SPLIT|FILE",
                    help="with --checkpoint all: choose the best checkpoint on this split or file, and report it on the held-out "

@@ -291,5 +291,8 @@ class ChatModel:
         ids = cut_at_end(out[0, input_ids.shape[1]:].tolist(), end_ids)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         thinking, answer = split_thinking(text)
+        finished = bool(ids) and ids[-1] in end_ids
+        # Cut off: the reply used the whole token budget without an end token (TRL's "clipped"), so it did not finish.
         return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids,
-                "tokens": len(ids), "finished": bool(ids) and ids[-1] in end_ids, "adapter_state": state.as_dict()}
+                "tokens": len(ids), "finished": finished, "cut_off": not finished and len(ids) >= sampling.max_new_tokens,
+                "max_new_tokens": sampling.max_new_tokens, "adapter_state": state.as_dict()}

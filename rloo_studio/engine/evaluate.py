@@ -11,8 +11,11 @@ saved model instead. Completions are scored by the run's reward functions exactl
 
 Every number comes with its n and a 95 % interval (`rloo_studio.stats`: Wilson for answer
 accuracy, format rate and truncation rate, a seeded bootstrap for mean reward); tuned vs base is
-a paired comparison on the same prompts (wins/ties/losses, the difference's interval, the sign
-test). With several checkpoints the best one is chosen on data it is then *not* reported on: on a
+a paired comparison on the same prompts (wins/ties/losses, decided by the exact sign test, shown
+with the same rule's interval), and the report's `verdict` is `stats.verdict`'s: it says so, and
+reads no "better", when most answers of either side were cut off by the token budget. `measured`
+says whether the rewards score an answer and the <think> format: displays leave out answer accuracy
+and format rate where they do not. With several checkpoints the best one is chosen on data it is then *not* reported on: on a
 validation split (`select_split`), or by cross-fitting two halves of the held-out prompts (choose
 on half A, report on half B, and the other way round). `best` names a checkpoint only when the
 chosen one is distinguishable from the last weights on the data it was not chosen on. Every
@@ -54,7 +57,7 @@ from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
 from .adapters import AdapterSwitch
 
-ANSWER_REWARDS = ("numeric_answer", "exact_match")
+ANSWER_REWARDS = stats.ANSWER_REWARDS
 BASE_SIDE = "base"
 ALL_CHECKPOINTS = "all"
 # Prompts generated per batch. On a CPU a batch of 8 tiny-model prompts takes seconds, so the app's
@@ -267,6 +270,12 @@ def _verdict(record: dict, tuned: _Side) -> str | None:
     if not versus["distinguishable"]:
         record["verdict"] = f"{chosen} was chosen but is {stats.NOT_DISTINGUISHABLE} from {tuned.name}"
         return None
+    cut = stats.mostly_cut_off({chosen: record["reported"]["truncation_rate"], tuned.name: _mean(tuned.truncated)})
+    if cut:  # a difference on cut-off answers is a difference in how answers start, not in the task
+        shares = ", ".join(f"{name} {100 * share:.0f} %" for name, share in cut.items())
+        record["verdict"] = (f"{chosen} was chosen, but most answers were cut off by the token budget ({shares}): "
+                             f"no checkpoint is named on unfinished answers")
+        return None
     better = versus["mean_difference"] > 0
     # Where the comparison was made, exactly: with agreeing halves the checkpoint was chosen on every prompt (once on
     # each half), so what was kept apart is each half's choice from that half's scores.
@@ -314,18 +323,23 @@ def progress_text(event: dict) -> str:
 
 def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=lambda event: None,
                  checkpoint: str | None = runs.FINAL, batch_size: int | None = None, decoding: str = GREEDY,
-                 samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None) -> dict:
+                 samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None,
+                 max_new_tokens: int | None = None) -> dict:
     """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content.
 
     `decoding`: greedy (one completion per prompt) or sampled (`samples` completions per prompt at the
     run's temperature, scored by their mean). `base_max_new_tokens`: the base side's token budget
-    (default: the run's max_completion_length, as the tuned side). `select_split`: a split or file to
+    (default: the tuned side's). `max_new_tokens`: the tuned side's token budget (default: the run's
+    max_completion_length; a larger one evaluates answers training cut off, to see them finished). `select_split`: a split or file to
     choose the best checkpoint on; without it, halves of the held-out prompts are cross-fitted.
     """
     run_dir = Path(run_dir)
     if not (run_dir / runs.CONFIG_FILE).is_file():
         raise StudioError(f"{run_dir} is not a run directory (no config.yaml)", "", "list runs with `rloo-studio runs`")
     _check_options(decoding, samples, base_max_new_tokens)
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise StudioError(f"--max-new-tokens {max_new_tokens} leaves the tuned model no tokens", "",
+                          "give a positive number, e.g. 4 times the run's max_completion_length")
     selected, skipped = select_checkpoints(run_dir, checkpoint)
     if select_split and (checkpoint or "").strip() != ALL_CHECKPOINTS:
         raise StudioError(f"--select-split {select_split} chooses among checkpoints, but only {checkpoint} is evaluated",
@@ -353,7 +367,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     rewards = build_rewards(cfg.rewards, run_dir, tokenizer, list(rows[0]), chat_template_kwargs=chat_template_kwargs(cfg))
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
-    max_new_tokens = int(cfg.rloo_value("max_completion_length"))
+    max_new_tokens = int(max_new_tokens or cfg.rloo_value("max_completion_length"))
     base_budget = int(base_max_new_tokens or max_new_tokens)
     conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)
     device = next(base.model.parameters()).device
@@ -455,11 +469,17 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                      "max_new_tokens": {"base": base_budget, "tuned": max_new_tokens}},
         "statistics": {"confidence": stats.CONFIDENCE, "rates": "Wilson score interval",
                        "mean_reward": f"percentile bootstrap over prompts ({stats.RESAMPLES} resamples, seed {seed})",
-                       "paired": "wins/ties/losses on the same prompts; bootstrap interval of the mean difference; "
-                                 "distinguishable when it excludes 0 and the exact sign test p < 0.05"},
+                       "paired": "wins/ties/losses on the same prompts; distinguishable when the exact sign test on wins vs "
+                                 "losses gives p < 0.05, shown with the Clopper-Pearson interval of the share of wins among "
+                                 "the prompts that differ (it excludes 50 % exactly then)",
+                       "cut_off": f"a verdict on sides with more than {stats.MOSTLY_CUT_OFF:.0%} of answers cut off by the "
+                                  f"token budget says so and names no better side"},
+        "measured": {"answer_accuracy": answer_name is not None or "answer" in rows[0],
+                     "format_rate": any(r.name in stats.FORMAT_REWARDS for r in rewards)},
         "base": summaries[BASE_SIDE],
         "tuned": summaries[tuned.name],
         "tuned_vs_base": stats.paired(base_side.totals, tuned.totals, seed),
+        "verdict": _report_verdict(base_side, tuned, seed),
         "checkpoint": tuned.name,
         "checkpoints": [{"name": s.name, "step": s.step, "summary": summaries[s.name],
                          "tuned_vs_base": stats.paired(base_side.totals, s.totals, seed)} for s in sides],
@@ -480,6 +500,14 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     runs.write_json_atomic(run_dir / runs.EVAL_FILE, report)
     progress({"event": "done", "seconds": report["seconds"], "file": str(run_dir / runs.EVAL_FILE)})
     return report
+
+
+def _report_verdict(base: _Side, tuned: _Side, seed: int) -> dict:
+    """tuned vs base in `stats.verdict`'s words, with each side's cut-off share and budget: what the CLI prints."""
+    cut_off = {"tuned": _mean(tuned.truncated), "base": _mean(base.truncated)}
+    found = stats.verdict(stats.paired(base.totals, tuned.totals, seed), cut_off=cut_off,
+                          budgets={"tuned": tuned.budget, "base": base.budget})
+    return {key: found[key] for key in ("kind", "limited", "line", "details", "suggested_budget")}
 
 
 def _prompt_record(side: _Side, i: int) -> dict:

@@ -46,7 +46,7 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..model_files import TOKENIZER_FILES
 from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
-from ..stats import fmt_paired, summary_estimate
+from ..stats import fmt_paired, measured, summary_estimate
 from . import gguf_check, gguf_tokenizer, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, get_converter
 
@@ -351,18 +351,22 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str
                 "compare them with the base model on held-out prompts.\n")
     base, tuned, decoding = report["base"], entry["summary"], report["decoding"]
     budgets = decoding["max_new_tokens"]
-    how = (f"Sampled pass@1 ({decoding['samples']} samples per prompt at temperature {decoding['temperature']}, scored by their mean)"
+    how = (f"Sampled decoding ({decoding['samples']} answers per prompt at temperature {decoding['temperature']}, scored by their mean)"
            if decoding["mode"] == "sampled" else "Greedy decoding")
     lines = [f"{how} on {report['n_prompts']} held-out prompts ({report['split']}), scored by the run's own rewards"
              f" (tuned = {checkpoint_label}). Token budget: base {budgets['base']}, tuned {budgets['tuned']}. "
              "Brackets: 95 % intervals (Wilson for rates, bootstrap over prompts for mean reward).\n"]
     lines += ["| metric | base | tuned |", "|---|---|---|"]
+    shown = measured(report)  # no answer accuracy or format rate where the run's rewards score neither
     for label, key, pct in (("answer accuracy", "answer_accuracy", True), ("format rate", "format_rate", True),
                             ("truncated by the token budget", "truncation_rate", True), ("mean total reward", "mean_reward", False)):
+        if not shown.get(key, True):
+            continue
         lines.append(f"| {label} | {_fmt_estimate(base, key, pct)} | {_fmt_estimate(tuned, key, pct)} |")
     for name in dict.fromkeys([*base["rewards"], *tuned["rewards"]]):
         lines.append(f"| reward `{name}` | {_fmt(base['rewards'].get(name))} | {_fmt(tuned['rewards'].get(name))} |")
-    lines.append(f"\n{fmt_paired(entry['tuned_vs_base'], 'Tuned', 'base')}.")
+    cut_off = {"Tuned": tuned.get("truncation_rate"), "base": base.get("truncation_rate")}  # no "better" on cut-off answers
+    lines.append(f"\n{fmt_paired(entry['tuned_vs_base'], 'Tuned', 'base', cut_off, {'Tuned': budgets['tuned'], 'base': budgets['base']})}.")
     lines.append(_how_chosen(report, checkpoint_label))
     return "\n".join(lines) + "\n"
 

@@ -585,7 +585,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
     from ..data import to_trl_dataset
-    from .generate import chat_template_kwargs
+    from .generate import chat_template_kwargs, end_token_ids
     from .model import count_4bit_layers, load_model
     from .stack import rloo_config_fields
 
@@ -640,7 +640,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     recorder = SampleRecorder(
         [r.name for r in rewards], [r.weight for r in rewards], rloo_config.num_generations,
         cfg.output.samples_per_step, lambda rows_: runs.append_jsonl(run_dir / runs.SAMPLES_FILE, rows_), enabled=main,
-        clip_range=rloo_config.reward_clip_range)
+        clip_range=rloo_config.reward_clip_range, budget=int(rloo_config.max_completion_length),
+        end_ids=end_token_ids(loaded.model, loaded.tokenizer))
     on_timeout = _reward_timeout_handler(run_dir, main)
     health = None
     if main:

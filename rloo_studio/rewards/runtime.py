@@ -10,7 +10,9 @@ that check on its own; the reward preview uses it too, so both give the same ver
 over the advantages it trains on (TRL's own tensor: leave-one-out on the total, clipped to
 `reward_clip_range` when set, minus beta x KL, normalised when `normalize_advantages` is on), appends a few
 prompt groups to samples.jsonl with per-function rewards, the weighted total as TRL goes on with it (clipped),
-the KL penalty and that advantage. It knows nothing about models; it writes through a callback.
+the KL penalty and that advantage, and whether the completion was cut off (TRL's "clipped": it used the whole
+max_completion_length without an end token; `budget` and `end_ids` come from the training code). It knows
+nothing about models; it writes through a callback.
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ class SampleRecorder:
 
     def __init__(self, names: Sequence[str], weights: Sequence[float], num_generations: int,
                  groups_per_step: int, write: Callable[[list[dict]], None], enabled: bool = True,
-                 clip_range: Sequence[float] | None = None):
+                 clip_range: Sequence[float] | None = None, budget: int | None = None, end_ids: Sequence[int] = ()):
+        self.budget, self.end_ids = budget, set(end_ids)  # what makes a completion "cut off"
         self.names = list(names)
         self.clip_range = clip_range  # TRL's reward_clip_range: the totals recorded are the clipped ones it trains on
         self.weights = list(weights)
@@ -222,6 +225,7 @@ class SampleRecorder:
 
     def _rows(self, kwargs: dict, values: dict[str, list], advantages: list[float], kl_penalties: list[float] | None) -> list[dict]:
         completions, prompts = kwargs["completions"], kwargs.get("prompts") or [None] * len(kwargs["completions"])
+        ids = kwargs.get("completion_ids")
         k = self.num_generations
         if len(completions) < k or len(advantages) != len(completions):
             return []  # this process holds only part of a prompt group (several processes); nothing to show
@@ -249,8 +253,17 @@ class SampleRecorder:
                     **({"total_before_clip": unclipped[j]} if self.clip_range else {}),
                     "kl_penalty": None if kl_penalties is None else kl_penalties[j],
                     "advantage": advantages[j],
+                    "cut_off": self._cut_off(ids[j]) if ids is not None and j < len(ids) else None,
                 })
         return rows
+
+
+    def _cut_off(self, ids) -> bool | None:
+        """Whether a completion used the whole budget without an end token; None when the budget is not known."""
+        if self.budget is None:
+            return None
+        ids = list(ids)
+        return len(ids) >= self.budget and (not ids or int(ids[-1]) not in self.end_ids)
 
 
 def _prompt_text(prompt) -> str | None:

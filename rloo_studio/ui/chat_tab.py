@@ -4,7 +4,9 @@ Both panes come from one model in the inference worker: the base pane with the r
 switched off, the tuned pane with it on, the same chat template as training, the same sampling
 settings and seed (or greedy decoding, when chosen). A note beside the panes says that one reply is
 one sample, not evidence: the Evaluate tab is where a difference is measured. Each badge shows the adapter state the worker read from the LoRA layers while
-generating that reply. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
+generating that reply. A reply that hit *Max new tokens* before it ended is marked cut off, and one stuck in a
+repetition loop is marked with the repeated sentence (`run_view.reply_mark_list`, the marks of every completions table);
+the marks are shown, never sent back to the model as part of the conversation. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
 mode hides which pane is which until the person says which reply is better; the verdict is
 appended to the run's preferences.jsonl. This module only talks to the worker through
 `rloo_studio.inference_client`; it loads no model itself.
@@ -24,6 +26,7 @@ from ..inference_client import InferenceWorker
 from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 from .poller import Poller
+from .run_view import reply_mark_list
 
 PREFERENCES_FILE = "preferences.jsonl"
 BASE_LABEL, TUNED_LABEL = "Base model", "Tuned model"
@@ -50,7 +53,22 @@ def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
                           "metadata": {"title": "Thinking", "status": "pending" if still else "done"}})
         if answer or thinking is None:
             shown.append({"role": "assistant", "content": answer or "…"})
+        marks = [] if message.get("pending") else reply_mark_list(message["content"], bool(message.get("cut_off")),
+                                                                  message.get("max_new_tokens"))
+        if marks:
+            shown.append({"role": "assistant", "content": "⚠️ " + " · ".join(marks)})
     return shown
+
+
+def said(message: dict) -> dict:
+    """A reply as the model said it (role and content): what is sent back as the conversation, without the marks."""
+    return {"role": message["role"], "content": message["content"]}
+
+
+def reply_message(event: dict) -> dict:
+    """A reply event as the session keeps it: the text, and whether it was cut off at which budget."""
+    return {"role": "assistant", "content": event["text"], "cut_off": bool(event.get("cut_off")),
+            "max_new_tokens": event.get("max_new_tokens")}
 
 
 def new_session(blind: bool) -> dict:
@@ -245,7 +263,7 @@ class ChatTab:
         pending = {}
         yield self.render(session, "Loading the model…" if self.worker.loaded is None else "Generating…", pending) + [""]
         try:
-            events = self.worker.chat(self.runs_dir / run_id, checkpoint, {side: list(session[side]) for side in order}, sampling,
+            events = self.worker.chat(self.runs_dir / run_id, checkpoint, {side: [said(m) for m in session[side]] for side in order}, sampling,
                                       system_prompt=system_prompt or None, sides=order,
                                       guard=lambda: busy_message(self.runs_dir, "The chat"))
             replies = {}
@@ -261,14 +279,14 @@ class ChatTab:
                     pending.pop(event["side"], None)
                     if not blind:
                         session["badges"][event["side"]] = event["adapter_state"]
-                        session[event["side"]].append({"role": "assistant", "content": event["text"]})
+                        session[event["side"]].append(reply_message(event))
                         yield self.render(session, "", pending) + [gr.update()]
                     else:
                         yield self.render(session, f"Generated {len(replies)} of 2 replies…") + [gr.update()]
             if blind:
                 for side, event in replies.items():
                     session["badges"][side] = event["adapter_state"]
-                    session[side].append({"role": "assistant", "content": event["text"]})
+                    session[side].append(reply_message(event))
         except (StudioError, OSError) as exc:
             for side in ("base", "tuned"):  # the turn did not complete: take all of it back on both sides
                 del session[side][before[side]:]

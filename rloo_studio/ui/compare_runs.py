@@ -2,6 +2,9 @@
 
 Pure functions of run directories (their config.yaml, metrics.jsonl and eval.json, read through `runs`); the
 Runs tab builds the widgets. A run that lacks a curve (KL is logged only with β > 0) is named, not silently left out.
+Each evaluation says how it decoded (greedy or sampled) and with which token budget, since two evaluations that differ
+there give different numbers for the same weights; its verdict against base is `stats.verdict`'s label (no "better" on
+mostly cut-off answers), and answer accuracy reads "not scored" for a run whose rewards score no answer.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import pandas as pd
 import yaml
 
 from .. import runs
-from ..stats import fmt_interval, summary_estimate
+from ..stats import decoding_text, fmt_interval, measured, summary_estimate, verdict
 from .text import RLOO_FIELDS
 
 MAX_RUNS = 4
@@ -21,7 +24,9 @@ REWARD_TOTAL, REWARD_PER_FUNCTION, LENGTH, KL = "Reward (total)", "Reward per fu
 CURVES = (REWARD_TOTAL, REWARD_PER_FUNCTION, LENGTH, KL)
 _METRIC = {REWARD_TOTAL: "reward", LENGTH: "completions/mean_length", KL: "kl"}
 _FUNCTION_PREFIX, _FUNCTION_SUFFIX = "rewards/", "/mean"
-EVAL_HEADERS = ["run", "evaluated", "mean reward [95 % interval] (n)", "answer accuracy", "base mean reward"]
+EVAL_HEADERS = ["run", "evaluated", "mean reward [95 % interval] (n)", "answer accuracy", "base mean reward", "vs base",
+                "decoding · token budget"]
+NOT_SCORED = "not scored (no answer reward)"
 
 
 def curve_frame(run_dirs: list[Path], curve: str) -> tuple[pd.DataFrame | None, list[str]]:
@@ -86,19 +91,23 @@ def config_differences(run_dirs: list[Path]) -> tuple[list[str], list[list[str]]
 
 def eval_rows(run_dirs: list[Path]) -> list[list[str]]:
     """Each run's last evaluation (eval.json): what was evaluated, the tuned side's mean reward and accuracy with their
-    intervals and n, and the base's mean reward; "not evaluated" where there is none."""
+    intervals and n, the base's mean reward, the verdict against base, and how it decoded with which token budgets;
+    "not evaluated" where there is none."""
     rows = []
     for run_dir in run_dirs:
         report = runs.read_eval(run_dir)
         if report is None:
             again = "evaluated by an earlier version: evaluate again" if runs.old_eval(run_dir) else "not evaluated"
-            rows.append([Path(run_dir).name, f"{again} (Evaluate tab)", "-", "-", "-"])
+            rows.append([Path(run_dir).name, f"{again} (Evaluate tab)", "-", "-", "-", "-", "-"])
             continue
         tuned, base = report["tuned"], report["base"]
+        budgets = report["decoding"].get("max_new_tokens") or {}
+        versus = verdict(report["tuned_vs_base"], cut_off={"tuned": tuned.get("truncation_rate"), "base": base.get("truncation_rate")})
         rows.append([Path(run_dir).name, str(report.get("checkpoint") or runs.FINAL),
                      fmt_interval(summary_estimate(tuned, "mean_reward")),
-                     fmt_interval(summary_estimate(tuned, "answer_accuracy"), True),
-                     fmt_interval(summary_estimate(base, "mean_reward"))])
+                     fmt_interval(summary_estimate(tuned, "answer_accuracy"), True) if measured(report)["answer_accuracy"] else NOT_SCORED,
+                     fmt_interval(summary_estimate(base, "mean_reward")), versus["label"],
+                     f"{decoding_text(report['decoding'])} · base {budgets.get('base')}, tuned {budgets.get('tuned')} tokens"])
     return rows
 
 

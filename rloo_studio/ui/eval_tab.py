@@ -3,12 +3,16 @@
 It runs `rloo-studio eval RUN --checkpoint … --json` in a child process (the same command a
 person would type), turns its progress events (`--events`: one JSON object per line) into a progress bar, and shows
 eval.json: a table with one row per checkpoint (n, token budget, mean reward, answer accuracy,
-format rate and truncation rate with their 95 % intervals, wins/ties/losses against base), a
-chart over the checkpoints' steps with each metric's interval, and example pairs. The summary
-words the uncertainty as `rloo_studio.stats` does: "not distinguishable at this size" when the
-paired comparison does not separate two models, and a best checkpoint only when the evaluation
-chose one on prompts it was not reported on and it is distinguishable from the last weights.
-It loads no model itself.
+format rate and cut-off share with their 95 % intervals, wins/ties/losses against base), a
+chart over the checkpoints' steps with each metric's interval, and example pairs. Answer accuracy
+and format rate appear (in the table, the chart and the summary) only where the run's rewards score
+an answer or the <think> format (`stats.measured`). The summary's verdict is `stats.verdict`'s, in
+plain words with the rule and its p behind a "details" fold: "not distinguishable at this size" when
+the paired comparison does not separate two models, no "better" when most answers were cut off (with
+a button that evaluates again at a larger token budget), and a best checkpoint only when the
+evaluation chose one on prompts it was not reported on and it is distinguishable from the last
+weights. Replies that were cut off or stuck in a repetition loop (`rewards.repetition`) are counted in
+the summary and marked in the examples. It loads no model itself.
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ import pandas as pd
 from .. import runs
 from ..errors import StudioError
 from ..inference_client import InferenceWorker
-from ..stats import fmt_interval, fmt_paired, summary_estimate
+from ..rewards.repetition import find_loop
+from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
+from .run_view import reply_marks
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from .child import event_of, run_cli
 from .poller import Poller
 
 ALL = "all checkpoints"
 TABLE_HEADERS = ["model", "step", "n", "token budget", "mean reward [95 %]", "answer accuracy [95 %]", "format rate [95 %]",
-                 "truncated [95 %]", "wins", "ties", "losses", "vs base"]
+                 "cut off [95 %]", "wins", "ties", "losses", "vs base"]
+# Widths at 1400 px; a table without answer accuracy or format rate gives their share to the others.
+COLUMN_WIDTHS = dict(zip(TABLE_HEADERS, (10, 5, 4, 7, 12, 12, 11, 10, 5, 5, 7, 12)))
 METRICS = (("mean_reward", "mean reward"), ("answer_accuracy", "answer accuracy"), ("format_rate", "format rate"))
 PERCENT = {"answer_accuracy", "format_rate", "truncation_rate"}
 LOW, HIGH = " · 95 % low", " · 95 % high"
@@ -45,24 +53,48 @@ def _cell(summary: dict, key: str) -> str:
     return fmt_interval({**summary_estimate(summary, key), "n": None}, key in PERCENT)
 
 
-def _versus_cell(wtl: dict) -> str:
-    if not wtl["distinguishable"]:
-        return "not distinguishable"
-    return "better" if wtl["mean_difference"] > 0 else "worse"
+def _cut_off(report: dict, summary: dict, name: str = "tuned") -> dict:
+    return {name: summary.get("truncation_rate"), "base": report["base"].get("truncation_rate")}
+
+
+def _budgets(report: dict, summary: dict, name: str = "tuned") -> dict:
+    return {name: summary.get("max_new_tokens"), "base": report["base"].get("max_new_tokens")}
+
+
+def _versus_cell(report: dict, entry: dict) -> str:
+    """`stats.verdict`'s label: better / worse / not distinguishable, with "mostly cut off" when it rests on cut-off answers."""
+    return verdict(entry["tuned_vs_base"], cut_off=_cut_off(report, entry["summary"]))["label"]
+
+
+def _metric_keys(report: dict) -> list[str]:
+    shown = measured(report)
+    return [k for k in ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate") if shown.get(k, True)]
+
+
+def headers(report: dict | None) -> list[str]:
+    """The table's columns: without answer accuracy or format rate where the run's rewards score neither."""
+    if not report:
+        return list(TABLE_HEADERS)
+    shown = measured(report)
+    dropped = {TABLE_HEADERS[5]} if not shown["answer_accuracy"] else set()
+    dropped |= {TABLE_HEADERS[6]} if not shown["format_rate"] else set()
+    return [h for h in TABLE_HEADERS if h not in dropped]
+
+
+def column_widths(columns: list[str]) -> list[str]:
+    total = sum(COLUMN_WIDTHS[c] for c in columns)
+    return [f"{100 * COLUMN_WIDTHS[c] / total:.0f}%" for c in columns]
 
 
 def table(report: dict | None) -> list[list]:
     if not report:
         return []
-    base = report["base"]
-    rows = [["base model", 0, base["n"], base["max_new_tokens"]] + [_cell(base, k) for k in
-                                                                     ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
-            + [None, None, None, "-"]]
+    base, keys = report["base"], _metric_keys(report)
+    rows = [["base model", 0, base["n"], base["max_new_tokens"]] + [_cell(base, k) for k in keys] + [None, None, None, "-"]]
     for entry in report["checkpoints"]:  # oldest first
         s, wtl = entry["summary"], entry["tuned_vs_base"]
-        rows.append([entry["name"], entry["step"], s["n"], s["max_new_tokens"]]
-                    + [_cell(s, k) for k in ("mean_reward", "answer_accuracy", "format_rate", "truncation_rate")]
-                    + [wtl["wins"], wtl["ties"], wtl["losses"], _versus_cell(wtl)])
+        rows.append([entry["name"], entry["step"], s["n"], s["max_new_tokens"]] + [_cell(s, k) for k in keys]
+                    + [wtl["wins"], wtl["ties"], wtl["losses"], _versus_cell(report, entry)])
     return rows
 
 
@@ -71,9 +103,9 @@ def chart_frame(report: dict | None) -> pd.DataFrame | None:
     if not report:
         return None
     points = [(0, report["base"])] + [(e["step"], e["summary"]) for e in report["checkpoints"]]
-    rows = []
+    shown, rows = measured(report), []
     for step, summary in points:
-        for key, label in METRICS:
+        for key, label in [m for m in METRICS if shown.get(m[0], True)]:
             estimate = summary_estimate(summary, key)
             for suffix, field in (("", "value"), (LOW, "low"), (HIGH, "high")):
                 if isinstance(estimate.get(field), (int, float)):
@@ -105,28 +137,76 @@ def _selection_lines(report: dict) -> list[str]:
     return lines
 
 
+def _loops(report: dict, side: str) -> tuple[int, int]:
+    """(replies stuck in a repetition loop, replies) on one side of the evaluation, every sample counted."""
+    texts = []
+    for record in report.get("per_prompt") or []:
+        shown = (record.get("sides") or {}).get(side) or {}
+        texts += [s.get("completion") for s in shown.get("samples", [])] or [shown.get("completion")]
+    texts = [t for t in texts if isinstance(t, str)]
+    return sum(find_loop(t) is not None for t in texts), len(texts)
+
+
+def tuned_verdict(report: dict) -> dict:
+    """The verdict of the reported weights against base (`stats.verdict`, with both sides' cut-off shares and budgets)."""
+    name = report["checkpoint"]
+    return verdict(report["tuned_vs_base"], f"tuned ({name})", "base",
+                   cut_off=_cut_off(report, report["tuned"], f"tuned ({name})"),
+                   budgets=_budgets(report, report["tuned"], f"tuned ({name})"))
+
+
 def summary_markdown(report: dict | None) -> str:
     if not report:
         return "No evaluation yet for this run: press **Evaluate**."
     decoding = report["decoding"]
     budgets = decoding["max_new_tokens"]
-    how = (f"sampled pass@1 ({decoding.get('samples')} samples per prompt at temperature {decoding.get('temperature')})"
-           if decoding.get("mode") == "sampled" else "greedy decoding")
-    lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), {how}; token budget: base "
-             f"{budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. Brackets: 95 % intervals."]
+    lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), decoding: {decoding_text(decoding)}; "
+             f"token budget: base {budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. "
+             "Brackets: 95 % intervals."]
     base, tuned, name = report["base"], report["tuned"], report["checkpoint"]
+    shown = measured(report)
     if isinstance(base.get("mean_reward"), (int, float)) and isinstance(tuned.get("mean_reward"), (int, float)):
-        lines.append(f"Mean reward: base {_cell(base, 'mean_reward')} → tuned ({name}) {_cell(tuned, 'mean_reward')}; "
-                     f"answer accuracy {_cell(base, 'answer_accuracy')} → {_cell(tuned, 'answer_accuracy')}; "
-                     f"cut off by the token budget: {_cell(base, 'truncation_rate')} → {_cell(tuned, 'truncation_rate')}.")
-    lines.append(fmt_paired(report["tuned_vs_base"], f"tuned ({name})", "base") + ".")
+        parts = [f"Mean reward: base {_cell(base, 'mean_reward')} → tuned ({name}) {_cell(tuned, 'mean_reward')}"]
+        parts += [f"{label} {_cell(base, key)} → {_cell(tuned, key)}" for key, label in
+                  (("answer_accuracy", "answer accuracy"), ("format_rate", "format rate")) if shown[key]]
+        parts.append(f"cut off by the token budget: {_cell(base, 'truncation_rate')} → {_cell(tuned, 'truncation_rate')}")
+        lines.append("; ".join(parts) + ".")
+    found = tuned_verdict(report)
+    lines.append(("⚠️ " if found["limited"] else "") + found["line"] + ".")
+    loops = {side: _loops(report, side) for side in ("base", name)}
+    if any(count for count, _ in loops.values()):
+        lines.append("Replies stuck in a repetition loop (one sentence or phrase at least 3 times over most of the reply): "
+                     + ", ".join(f"{'base' if side == 'base' else f'tuned ({side})'} {count} of {total}"
+                                 for side, (count, total) in loops.items()) + " (see Examples).")
     lines += _selection_lines(report)
     lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s).")
-    return "  \n".join(lines)
+    methods = "; ".join(f"{k}: {v}" for k, v in (report.get("statistics") or {}).items())
+    details = [found["details"]] + ([f"Methods: {methods}."] if methods else [])
+    return "  \n".join(lines) + "\n\n<details><summary>details</summary>\n\n" + "\n\n".join(details) + "\n\n</details>"
 
 
 def examples(report: dict | None) -> list[list]:
-    return [[e.get("prompt"), e.get("answer"), e.get("base"), e.get("tuned")] for e in (report or {}).get("examples", [])]
+    """The example pairs, each reply with its marks: cut off by the token budget, stuck in a repetition loop."""
+    report = report or {}
+    per_prompt, name = report.get("per_prompt") or [], report.get("checkpoint")
+    budgets = (report.get("decoding") or {}).get("max_new_tokens") or {}
+    rows = []
+    for i, e in enumerate(report.get("examples", [])):
+        sides = (per_prompt[i].get("sides") or {}) if i < len(per_prompt) else {}
+        shown = []
+        for side, budget in (("base", budgets.get("base")), (name, budgets.get("tuned"))):
+            text = e.get("base" if side == "base" else "tuned")
+            cut = ((sides.get(side) or {}).get("samples") or [sides.get(side) or {}])[0]
+            shown.append(reply_marks(text, _cut(cut, budget), budget) + (text or ""))
+        rows.append([e.get("prompt"), e.get("answer"), *shown])
+    return rows
+
+
+def _cut(record: dict, budget) -> bool:
+    """Whether the example's reply (the first sample) was cut off: its own flag, or (a sample record) its token count."""
+    if "truncated" in record and "samples" not in record:
+        return bool(record["truncated"])
+    return isinstance(record.get("tokens"), int) and isinstance(budget, int) and record["tokens"] >= budget
 
 
 class EvalProgress:
@@ -169,10 +249,14 @@ class EvalTab:
             with gr.Row():
                 self.decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="eval-decoding",
                                          info="greedy: the most likely answer; sampled: several answers per prompt at the run's "
-                                              "training temperature, scored by their mean (pass@1)")
+                                              "training temperature, scored by their mean")
                 self.samples = gr.Number(4, precision=0, minimum=1, label="Samples per prompt (sampled)", elem_id="eval-samples")
+                self.max_tokens = gr.Number(0, precision=0, minimum=0, label="Token budget",
+                                            info="0 = the run's max completion length. Both models get it, unless the base has its "
+                                                 "own below. A larger one lets answers finish that the run's length cuts off.",
+                                            elem_id="eval-max-tokens")
                 self.base_tokens = gr.Number(0, precision=0, minimum=0, label="Base model's token budget",
-                                             info="0 = the run's max completion length, as the tuned model. A larger one keeps "
+                                             info="0 = the same as the tuned model. A larger one keeps "
                                                   "a wordy base from being cut off before its answer.", elem_id="eval-base-tokens")
                 self.select_split = gr.Textbox(label="Choose the best checkpoint on (optional)", elem_id="eval-select-split",
                                                info="A split name or a file of other prompts; empty = two halves of the held-out "
@@ -181,23 +265,28 @@ class EvalTab:
             self.evaluate = gr.Button("Evaluate", variant="primary", elem_id="eval-start")
             self.refresh = gr.Button("Refresh runs", elem_id="eval-refresh")
         self.summary = gr.Markdown(elem_id="eval-summary")
+        # Shown only when most answers were cut off: the same evaluation at a larger token budget for both models.
+        self.again = gr.Button("Evaluate again with a larger token budget", visible=False, elem_id="eval-again")
         self.chart = gr.LinePlot(None, x="step", y="value", color="metric", title=chart_title(None), color_map=CHART_COLOR_MAP,
                                  height=300, elem_id="eval-chart")
         # Twelve columns at 1400 px: wrapped cells and widths that add up to the table's width, so wins/ties/losses and the
         # difference to the base show without sideways scrolling (an interval wraps under its value instead).
         self.table = gr.Dataframe(headers=TABLE_HEADERS, interactive=False, wrap=True, elem_id="eval-table",
-                                  column_widths=["10%", "5%", "4%", "7%", "12%", "12%", "11%", "10%", "5%", "5%", "7%", "12%"])
+                                  column_widths=column_widths(TABLE_HEADERS))
         with gr.Accordion("Examples", open=False):
+            gr.Markdown("A reply that hit the token budget before it ended is marked ✂ cut off; one that says one sentence or "
+                        "phrase at least 3 times over most of the reply is marked 🔁.")
             self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True, elem_id="eval-examples")
 
     def wire(self, demo: gr.Blocks, poller: Poller | None = None) -> None:
-        outputs = [self.summary, self.chart, self.table, self.examples]
+        outputs = [self.summary, self.chart, self.table, self.examples, self.again]
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="eval_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.picker.wire(demo, poller)
         self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
-        self.evaluate.click(self.run_eval, inputs=[self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples,
-                                                   self.base_tokens, self.select_split], outputs=outputs, api_name="evaluate")
+        settings = [self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples, self.base_tokens, self.select_split]
+        self.evaluate.click(self.run_eval, inputs=settings + [self.max_tokens], outputs=outputs, api_name="evaluate")
+        self.again.click(self.run_again, inputs=settings, outputs=outputs + [self.max_tokens], api_name="evaluate_again")
         if poller is not None:  # "run X is training" goes once X stops: the summary of the last evaluation comes back
             poller.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary)
 
@@ -216,8 +305,13 @@ class EvalTab:
         return runs.read_eval(self.runs_dir / run_id) if run_id else None
 
     def render(self, report: dict | None, message: str | None = None) -> list:
+        columns = headers(report)
+        suggested = tuned_verdict(report)["suggested_budget"] if report else None
+        again = (gr.update(visible=True, value=f"Evaluate again with a token budget of {suggested}") if suggested
+                 else gr.update(visible=False))
         return [message or summary_markdown(report), gr.update(value=chart_frame(report), title=chart_title(report)),
-                table(report), examples(report)]
+                gr.update(value={"headers": columns, "data": table(report)}, column_widths=column_widths(columns)),
+                examples(report), again]
 
     def _summary(self, run_id) -> str:
         """The summary line of the run's evaluation; an earlier version's eval.json is said so, not shown as none."""
@@ -228,8 +322,18 @@ class EvalTab:
     def show(self, run_id):
         return [self._checkpoints(run_id)] + self.render(self._report(run_id), self._summary(run_id))
 
+    def run_again(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
+                  progress=gr.Progress()):
+        """The last evaluation's settings at the token budget its verdict suggests (4 times the larger budget), for both
+        models; the Token budget box shows the value used."""
+        report = self._report(run_id)
+        suggested = tuned_verdict(report)["suggested_budget"] if report else None
+        if not suggested:
+            return self.render(report, refuse("Nothing to evaluate again: the last evaluation's answers were not mostly cut off.")) + [gr.update()]
+        return self.run_eval(run_id, checkpoint, limit, split, decoding, samples, 0, select_split, suggested, progress) + [suggested]
+
     def run_eval(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
-                 progress=gr.Progress()):
+                 max_tokens=0, progress=gr.Progress()):
         if not run_id or not checkpoint:
             return self.render(None, refuse("Pick a run (one appears here once it has saved an adapter) and a checkpoint."))
         if decoding == "sampled" and (not samples or int(samples) < 1):
@@ -244,6 +348,8 @@ class EvalTab:
             args += ["--split", split.strip()]
         if decoding == "sampled":
             args += ["--decoding", "sampled", "--samples", str(int(samples))]
+        if max_tokens and int(max_tokens) > 0:
+            args += ["--max-new-tokens", str(int(max_tokens))]
         if base_tokens and int(base_tokens) > 0:
             args += ["--base-max-new-tokens", str(int(base_tokens))]
         choosing = checkpoint == ALL and bool(select_split and select_split.strip())

@@ -1,7 +1,9 @@
 """Turning a run directory into what the app shows: status line, progress bar, health alerts, curves, samples, log.
 
 Shared by the Train tab (the run being trained) and the Runs tab (any run). Pure functions of
-`jobs.RunView`; no Gradio components are built here.
+`jobs.RunView`; no Gradio components are built here. `reply_marks` is the one way every completions
+table (here, the Evaluate tab's examples, the Chat panes) marks a reply cut off by the token budget or
+stuck in a repetition loop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pandas as pd
 from .. import alerts, runs
 from ..jobs import RunView
 from ..rewards.judge import judge_share_line
+from ..rewards.repetition import find_loop, loop_note
 from . import text
 
 REWARD_SERIES_PREFIX = "rewards/"
@@ -186,14 +189,36 @@ def _rounded(value):
     return round(value, 3) if isinstance(value, (int, float)) else value
 
 
+def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None) -> list[str]:
+    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended, `🔁 repeats “…” 6
+    times (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
+    marks = []
+    if cut_off:
+        marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}" if budget else "✂ cut off by the token budget")
+    loop = loop_note(find_loop(text))
+    if loop:
+        marks.append(f"🔁 {loop}")
+    return marks
+
+
+def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> str:
+    """A completions table cell's marks, before the reply's text: `[✂ cut off at 24 tokens] [🔁 …] ` and a line break;
+    "" for neither."""
+    marks = reply_mark_list(text, cut_off, budget)
+    return "".join(f"[{m}] " for m in marks) + ("\n" if marks else "")
+
+
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
     """Newest samples first. "KL penalty" is beta x the completion's KL to the start model (empty when beta is 0);
-    "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL)."""
+    "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL). The answer
+    carries `reply_marks`: cut off by max_completion_length (as recorded while training), stuck in a loop."""
     rows = []
     for s in reversed(view.samples if view else []):
         rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
         penalty = s.get("kl_penalty")
-        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", s.get("answer") or s.get("completion"), rewards,
+        answer = s.get("answer") or s.get("completion") or ""
+        answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None) + answer
+        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", answer, rewards,
                      _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:
             break

@@ -49,7 +49,7 @@ def test_short_demo_run_raises_the_held_out_score(tmp_path):
     assert report["n_prompts"] == 300 and report["decoding"]["mode"] == "greedy", report["decoding"]
     base, tuned, paired = report["base"], report["tuned"], report["tuned_vs_base"]
     summary = (f"held-out mean reward {base['mean_reward']:.3f} (base) -> {tuned['mean_reward']:.3f} (tuned): "
-               f"gain {paired['mean_difference']:.3f} [{paired['low']:.3f}, {paired['high']:.3f}], "
+               f"gain {paired['mean_difference']:.3f} (sign test p = {paired['sign_test_p']:.3g}), "
                f"{paired['wins']} wins / {paired['losses']} losses")
     assert paired["mean_difference"] > MARGIN, summary
     assert paired["distinguishable"], summary

@@ -107,6 +107,18 @@ def test_base_max_new_tokens_gives_the_base_a_larger_budget(trained_run, tmp_pat
     assert report["base"]["truncation_rate"] == sum(r["sides"]["base"]["truncated"] for r in report["per_prompt"]) / 4
 
 
+def test_max_new_tokens_sets_both_budgets_and_cut_off_answers_get_no_verdict(trained_run, tmp_path):
+    """At 6 tokens the base model finishes no answer: the command says so instead of a verdict, and prints the re-run."""
+    run_dir, _ = trained_run
+    result = run_cli("eval", run_dir, "--limit", "3", "--max-new-tokens", "6", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["decoding"]["max_new_tokens"] == {"base": 6, "tuned": 6}
+    assert report["base"]["truncation_rate"] == 1.0  # the trained side finishes some short answers; the base none
+    assert report["verdict"]["limited"] and "is better" not in result.stdout and "most answers were cut off" in result.stdout
+    assert f"Evaluate again: rloo-studio eval {run_dir} --max-new-tokens 24" in result.stdout
+
+
 def test_sampled_pass_at_1_scores_the_mean_of_k_samples(trained_run, tmp_path):
     run_dir, _ = trained_run
     result = run_cli("eval", run_dir, "--limit", "3", "--decoding", "sampled", "--samples", "2", "--json", cwd=tmp_path)
@@ -129,5 +141,7 @@ def test_eval_options_are_checked_before_any_model_loads(trained_run, tmp_path):
     assert result.returncode == 2 and "--samples 3 needs sampled decoding" in result.stderr and "--decoding sampled" in result.stderr
     result = run_cli("eval", run_dir, "--base-max-new-tokens", "0", cwd=tmp_path)
     assert result.returncode == 2 and "leaves the base no tokens" in result.stderr
+    result = run_cli("eval", run_dir, "--max-new-tokens", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "leaves the tuned model no tokens" in result.stderr
     result = run_cli("eval", run_dir, "--decoding", "beam", cwd=tmp_path)
     assert result.returncode == 2 and "greedy, sampled" in result.stderr

@@ -176,7 +176,7 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
                  "| answer accuracy | 10.0% [5.0, 15.0] (n=10) | 60.0% [55.0, 65.0] (n=10) |",
                  "| format rate | 20.0% [15.0, 25.0] (n=10) | 90.0% [85.0, 95.0] (n=10) |",
                  "| mean total reward | 0.300 [0.250, 0.350] (n=10) | 1.250 [1.200, 1.300] (n=10) |",
-                 "| reward `short_answer` | 0.250 | 0.250 |", "Tuned vs base on the same 10 prompts: 7 wins, 2 ties, 1 loss",
+                 "| reward `short_answer` | 0.250 | 0.250 |", "Tuned vs base on the same 10 prompts: Tuned scored higher on 7, lower on 1, the same on 2",
                  "How these weights were chosen: the final weights of the run (no checkpoint selection)."):
         assert text in card, text
     assert "Not evaluated yet" not in card and "(tuned = final)" in card
@@ -189,7 +189,7 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
     card = (export_run(run_dir, "adapter", checkpoint="checkpoint-2", out=tmp_path / "ckpt", progress=lambda m: None)
             / "README.md").read_text()
     assert "(tuned = checkpoint-2)" in card and "| answer accuracy | 10.0% [5.0, 15.0] (n=10) | 40.0% [35.0, 45.0] (n=10) |" in card
-    assert "5 wins, 3 ties, 2 losses" in card and "checkpoint-2, picked by hand" in card
+    assert "higher on 5, lower on 2, the same on 3" in card and "checkpoint-2, picked by hand" in card
     # A checkpoint that was not evaluated says so rather than borrowing another's numbers.
     report["checkpoints"] = report["checkpoints"][1:]
     (run_dir / "eval.json").write_text(json.dumps(report))

@@ -40,6 +40,7 @@ def _assert_run_contract(run_dir, steps: int):
         assert set(s["rewards"]) == set(REWARD_NAMES)
         weighted = [w * s["rewards"][n] for n, w in zip(REWARD_NAMES, (1.0, 0.2, 0.5)) if s["rewards"][n] is not None]
         assert s["total"] == pytest.approx(sum(weighted))
+        assert isinstance(s["cut_off"], bool)  # TRL's completion ids reached the recorder, with the run's budget
     assert {step for step, _ in groups} == set(range(1, steps + 1))
     for group in groups.values():
         assert len(group) == 4  # num_generations

@@ -60,6 +60,12 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
         assert len(records) == 1 and records[0]["choice"] == "a" and records[0]["preferred"] == records[0]["a_is"]
         assert records[0]["prompt"] == "What is 3 + 4?"
 
+        # One token is not enough to finish a reply: both panes mark it cut off (random adapters emit no end token first).
+        client.predict(RUN_ID, False, api_name="/chat_pick_run")
+        cut = client.predict(RUN_ID, "final", "Count to ten.", "", 0.0, 1.0, 1, 0, "greedy", api_name="/chat")
+        for pane in cut[:2]:
+            assert _texts(pane)[-1] == "⚠️ ✂ cut off at 1 token", _texts(pane)
+
 
 def worker_processes() -> list[int]:
     """Pids of inference workers started by this test process (the app is served in it, with `own_children`: a worker

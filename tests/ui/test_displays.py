@@ -64,3 +64,27 @@ def test_a_pin_fails_when_a_function_raised_even_if_the_others_pass():
     result["functions"]["mine"]["errors"] = []
     result["rows"][0]["rewards"]["mine"] = 0.0
     assert pinned_report(groups, result).startswith("**1/1 pinned examples pass**")
+
+
+def test_recent_completions_mark_cut_off_and_looping_answers():
+    """Training's completions table: cut off = the whole max_completion_length without an end token (TRL's "clipped")."""
+    from pathlib import Path
+
+    from rloo_studio.jobs import RunView
+    from rloo_studio.rewards.runtime import SampleRecorder
+
+    written = []
+    recorder = SampleRecorder(["r"], [1.0], num_generations=4, groups_per_step=1, write=written.extend, budget=4, end_ids=[2])
+    completions = ["a b c d", "ok", "four more ok", "Yes. Yes. Yes. Yes."]
+    kwargs = {"completions": completions, "prompts": ["p"] * 4, "completion_ids": [[5, 6, 7, 8], [5, 2], [5, 6, 7, 2], [9, 9, 9, 9]]}
+    recorder.on_values("r", kwargs, [0.0, 1.0, 0.5, 0.2])
+    recorder.on_trained([0.1, 0.2, 0.3, 0.4], None)
+    assert [row["cut_off"] for row in written] == [True, False, False, True]  # an end token on the last allowed one is not cut off
+    view = RunView(run_id="r", path=Path("r"), state="finished", status={}, samples=written)
+    answers = {row[3].rsplit("\n", 1)[-1]: row[3] for row in run_view.samples_rows(view)}
+    assert answers["a b c d"] == "[✂ cut off by the token budget] \na b c d" and answers["ok"] == "ok"
+    assert answers["four more ok"] == "four more ok"
+    assert answers["Yes. Yes. Yes. Yes."].startswith("[✂ cut off by the token budget] [🔁 repeats “yes.” 4 times")
+    # A recorder that was not told the budget (or samples of an earlier version) marks nothing.
+    older = SampleRecorder(["r"], [1.0], num_generations=4, groups_per_step=1, write=written.extend)
+    assert older._cut_off([5, 6, 7, 8]) is None

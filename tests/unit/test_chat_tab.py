@@ -18,9 +18,10 @@ class FakeWorker:
 
     loaded = None
 
-    def __init__(self, fail_on: str | None = None):
+    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = ()):
         self.fail_on = fail_on
         self.calls = []
+        self.texts, self.cut_off = texts or {}, cut_off  # a side's own reply text; the sides whose replies hit the budget
 
     def chat(self, run_dir, checkpoint, messages, sampling, system_prompt=None, sides=("base", "tuned"), guard=None):
         self.calls.append({"sides": tuple(sides), "messages": messages, "sampling": sampling})
@@ -30,11 +31,12 @@ class FakeWorker:
         for side in sides:
             if side == self.fail_on:
                 raise StudioError("out of memory while generating", "", "lower the max tokens")
-            text = f"<think>t</think>{side} answer"
+            text = self.texts.get(side, f"<think>t</think>{side} answer")
             for ch in text:
                 yield {"event": "text", "side": side, "delta": ch}
             state = {"verified": True, "badge": f"{side} checked", "side": side}
-            yield {"event": "reply", "side": side, "text": text, "adapter_state": state}
+            yield {"event": "reply", "side": side, "text": text, "adapter_state": state, "cut_off": side in self.cut_off,
+                   "max_new_tokens": sampling["max_new_tokens"]}
         yield {"event": "done"}
 
 
@@ -126,3 +128,23 @@ def test_greedy_decoding_is_an_option_and_the_note_says_one_reply_is_one_sample(
     out = last(tab._turn("r1", "final", "q1", new_session(False), "", 0.7, 0.95, 8, 3))  # sampled, the default
     assert worker.calls[-1]["sampling"]["greedy"] is False and "one sample each" in out[4]
     assert "one sample" in ONE_SAMPLE_NOTE and "Evaluate" in ONE_SAMPLE_NOTE
+
+
+def test_a_cut_off_reply_and_a_looping_reply_are_marked_and_the_marks_never_reach_the_model(run_dir):
+    """The issue's tuned reply, one sentence six times; the base reply cut off by Max new tokens."""
+    looping = "I can help with that. " * 6
+    worker = FakeWorker(texts={"base": "Let me start by", "tuned": looping}, cut_off=("base",))
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q1", new_session(False), *SETTINGS))
+    left, right = out[0], out[1]
+    assert left[-1]["content"] == "⚠️ ✂ cut off at 8 tokens" and left[-2]["content"] == "Let me start by"
+    assert right[-1]["content"] == "⚠️ 🔁 repeats “i can help with that.” 6 times (100 % of the reply)"
+    # A reply that finished and does not loop carries no mark.
+    plain = last(tab_with(FakeWorker(), run_dir.parent)._turn("r1", "final", "q1", new_session(False), *SETTINGS))
+    assert not any("⚠️" in m["content"] for m in plain[0] + plain[1])
+    # The next turn sends the replies as they were said: no marks, no extra keys.
+    last(tab._turn("r1", "final", "q2", out[5], *SETTINGS))
+    sent = worker.calls[-1]["messages"]
+    assert sent["base"] == [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "Let me start by"},
+                            {"role": "user", "content": "q2"}]
+    assert sent["tuned"][1] == {"role": "assistant", "content": looping}

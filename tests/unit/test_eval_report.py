@@ -212,3 +212,189 @@ def test_the_checkpoint_table_stars_only_a_named_best_checkpoint_as_the_cli_docs
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.endswith("  *")] == ["checkpoint-2"]
     docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8").split())
     assert "`*` marks the best mean reward" not in docs and "`*` marks the best checkpoint" in docs
+
+
+# ---- verdicts on cut-off answers, rows a task does not measure, marks on replies ----------------------------------
+
+def report_of(base: evaluate._Side, final: evaluate._Side, reward_weights: dict | None = None, mode: str = "greedy") -> dict:
+    """A whole eval.json for base vs final, built by the engine's own report pieces."""
+    n = len(base.totals)
+    everything = list(range(n))
+    found = evaluate._report_verdict(base, final, SEED)
+    return {"run": "r", "split": "test", "n_prompts": n,
+            "decoding": {"mode": mode, "greedy": mode == "greedy", "samples": 1 if mode == "greedy" else 4,
+                         "temperature": None if mode == "greedy" else 1.0, "top_p": None, "seed": None,
+                         "max_new_tokens": {"base": base.budget, "tuned": final.budget}},
+            "base": evaluate._summary(base, everything, SEED), "tuned": evaluate._summary(final, everything, SEED),
+            "tuned_vs_base": stats.paired(base.totals, final.totals, SEED), "verdict": found, "checkpoint": "final",
+            "checkpoints": [{"name": "final", "step": 4, "summary": evaluate._summary(final, everything, SEED),
+                             "tuned_vs_base": stats.paired(base.totals, final.totals, SEED)}],
+            "selection": {"method": "none", "why": "one checkpoint evaluated", "chosen": None}, "best": None, "skipped": [],
+            "reward_weights": reward_weights or {"numeric_answer": 1.0, "think_format": 0.2},
+            "per_prompt": [{"prompt": f"p{i}", "answer": None, "sides": {s.name: evaluate._prompt_record(s, i) for s in (base, final)}}
+                           for i in everything],
+            "examples": [{"prompt": f"p{i}", "answer": None, "base": base.texts[i][0], "tuned": final.texts[i][0]} for i in range(min(5, n))],
+            "seconds": 1.0}
+
+
+def all_cut_off_report() -> dict:
+    """The report of the issue: tuned higher on 7 of 7 prompts (p = 0.0156), every answer on both sides cut off at 24 tokens,
+    and the tuned model saying one sentence over and over."""
+    base = side("base", 0, [0.0] * 7, budget=24, truncated=[1.0] * 7)
+    final = side("final", 4, [1.0] * 7, budget=24, truncated=[1.0] * 7)
+    final.texts = [["The answer is 4. " * 6] for _ in range(7)]
+    return report_of(base, final)
+
+
+def test_all_answers_cut_off_never_reads_better_in_the_tab_or_the_engine():
+    from rloo_studio.ui import eval_tab
+
+    report = all_cut_off_report()
+    assert report["verdict"]["kind"] == "better" and report["verdict"]["limited"]
+    assert "is better" not in report["verdict"]["line"]
+    text = eval_tab.summary_markdown(report)
+    main = text.split("<details>")[0]
+    assert "⚠️ tuned (final) vs base on the same 7 prompts" in main and "is better" not in main
+    assert "most answers were cut off by the token budget (tuned (final) 100 % at 24 tokens, base 100 % at 24 tokens)" in main
+    assert "larger token budget (e.g. 96)" in main and "sign test" not in main and "pass@1" not in main
+    assert "sign test" in text.split("<details>")[1] and "p = 0.0156" in text  # the rule behind the fold
+    assert "Replies stuck in a repetition loop (" in main and "tuned (final) 7 of 7" in main and "base 0 of 7" in main
+    assert eval_tab.table(report)[-1][-1] == "higher, mostly cut off"
+    tuned_cell = eval_tab.examples(report)[0][3]
+    assert tuned_cell.startswith("[✂ cut off at 24 tokens] [🔁 repeats “the answer is 4.” 6 times (100 % of the reply)] \n")
+    assert eval_tab.examples(report)[0][2].startswith("[✂ cut off at 24 tokens] \n")
+
+
+def test_a_checkpoint_is_not_named_best_on_mostly_cut_off_answers():
+    n = 40
+    good = side("checkpoint-2", 2, [1.0] * 36 + [0.0] * 4, truncated=[1.0] * n)
+    final = side("final", 4, [0.0] * 36 + [1.0] * 4, truncated=[1.0] * n)
+    record, best = evaluate._cross_fit([good, final], side("base", 0, [0.0] * n), final, SEED)
+    assert record["chosen"] == "checkpoint-2" and record["chosen_vs_tuned"]["distinguishable"]
+    assert best is None and "most answers were cut off by the token budget" in record["verdict"]
+
+
+def test_the_command_line_says_cut_off_and_prints_the_command_to_evaluate_again(capsys):
+    from rloo_studio import cli
+
+    cli._print_base_vs_tuned(all_cut_off_report(), "runs/r")
+    out = capsys.readouterr().out
+    assert "is better" not in out and "most answers were cut off" in out
+    assert "Evaluate again: rloo-studio eval runs/r --max-new-tokens 96" in out
+    assert "(How this is decided: the exact sign test" in out
+
+
+def test_rows_a_task_does_not_measure_are_absent_from_the_tab_the_chart_and_the_command_line(capsys):
+    """A task scored by length alone: no answer accuracy ("- → -") and no format rate ("0 %"), anywhere."""
+    from rloo_studio import cli
+    from rloo_studio.ui import eval_tab
+
+    base, final = side("base", 0, [0.0] * 6), side("final", 4, [0.5] * 6)
+    base.accuracy = final.accuracy = [None] * 6
+    base.formatted = final.formatted = [0.0] * 6
+    report = report_of(base, final, reward_weights={"length_penalty": 1.0})
+    text = eval_tab.summary_markdown(report)
+    assert "answer accuracy" not in text and "format rate" not in text and "Mean reward: base" in text
+    assert eval_tab.headers(report) == [h for h in eval_tab.TABLE_HEADERS if not h.startswith(("answer accuracy", "format rate"))]
+    assert len(eval_tab.table(report)[1]) == len(eval_tab.headers(report))
+    assert not {"answer accuracy", "format rate"} & {m.split(" · ")[0] for m in eval_tab.chart_frame(report)["metric"]}
+    cli._print_base_vs_tuned(report, "runs/r")
+    out = capsys.readouterr().out
+    assert "answer accuracy" not in out and "format rate" not in out and "mean total reward" in out
+    # With the answer and format rewards, both are back.
+    assert "answer accuracy" in eval_tab.summary_markdown(all_cut_off_report())
+    assert eval_tab.headers(all_cut_off_report()) == eval_tab.TABLE_HEADERS
+
+
+def test_greedy_or_sampled_is_said_in_the_tab_and_the_command_line():
+    from rloo_studio import cli
+    from rloo_studio.ui import eval_tab
+
+    greedy = all_cut_off_report()
+    assert "decoding: greedy (the most likely answer)" in eval_tab.summary_markdown(greedy)
+    assert "decoding: greedy (the most likely answer)" in cli._decoding_line(greedy)
+    sampled = report_of(side("base", 0, [0.0] * 4), side("final", 4, [1.0] * 4), mode="sampled")
+    assert "decoding: sampled (4 answers per prompt at temperature 1, scored by their mean)" in eval_tab.summary_markdown(sampled)
+
+
+def test_compare_runs_names_each_evaluations_decoding_and_does_not_read_better_on_cut_off_answers(tmp_path):
+    from rloo_studio import runs
+    from rloo_studio.ui.compare_runs import EVAL_HEADERS, NOT_SCORED, eval_rows
+
+    cut, sampled = tmp_path / "cut", tmp_path / "sampled"
+    for folder in (cut, sampled):
+        folder.mkdir()
+    (cut / runs.EVAL_FILE).write_text(json.dumps(all_cut_off_report()))
+    base, final = side("base", 0, [0.0] * 8), side("final", 4, [1.0] * 8)
+    base.accuracy = final.accuracy = [None] * 8
+    (sampled / runs.EVAL_FILE).write_text(json.dumps(report_of(base, final, {"length_penalty": 1.0}, mode="sampled")))
+    rows = {row[0]: dict(zip(EVAL_HEADERS, row)) for row in eval_rows([cut, sampled])}
+    assert rows["cut"]["vs base"] == "higher, mostly cut off"
+    assert rows["cut"]["decoding · token budget"] == "greedy (the most likely answer) · base 24, tuned 24 tokens"
+    assert rows["sampled"]["vs base"] == "better" and rows["sampled"]["answer accuracy"] == NOT_SCORED
+    assert rows["sampled"]["decoding · token budget"].startswith("sampled (4 answers per prompt at temperature 1")
+
+
+def test_the_model_card_does_not_call_cut_off_answers_better(tmp_path):
+    (tmp_path / "eval.json").write_text(json.dumps(all_cut_off_report()))
+    card = evaluation_section(tmp_path, "final")
+    assert "is better" not in card and "most answers were cut off by the token budget (Tuned 100 % at 24 tokens" in card
+
+
+def test_evaluate_again_runs_the_same_evaluation_at_the_suggested_budget_for_both_models(tmp_path, monkeypatch):
+    """The button the tab shows beside a verdict on mostly cut-off answers: `--max-new-tokens 96` (4 x 24), base included."""
+    import contextlib
+
+    import gradio as gr
+
+    from rloo_studio import runs
+    from rloo_studio.ui import eval_tab
+    from rloo_studio.ui.child import Finished
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / runs.CONFIG_FILE).write_text("model: {name_or_path: demo}\n")
+    (run / runs.EVAL_FILE).write_text(json.dumps(all_cut_off_report()))
+    calls = []
+
+    def fake_cli(args, on_line, cwd=None):
+        calls.append(args)
+        return Finished(0, json.dumps(all_cut_off_report()), "")
+
+    class Worker:
+        reserved = staticmethod(lambda what: contextlib.nullcontext())
+
+    monkeypatch.setattr(eval_tab, "run_cli", fake_cli)
+    with gr.Blocks():
+        tab = eval_tab.EvalTab(tmp_path, Worker())
+    shown = tab.render(runs.read_eval(run))
+    assert shown[4]["visible"] is True and shown[4]["value"] == "Evaluate again with a token budget of 96"
+    out = tab.run_again("r", "final", 50, "", "greedy", 4, 0, "", progress=lambda *a, **k: None)
+    assert calls[-1][calls[-1].index("--max-new-tokens") + 1] == "96" and "--base-max-new-tokens" not in calls[-1]
+    assert out[-1] == 96  # the Token budget box shows the budget used
+    # A verdict on finished answers offers no re-run.
+    base, final = side("base", 0, [0.0] * 7), side("final", 4, [1.0] * 7)
+    assert tab.render(report_of(base, final))[4]["visible"] is False
+
+
+def test_the_model_card_names_the_decoding_and_leaves_out_rows_the_rewards_do_not_measure(tmp_path):
+    base, final = side("base", 0, [0.0] * 6), side("final", 4, [0.5] * 6)
+    base.accuracy = final.accuracy = [None] * 6
+    (tmp_path / "eval.json").write_text(json.dumps(report_of(base, final, {"length_penalty": 1.0}, mode="sampled")))
+    card = evaluation_section(tmp_path, "final")
+    assert "| answer accuracy |" not in card and "| format rate |" not in card and "| mean total reward |" in card
+    assert "Sampled decoding (4 answers per prompt at temperature 1.0, scored by their mean)" in card and "pass@1" not in card
+
+
+def test_the_command_lines_checkpoint_table_gives_each_verdict_and_only_measured_columns(capsys):
+    from rloo_studio import cli
+
+    report = six_prompt_report()  # reward "r" alone: an answer column is scored, no format reward
+    cli._print_checkpoint_table(report, "runs/r")
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "answer acc [95 %]" in header and "format rate" not in header and "cut off" in header and "vs base" in header
+    rows = {line.split()[0]: line for line in out.splitlines()[1:4]}
+    assert rows["checkpoint-120"].endswith("6/0/0  better") and rows["final"].endswith("5/1/0  not distinguishable")
+    assert "tuned vs base on the same 6 prompts: tuned scored higher on 5, lower on 0, the same on 1" in out
+    assert "(How this is decided: the exact sign test on the 5 prompts where the two differ" in out

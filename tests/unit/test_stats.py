@@ -67,7 +67,7 @@ def test_six_prompts_five_wins_one_tie_is_not_distinguishable():
     tuned = [0.5, 0.5, 0.5, 1.0, 0.5, 0.0]
     result = stats.paired(base, tuned, seed=0)
     assert (result["n"], result["wins"], result["ties"], result["losses"]) == (6, 5, 1, 0)
-    assert result["low"] > 0  # the bootstrap alone would call it a win...
+    assert stats.bootstrap_interval([t - b for b, t in zip(base, tuned)])[0] > 0  # a bootstrap alone would call it a win...
     assert result["sign_test_p"] == 0.0625 and result["distinguishable"] is False  # ...the exact test does not
     assert stats.NOT_DISTINGUISHABLE in stats.fmt_paired(result)
     assert "is better" not in stats.fmt_paired(result)
@@ -82,7 +82,7 @@ def test_a_clear_paired_difference_is_distinguishable_in_both_directions():
     down = stats.paired(tuned, base)
     assert down["distinguishable"] and down["losses"] == 30 and "base is better" in stats.fmt_paired(down)
     same = stats.paired(base, base)
-    assert not same["distinguishable"] and (same["low"], same["high"]) == (0.0, 0.0)
+    assert not same["distinguishable"] and same["win_share"] is None and same["sign_test_p"] == 1.0
     # None counts as 0, as in training.
     assert stats.paired([None, 1.0], [0.0, 1.0])["ties"] == 2
     with pytest.raises(ValueError):
@@ -96,3 +96,71 @@ def test_overlap_and_formatting():
     assert stats.fmt_interval({"value": 0.553, "low": 0.496, "high": 0.609, "n": 300}, percent=True) == "55.3 % [49.6, 60.9] (n=300)"
     assert stats.fmt_interval({"value": 0.4, "low": 0.38, "high": 0.441, "n": 12}) == "0.400 [0.380, 0.441] (n=12)"
     assert stats.fmt_interval(None) == "-"
+
+
+# Newcombe (1998), Table I, method 5 (exact Clopper-Pearson interval), the same cases as above.
+NEWCOMBE_EXACT = [((81, 263), (0.2527, 0.3676)), ((15, 148), (0.0578, 0.1617)), ((0, 20), (0.0, 0.1684)),
+                  ((1, 29), (0.0009, 0.1776)), ((29, 29), (0.8806, 1.0))]
+
+
+@pytest.mark.parametrize(("counts", "expected"), NEWCOMBE_EXACT)
+def test_clopper_pearson_matches_newcombes_table(counts, expected):
+    low, high = stats.clopper_pearson(*counts)
+    assert (round(low, 4), round(high, 4)) == expected
+    assert stats.clopper_pearson(0, 0) is None
+
+
+def test_the_interval_shown_and_the_verdict_come_from_one_rule():
+    """Every split of wins and losses up to 40 prompts: distinguishable exactly when the interval leaves out one half."""
+    for wins in range(41):
+        for losses in range(41 - wins):
+            rule = stats.decide(wins, losses)
+            if wins + losses == 0:
+                assert not rule["distinguishable"] and rule["win_share_low"] is None
+                continue
+            outside = rule["win_share_low"] > 0.5 or rule["win_share_high"] < 0.5
+            assert rule["distinguishable"] == outside == (stats.sign_test(wins, losses) < 0.05), (wins, losses)
+
+
+def test_an_interval_that_excludes_no_difference_never_sits_beside_not_distinguishable():
+    """The report that read "+0.138 [95 %: +0.019, +0.256] — not distinguishable": 9 wins, 3 losses, 8 ties
+    (p = 0.146). The line now shows the deciding rule's interval, which includes 50 %, and the p behind the fold."""
+    base = [0.0] * 20
+    tuned = [0.5, 0.25, 0.3, 0.2, 0.4, 0.1, 0.3, 0.2, 0.25, -0.1, -0.05, -0.1] + [0.0] * 8
+    result = stats.paired(base, tuned)
+    assert stats.bootstrap_interval([t - b for b, t in zip(base, tuned)])[0] > 0  # the old interval left out 0
+    v = stats.verdict(result)
+    assert v["kind"] == stats.NOT_DISTINGUISHABLE and not v["limited"]
+    assert "[95 %: 43 %–95 %; 50 % = no difference] — not distinguishable at this size" in v["line"]
+    assert "sign test" not in v["line"] and "p = 0.146" in v["details"] and "mean reward difference" in v["details"].lower()
+
+
+def test_mostly_cut_off_answers_never_read_as_a_plain_better():
+    """The report that read "tuned is better (sign test p = 0.0156)" with 100 % of both sides cut off at 24 tokens."""
+    seven = stats.paired([0.0] * 7, [1.0] * 7)
+    assert stats.verdict(seven)["line"].endswith("— tuned is better")
+    limited = stats.verdict(seven, cut_off={"tuned": 1.0, "base": 1.0}, budgets={"tuned": 24, "base": 24})
+    assert limited["limited"] and limited["kind"] == "better" and "better" not in limited["label"]
+    assert "is better" not in limited["line"] and "tuned 100 % at 24 tokens, base 100 % at 24 tokens" in limited["line"]
+    assert "larger token budget (e.g. 96)" in limited["line"] and limited["suggested_budget"] == 96
+    for wins in range(9):
+        for losses in range(9 - wins):
+            comparison = stats.paired([0.0] * 8, [1.0] * wins + [-1.0] * losses + [0.0] * (8 - wins - losses))
+            for cut in ({"tuned": 0.6, "base": 0.0}, {"tuned": 0.0, "base": 1.0}):
+                v = stats.verdict(comparison, cut_off=cut)
+                assert v["limited"] and "is better" not in v["line"] and "cut off" in v["line"] and stats.CUT_OFF in v["label"]
+    # Half or fewer cut off: the verdict stands as it is.
+    assert not stats.verdict(seven, cut_off={"tuned": 0.5, "base": 0.2})["limited"]
+
+
+def test_rows_a_task_does_not_measure_are_absent():
+    no_answer = {"reward_weights": {"length_penalty": 1.0, "my_judge": 1.0}, "base": {"answer_accuracy": None}}
+    assert stats.measured(no_answer) == {"answer_accuracy": False, "format_rate": False}
+    assert stats.measured({"reward_weights": {"numeric_answer": 1.0, "think_format": 0.2}}) == {"answer_accuracy": True, "format_rate": True}
+    assert stats.measured({"measured": {"answer_accuracy": True, "format_rate": False}, "reward_weights": {}})["answer_accuracy"]
+
+
+def test_greedy_and_sampled_evaluations_are_named():
+    assert stats.decoding_text({"mode": "greedy"}) == "greedy (the most likely answer)"
+    assert stats.decoding_text({"mode": "sampled", "samples": 4, "temperature": 1.0}) == "sampled (4 answers per prompt at temperature 1, scored by their mean)"
+    assert stats.decoding_text(None) == "decoding not recorded"
