@@ -461,8 +461,8 @@ def run_record(copies: list[tuple[str | Path, str | Path]]) -> dict:
     library = library_dir().resolve()
     for origin, copy in copies:
         copy = Path(copy)
-        if not copy.is_file():
-            continue
+        if not copy.is_file() or any(f["file"] == copy.name for f in files):
+            continue  # one entry per file, though several functions of it may be used
         source = copy.read_text(encoding="utf-8", errors="replace")
         entry = {"file": copy.name, "from": str(origin), "hash": content_hash(source), "name": None, "library": False}
         try:
