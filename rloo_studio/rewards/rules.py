@@ -148,8 +148,8 @@ BLOCKS: dict[str, Block] = {b.id: b for b in (
         scores.append(1.0 if isinstance(data, dict) and all(k in data for k in p["keys"]) else 0.0)
     return scores'''),
     _block(id="length", title="Length in a target band",
-           explanation="1.0 when the reply is `low`..`high` words (or tokens) long, falling off linearly to 0.0 at "
-                       "`high` beyond the band on either side.",
+           explanation="1.0 when the reply is `low`..`high` words (split at spaces, so a Chinese or Japanese sentence is "
+                       "one word; use tokens there) or tokens long, falling off linearly to 0.0 `high` away from the band.",
            params={"unit": "words", "low": 5, "high": 100}, uses_ids=True,
            example={"reply": "one two three", "columns": {}, "params": {"low": 5, "high": 10}, "score": 0.8},
            body='''
@@ -160,8 +160,8 @@ BLOCKS: dict[str, Block] = {b.id: b for b in (
         scores.append(max(0.0, 1.0 - distance / max(1, p["high"])))
     return scores'''),
     _block(id="repetition", title="No repetition",
-           explanation="The share of the reply's word n-grams (`n` words) that are not repeats: 1.0 when nothing repeats, "
-                       "near 0.0 for a loop; an empty reply scores 0.0.",
+           explanation="Distinct word n-grams (`n` words in a row) over all of them: 1.0 when nothing repeats (also "
+                       "for fewer than `n` words), near 0.0 for a loop; an empty reply scores 0.0.",
            params={"n": 3},
            example={"reply": "yes yes yes yes yes", "columns": {}, "params": {"n": 2}, "score": 0.25},
            body='''
