@@ -26,6 +26,7 @@ COMBINES = {
 # Names the generated functions use themselves: a column of that name would clash.
 RESERVED = {"completions", "completion_ids", "prompts", "trainer_state", "log_extra", "log_metric", "kwargs", "p", "texts",
             "column", "scores"}
+JSON_TYPES = ("string", "number", "integer", "boolean", "list", "object", "null")
 SCRIPTS = ("latin", "cyrillic", "greek", "arabic", "hebrew", "devanagari", "cjk", "hiragana", "katakana", "hangul", "thai")
 
 
@@ -131,11 +132,19 @@ BLOCKS: dict[str, Block] = {b.id: b for b in (
     return scores'''),
     _block(id="json", title="Valid JSON with given keys",
            explanation="1.0 when the answer (after </think>, a ```json fence allowed) is a JSON object holding every key "
-                       "in `keys`; else 0.0.",
-           params={"keys": ["name"]}, imports=("json",),
-           example={"reply": '```json\n{"name": "Zoë", "age": 7}\n```', "columns": {}, "params": {"keys": ["name", "age"]},
-                    "score": 1.0},
+                       "in `keys`, and each key in `types` with a value of that type (string, number, integer, boolean, "
+                       "list, object, null); else 0.0.",
+           params={"keys": ["name"], "types": {}}, imports=("json",),
+           example={"reply": '```json\n{"name": "Zoë", "age": 7}\n```', "columns": {},
+                    "params": {"keys": ["name"], "types": {"age": "integer"}}, "score": 1.0},
            body='''
+    kinds = {"string": str, "number": (int, float), "integer": int, "boolean": bool, "list": list, "object": dict,
+             "null": type(None)}
+
+    def typed(value, kind):
+        # JSON's true and false are not numbers, though Python's bool is an int
+        return isinstance(value, kinds[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
     scores = []
     for text in texts:
         answer = _answer_part(text).strip()
@@ -145,7 +154,9 @@ BLOCKS: dict[str, Block] = {b.id: b for b in (
             data = json.loads(answer)
         except ValueError:
             data = None
-        scores.append(1.0 if isinstance(data, dict) and all(k in data for k in p["keys"]) else 0.0)
+        ok = isinstance(data, dict) and all(k in data for k in p["keys"])
+        ok = ok and all(k in data and typed(data[k], kind) for k, kind in p["types"].items())
+        scores.append(1.0 if ok else 0.0)
     return scores'''),
     _block(id="length", title="Length in a target band",
            explanation="1.0 when the reply is `low`..`high` words (split at spaces, so a Chinese or Japanese sentence is "
@@ -249,6 +260,11 @@ def block_params(entry: dict, where: str) -> dict:
         except re.error as exc:
             raise RewardError(f"{where}: the pattern {params['pattern']!r} is not a regular expression: {exc}",
                               "Python's `re` could not compile it", "fix the pattern (escape ( ) [ ] . * + ? with \\)") from None
+    if block.id == "json":
+        bad = {k: v for k, v in params["types"].items() if v not in JSON_TYPES}
+        if bad:
+            raise RewardError(f"{where}: types {bad} name no JSON type", f"the types are: {', '.join(JSON_TYPES)}",
+                              "use one of them for each key, e.g. {age: integer}")
     if block.id == "language" and params["script"].lower() not in SCRIPTS:
         raise RewardError(f"{where}: unknown script {params['script']!r}", f"the scripts are: {', '.join(SCRIPTS)}",
                           "pick one of them")

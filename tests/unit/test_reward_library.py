@@ -36,6 +36,15 @@ def test_the_header_is_read_without_running_the_file(tmp_path):
     assert reward.parameters == {"right_number": {"tolerance": 0.0}}
 
 
+def test_a_unicode_header_reads_back_as_written(shelf):
+    examples = [{"prompt": "Ciudad?", "completion": "Zoë está en Málaga ✓", "columns": {"answer": "málaga"}, "total": [1.0, 1.0]}]
+    text = rules.build_file({"blocks": [{"block": "contains"}]}, "Zoë's «rule» \"""", examples=examples)
+    saved = library.save(library.parse(text))
+    again = library.read(saved)
+    assert (again.name, again.examples) == ("Zoë's «rule» \"""", examples) and again.source == text
+    assert library.check_examples(again)["passed"]
+
+
 def test_the_content_hash_is_a_version_of_the_text():
     text = _rule_file()
     assert library.content_hash(text) == library.content_hash(text.replace("\n", "\r\n"))

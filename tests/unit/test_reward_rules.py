@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -98,6 +99,12 @@ def test_json():
                "{" + ", ".join(f'"k{i}": {i}' for i in range(HUGE // 10)) + ', "name": 0, "age": 0}']
     assert score("json", replies, {"keys": ["name", "age"]}) == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0]
     assert score("json", ['{"名前": "x"}'], {"keys": ["名前"]}) == [1.0]
+    schema = {"keys": [], "types": {"age": "integer", "name": "string", "tags": "list", "ok": "boolean"}}
+    replies = ['{"age": 7, "name": "A", "tags": [], "ok": false}', '{"age": "7", "name": "A", "tags": [], "ok": true}',
+               '{"age": true, "name": "A", "tags": [], "ok": true}', '{"age": 7.5, "name": "A", "tags": [], "ok": true}',
+               '{"name": "A", "tags": [], "ok": true}', '{"age": 7, "name": "A", "tags": {}, "ok": 1}']
+    assert score("json", replies, schema) == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert score("json", ['{"x": 1.5}', '{"x": 2}', '{"x": null}'], {"keys": [], "types": {"x": "number"}}) == [1.0, 1.0, 0.0]
 
 
 def test_length_in_words_and_tokens():
@@ -177,6 +184,7 @@ def test_ruff_finds_a_fault_in_code():
     ({"blocks": [{"block": "contains", "params": {"column": "p"}}]}, "a name the reward's code needs"),
     ({"blocks": [{"block": "contains"}, {"block": "contains"}]}, "two blocks are named"),
     ({"blocks": [{"block": "language", "params": {"script": "klingon"}}]}, "unknown script"),
+    ({"blocks": [{"block": "json", "params": {"types": {"age": "int"}}}]}, "name no JSON type"),
     ({"combine": "product", "blocks": [{"block": "contains"}]}, "combine"),
     ({"blocks": [{"block": "contains", "name": "1st"}]}, "cannot be a function name"),
 ])
@@ -184,3 +192,13 @@ def test_a_bad_rule_set_is_refused_with_what_to_do(rule_set, said):
     with pytest.raises(RewardError) as caught:
         rules.build_file(rule_set, "bad")
     assert said in caught.value.what and caught.value.fix
+
+
+def test_the_docs_describe_every_block_and_its_parameters():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "rewards.md").read_text(encoding="utf-8")
+    # The blocks' table: | block | what it scores | parameters (default) | worked example |
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[3] for line in docs.splitlines() if line.startswith("| `")}
+    for block in rules.BLOCKS.values():
+        assert block.id in rows, f"docs/rewards.md has no row for block {block.id}"
+        for param in block.params:
+            assert f"`{param}`" in rows[block.id], f"docs/rewards.md's {block.id} row does not list the parameter {param}"
