@@ -204,6 +204,13 @@ def _header_problems(header: dict, functions: list[str], signatures: dict[str, l
     return problems
 
 
+def _required_args(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The arguments a function cannot be called without: TRL's own, or dataset columns (one with a default is optional)."""
+    args = fn.args.posonlyargs + fn.args.args
+    return [a.arg for a in args[:len(args) - len(fn.args.defaults)]] + \
+        [a.arg for a, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if default is None]
+
+
 def parse(source: str, filename: str = "reward.py", path: str | None = None, origin: str = "file") -> RewardFile:
     """Check a reward file's text without running it; raises RewardError naming every problem."""
     from .user import _parse
@@ -217,7 +224,7 @@ def parse(source: str, filename: str = "reward.py", path: str | None = None, ori
     tree = _parse(source, filename)
     defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")]
     functions = [n.name for n in defs]
-    signatures = {n.name: [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] for n in defs}
+    signatures = {n.name: _required_args(n) for n in defs}
     problems = _header_problems(header, functions, signatures)
     if problems:
         raise _refuse(filename, "\n  - " + "\n  - ".join(problems),
@@ -282,6 +289,32 @@ def python_literal(value, indent: int = 0, width: int = 110) -> str:
 def _docstring(header: dict) -> str:
     text = f"{header['name']}: {header['description']}".replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     return f'"""{text}\n\nA reward file: plain Python in TRL\'s reward contract; the {HEADER} dict below is its header."""'
+
+
+def from_code(source: str, name: str, description: str = "", tags=(), examples=(), weights: dict | None = None) -> str:
+    """A reward file made of reward code (the editor's, a plain rewards.py): a header with `name`, the columns its
+    functions take (arguments without a default that TRL does not pass), weights (1.0 for any not given) and the
+    pinned `examples`. The code's own module docstring gives the description when none is given. Code that already
+    has a header keeps it, with these fields changed. Check the result with `parse`."""
+    from .user import _parse
+
+    tree = _parse(source, "reward.py")
+    if _header_node(tree) is not None:
+        changes = {"name": name, "tags": list(tags), "examples": list(examples)} | ({"description": description} if description else {})
+        return with_header(source, **changes | ({"weights": weights} if weights else {}))
+    lines = source.strip("\n").splitlines()
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        description = description or first.value.value.strip().splitlines()[0]
+        source_lines = source.splitlines()
+        lines = source_lines[:first.lineno - 1] + source_lines[first.end_lineno:]  # the header's docstring replaces it
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")]
+    columns = []
+    for fn in functions:
+        columns += [a for a in _required_args(fn) if a not in _TRL_ARGS and a not in columns]
+    header = {"name": name, "description": description, "columns": columns, "tags": list(tags), "parameters": {},
+              "weights": {fn.name: float((weights or {}).get(fn.name, 1.0)) for fn in functions}, "examples": list(examples)}
+    return render(header, "\n".join(lines))
 
 
 def with_header(source: str, **changes) -> str:

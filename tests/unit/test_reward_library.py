@@ -45,6 +45,34 @@ def test_a_unicode_header_reads_back_as_written(shelf):
     assert library.check_examples(again)["passed"]
 
 
+PLAIN = '''"""Rewards for the arithmetic task.
+
+Second line.
+"""
+import re
+
+
+def right(completions, answer, **kwargs):
+    return [1.0 if re.search(str(a), c) else 0.0 for c, a in zip(completions, answer)]
+
+
+def short(completions, completion_ids, bonus=0.0, **kwargs):
+    return [1.0 + bonus if len(ids) < 20 else 0.0 for ids in completion_ids]
+'''
+
+
+def test_plain_reward_code_becomes_a_reward_file():
+    examples = [{"prompt": "3+4?", "completion": "7", "columns": {"answer": "7"}, "total": [1.5, 1.5]}]
+    text = library.from_code(PLAIN, "arithmetic", tags=["math"], examples=examples, weights={"short": 0.5})
+    reward = library.parse(text)
+    assert (reward.description, reward.columns) == ("Rewards for the arithmetic task.", ["answer"])  # bonus has a default
+    assert reward.weights == {"right": 1.0, "short": 0.5} and reward.tags == ["math"]
+    assert text.count('"""') == 2 and "def right(" in text  # one docstring: the header's replaces the code's
+    assert library.check_examples(reward)["passed"]
+    renamed = library.parse(library.from_code(text, "arithmetic 2", examples=examples))  # a file with a header keeps it
+    assert (renamed.name, renamed.weights, renamed.description) == ("arithmetic 2", reward.weights, reward.description)
+
+
 def test_the_content_hash_is_a_version_of_the_text():
     text = _rule_file()
     assert library.content_hash(text) == library.content_hash(text.replace("\n", "\r\n"))
