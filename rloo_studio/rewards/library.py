@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RewardError
@@ -59,7 +59,6 @@ class RewardFile:
     rules: dict | None = None
     path: str | None = None
     origin: str = "file"  # "library", BUNDLED or "file"
-    extra: dict = field(default_factory=dict)
 
     @property
     def hash(self) -> str:

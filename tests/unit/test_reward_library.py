@@ -38,10 +38,11 @@ def test_the_header_is_read_without_running_the_file(tmp_path):
 
 def test_a_unicode_header_reads_back_as_written(shelf):
     examples = [{"prompt": "Ciudad?", "completion": "Zoë está en Málaga ✓", "columns": {"answer": "málaga"}, "total": [1.0, 1.0]}]
-    text = rules.build_file({"blocks": [{"block": "contains"}]}, "Zoë's «rule» \"""", examples=examples)
+    name = 'Zoë\'s «rule» "quoted" """'  # quotes, even a docstring's, and guillemets
+    text = rules.build_file({"blocks": [{"block": "contains"}]}, name, examples=examples)
     saved = library.save(library.parse(text))
     again = library.read(saved)
-    assert (again.name, again.examples) == ("Zoë's «rule» \"""", examples) and again.source == text
+    assert (again.name, again.examples) == (name, examples) and again.source == text
     assert library.check_examples(again)["passed"]
 
 
