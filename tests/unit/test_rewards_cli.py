@@ -92,3 +92,14 @@ def test_blocks_lists_each_block_with_its_example(capsys):
     assert cli.main(["rewards", "blocks", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [b["id"] for b in listed["blocks"]][:3] == ["contains", "number", "pattern"] and set(listed["combine"]) == {"sum", "all", "any"}
+
+
+def test_an_import_whose_code_ends_its_process_imports_nothing_and_this_process_goes_on(shelf, tmp_path, capsys):
+    built = _build(tmp_path)
+    text = (tmp_path / built).read_text().replace("import unicodedata\n", "import os\nimport unicodedata\n\nos._exit(3)\n", 1)
+    (tmp_path / built).write_text(text)
+    capsys.readouterr()
+    assert cli.main(["rewards", "import", built]) == 2  # the pinned examples run in the scoring child, never here
+    err = capsys.readouterr().err
+    assert "the pinned examples of built.py could not be scored: scoring failed: exit code 3" in err
+    assert "nothing was imported" in err and not shelf.exists()
