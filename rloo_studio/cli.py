@@ -1,4 +1,4 @@
-"""The `rloo-studio` command line: train, runs, eval, export, preview, scan, estimate, rewards, ui.
+"""The `rloo-studio` command line: train, runs, eval, export, preview, scan, estimate, rewards (and the reward library), ui.
 
 Each subcommand parses its arguments, calls one function of the engine, the runs layer or (training
 in several processes) data_parallel, and turns a StudioError into one clear message on stderr with
@@ -554,6 +554,11 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_rewards(args: argparse.Namespace) -> int:
     from .rewards import builtin_catalog
 
+    if getattr(args, "action", None):
+        try:
+            return REWARD_ACTIONS[args.action](args)
+        except StudioError as exc:
+            return _fail(exc)
     catalog = builtin_catalog()
     if args.json:
         print(json.dumps(catalog))
@@ -561,6 +566,156 @@ def cmd_rewards(args: argparse.Namespace) -> int:
         for name, text in catalog.items():
             print(f"{name:<16} {text}")
     return EXIT_OK
+
+
+def _config_lines(reward, path) -> str:
+    """The config entries that train with a library reward at its default weights."""
+    return "\n".join(f"  - file: {path}\n    function: {fn}\n    weight: {reward.weights[fn]:g}" for fn in reward.functions)
+
+
+def rewards_import(args: argparse.Namespace) -> int:
+    """Check a reward file (header, size, the config's data columns, its pinned examples in the scoring child) and
+    copy it into the library only when all of that passes."""
+    from .rewards import library
+
+    reward = library.read(args.file)
+    cfg, problems = None, []
+    if args.config:
+        from .config import RunConfig
+        from .data import load_rows
+
+        cfg = RunConfig.load(args.config)
+        problems = library.column_problems(reward, load_rows(cfg.data, cfg.base_dir).columns)
+    checked = library.check_examples(reward, cfg, timeout_s=args.timeout) if not problems else None
+    passed = checked is not None and checked["passed"]
+    saved = library.save(reward, replace=args.replace) if passed else None
+    if args.json:
+        print(json.dumps({"reward": reward.summary(), "column_problems": problems, "examples": checked,
+                          "saved": str(saved) if saved else None}))
+    else:
+        weights = ", ".join(f"{fn} (weight {w:g})" for fn, w in reward.weights.items())
+        print(f"{args.file}: \"{reward.name}\", version {library.short_hash(reward.hash)}; functions {weights}")
+        if checked is not None and not checked["problems"]:
+            print(f"Pinned examples (completion_ids: {checked['tokens']}):")
+            for v in checked["verdicts"]:
+                total = "None" if v["total"] is None else f"{v['total']:.3f}"
+                print(f"  {'pass' if v['ok'] else 'FAIL'}  {v['completion'][:50]!r} -> total {total} "
+                      f"(expected {v['expected'][0]}..{v['expected'][1]})" + (f": {v['why']}" if v["why"] else ""))
+        if saved:
+            print(f"All {len(reward.examples)} pinned examples pass. Saved in the library: {saved}\n"
+                  f"Train with it: add to the config's rewards:\n{_config_lines(reward, saved)}")
+    if saved:
+        return EXIT_OK
+    if problems:
+        raise StudioError(f"{args.file} needs data the config's dataset lacks: " + "; ".join(problems),
+                          "TRL passes each dataset column to the reward by name; a missing one fails the first step",
+                          "add the column to the data, or point the reward at one the data has; nothing was imported")
+    if checked["problems"]:
+        raise StudioError(f"the pinned examples of {args.file} could not be scored: {checked['problems'][0]}",
+                          "importing runs the reward's own tests before it is used", "fix the reward; nothing was imported")
+    failed = sum(1 for v in checked["verdicts"] if not v["ok"])
+    raise StudioError(f"{failed} of {len(checked['verdicts'])} pinned examples of {args.file} fail",
+                      "the file's own tests say the reward does not score as its author expected (see the lines above)",
+                      "fix the reward or its examples' expected totals; nothing was imported")
+
+
+def rewards_list(args: argparse.Namespace) -> int:
+    from .rewards import library
+
+    listed = library.search(args.search or "")
+    _, problems = library.entries(with_bundled=False)
+    if args.json:
+        print(json.dumps({"library": str(library.library_dir()), "rewards": [r.summary() for r in listed],
+                          "problems": problems}))
+        return EXIT_OK
+    print(f"Library: {library.library_dir()}")
+    for r in listed:
+        where = "bundled" if r.origin == library.BUNDLED else "library"
+        print(f"  {r.name:<40} {library.short_hash(r.hash)}  {where:<8} columns: {', '.join(r.columns) or '-':<10} {r.description[:60]}")
+    for problem in problems:
+        print(f"  unreadable: {problem.splitlines()[0]}", file=sys.stderr)
+    if not listed:
+        print("  nothing matches" if args.search else "  empty: `rloo-studio rewards import FILE` adds a reward file")
+    return EXIT_OK
+
+
+def _new_file(out: str | None, name: str) -> Path:
+    target = Path(out) if out else Path(f"{runs.slugify(name, 48)}.py")
+    if target.exists():
+        raise StudioError(f"{target} already exists", "exporting never overwrites a file", "give another --out")
+    return target
+
+
+def rewards_export(args: argparse.Namespace) -> int:
+    """Write a library entry (or a bundled template) as a reward file to share."""
+    from .rewards import library
+
+    reward = library.find(args.name)
+    target = _new_file(args.out, reward.name)
+    target.write_text(reward.source, encoding="utf-8")
+    print(f"Wrote {target}: \"{reward.name}\", version {library.short_hash(reward.hash)} "
+          f"(import it elsewhere with `rloo-studio rewards import {target}`)")
+    return EXIT_OK
+
+
+def rewards_build(args: argparse.Namespace) -> int:
+    """A reward file from a rule set (YAML or JSON: name, description, tags, combine, blocks, examples)."""
+    import yaml
+
+    from .rewards import library, rules
+
+    try:
+        spec = yaml.safe_load(Path(args.rules).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise StudioError(f"cannot read the rule set {args.rules}: {exc.strerror}", "", "give the path of a YAML or JSON file") from None
+    except yaml.YAMLError as exc:
+        raise StudioError(f"the rule set {args.rules} is not YAML: {str(exc).splitlines()[0]}", "", "fix the file") from None
+    if not isinstance(spec, dict) or not spec.get("name"):
+        raise StudioError(f"the rule set {args.rules} has no `name`", "the name becomes the reward's name in the library",
+                          "add e.g. `name: answer in a box`, with `blocks:` (see `rloo-studio rewards blocks`)")
+    # `function`: with combine all/any, the one function's name
+    rule_set = {"combine": spec.get("combine", "sum"), "blocks": spec.get("blocks"), "name": spec.get("function")}
+    text = rules.build_file(rule_set, spec["name"], spec.get("description", ""), spec.get("tags"), spec.get("examples"))
+    reward = library.parse(text, args.rules)  # the examples' form is checked here; `import` scores them
+    target = _new_file(args.out, reward.name)
+    target.write_text(text, encoding="utf-8")
+    print(f"Wrote {target}: functions {', '.join(reward.functions)}. Check its pinned examples and keep it with "
+          f"`rloo-studio rewards import {target}`")
+    return EXIT_OK
+
+
+def rewards_blocks(args: argparse.Namespace) -> int:
+    from .rewards import rules
+
+    catalog = rules.catalog()
+    if args.json:
+        print(json.dumps({"blocks": catalog, "combine": rules.COMBINES}))
+        return EXIT_OK
+    for b in catalog:
+        ex = b["example"]
+        print(f"{b['id']:<11} {b['title']}\n            {b['explanation']}\n            parameters: {json.dumps(b['params'])}"
+              f"\n            e.g. {ex['reply']!r} with {json.dumps({**ex['columns'], **ex['params']}, ensure_ascii=False)} "
+              f"scores {ex['score']:g}")
+    print("combine: " + "; ".join(f"{k}: {v}" for k, v in rules.COMBINES.items()))
+    return EXIT_OK
+
+
+def rewards_duplicate(args: argparse.Namespace) -> int:
+    from .rewards import library
+
+    print(f"Wrote {library.duplicate(args.name, args.new_name)}")
+    return EXIT_OK
+
+
+def rewards_delete(args: argparse.Namespace) -> int:
+    from .rewards import library
+
+    print(f"Deleted {library.delete(args.name)} (runs that used it keep their own copy)")
+    return EXIT_OK
+
+
+REWARD_ACTIONS = {"import": rewards_import, "list": rewards_list, "export": rewards_export, "build": rewards_build,
+                  "blocks": rewards_blocks, "duplicate": rewards_duplicate, "delete": rewards_delete}
 
 
 # ---- ui -----------------------------------------------------------------------------------------
@@ -702,9 +857,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_estimate)
 
-    p = sub.add_parser("rewards", help="list the builtin reward functions")
+    p = sub.add_parser("rewards", help="list the builtin reward functions; keep reward files in your library (import, export, list, build)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(func=cmd_rewards)
+    p.set_defaults(func=cmd_rewards, action=None)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    a = actions.add_parser("import", help="check a reward file (header, columns, pinned examples) and keep it in your library")
+    a.add_argument("file", help="a reward file (.py with a REWARD header; see docs/rewards.md)")
+    a.add_argument("--config", help="check the columns against this run config's data, and score the examples as it trains "
+                                    "(chat or plain prompts, its tokenizer)")
+    a.add_argument("--replace", action="store_true", help="replace a different reward of the same name in the library")
+    a.add_argument("--timeout", type=float, default=SCORE_TIMEOUT_S, help="seconds one reward call may take")
+    a.add_argument("--json", action="store_true", help="print one JSON document")
+    a = actions.add_parser("list", help="the rewards in your library and the bundled templates")
+    a.add_argument("--search", metavar="WORDS", help="only those whose name, description, tags or columns hold every word")
+    a.add_argument("--json", action="store_true", help="print one JSON document")
+    a = actions.add_parser("export", help="write a library reward (or a bundled template) as a file to share")
+    a.add_argument("name", help="its name in `rloo-studio rewards list`")
+    a.add_argument("--out", metavar="FILE.py", help="where to write it (default: its name as a file here)")
+    a = actions.add_parser("build", help="write a reward file from a rule set (YAML: name, description, tags, combine, function, "
+                                         "blocks, examples)")
+    a.add_argument("rules", help="the rule set (YAML or JSON; see `rloo-studio rewards blocks` and docs/rewards.md)")
+    a.add_argument("--out", metavar="FILE.py", help="where to write it (default: its name as a file here)")
+    a = actions.add_parser("blocks", help="the rule builder's blocks: what each checks, its parameters, a worked example")
+    a.add_argument("--json", action="store_true", help="print one JSON document")
+    a = actions.add_parser("duplicate", help="copy a library reward (or a template) under a new name")
+    a.add_argument("name")
+    a.add_argument("new_name")
+    a = actions.add_parser("delete", help="remove a reward from your library (runs keep their copies)")
+    a.add_argument("name")
 
     p = sub.add_parser("ui", help="start the web app on this machine")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: only this machine)")

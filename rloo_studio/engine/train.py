@@ -77,6 +77,10 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
         path.mkdir(parents=True, exist_ok=True)
     resolved = resolved_config(cfg, path)
     resolved.save(path / runs.CONFIG_FILE)
+    from ..rewards.library import record_run_rewards
+
+    # Which reward files trained the run, by content hash (a library reward's version): rewards.json.
+    record_run_rewards(path, [(cfg.resolve_path(a.file), path / b.file) for a, b in zip(cfg.rewards, resolved.rewards) if a.file])
     from ..scan import copy_scan_record
 
     copy_scan_record(resolved.data.source, path)  # data filtered by a scan: the run keeps which prompts and why

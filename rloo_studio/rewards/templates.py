@@ -2,11 +2,14 @@
 
 Each template is complete, self-contained Python in TRL's contract that a person can paste into
 the editor and change. They do what the builtins in `builtin.py` do, written for reading rather
-than for every edge case (the builtins stay the reference implementations). Pure text: nothing
-here is executed by the app's process.
+than for every edge case (the builtins stay the reference implementations). Each is also a library
+entry (`library_template`): a reward file whose header gives its tags and pinned examples, which a
+test scores. Pure text: nothing here is executed by the app's process.
 """
 
 from __future__ import annotations
+
+import ast
 
 TEMPLATES: dict[str, str] = {
     "answer match (exact text)": '''
@@ -158,3 +161,61 @@ def concise_and_correct(completions, answer, completion_ids, **kwargs):
 
 def template(name: str) -> str:
     return TEMPLATES[name].strip("\n") + "\n"
+
+
+def _ex(prompt: str, completion: str, low: float | None, high: float | None, **columns) -> dict:
+    return {"prompt": prompt, "completion": completion, "columns": columns, "total": [low, high]}
+
+
+SUM = "Ana has 47 apples and gets 28 more. How many now?"
+# Each template as a library entry: its tags and pinned examples (the header's other fields come from its code).
+# The examples hold whatever the tokenizer: none depends on how a text splits into tokens except through a range
+# wide enough for one id per character and a real tokenizer alike.
+TEMPLATE_HEADERS: dict[str, dict] = {
+    "answer match (exact text)": {"tags": ["correctness"], "examples": [
+        _ex("Capital of France?", "<think>easy</think> Paris", 1.0, 1.0, answer="paris"),
+        _ex("Capital of France?", "<think>hm</think>Lyon", 0.0, 0.0, answer="paris")]},
+    "numeric answer": {"tags": ["correctness", "math"], "examples": [
+        _ex(SUM, "<think>47+28</think>It is 75.", 1.0, 1.0, answer="75"),
+        _ex("How many grams in a kilogram?", "<think>k</think>1,000", 1.0, 1.0, answer="1000"),
+        _ex(SUM, "<think>47+28</think>74", 0.0, 0.0, answer="75")]},
+    "format (regular expression)": {"tags": ["format", "thinking"], "examples": [
+        _ex(SUM, "<think>47+28</think> 75", 1.0, 1.0), _ex(SUM, "75", 0.0, 0.0)]},
+    "think, then answer": {"tags": ["format", "thinking"], "examples": [
+        _ex(SUM, "<think>47+28</think>75", 1.0, 1.0), _ex(SUM, "<think>47+28</think>", 0.5, 0.5),
+        _ex(SUM, "75", 0.0, 0.0)]},
+    "thinking length in tokens (finds </think> by token)": {"tags": ["length", "thinking"], "examples": [
+        _ex(SUM, "I keep thinking and never stop", -1.0, -1.0)]},
+    "length band": {"tags": ["length"], "examples": [
+        _ex(SUM, "", 0.9, 0.95)]},  # 0 or 1 id (the end token): 1 - 20/300 or 1 - 19/300
+    "keywords": {"tags": ["style"], "examples": [
+        _ex("Why?", "It rains because it is cold, therefore wet.", 1.0, 1.0),
+        _ex("Why?", "As an AI I cannot say.", -1.0, -1.0)]},
+    "valid JSON": {"tags": ["format", "json"], "examples": [
+        _ex("Describe Ana as JSON.", '{"name": "Ana", "age": 7}', 1.0, 1.0),
+        _ex("Describe Ana as JSON.", '{"name": "Ana"}', 0.5, 0.5),
+        _ex("Describe Ana as JSON.", "Ana is seven.", 0.0, 0.0)]},
+    "composite: correct AND well-formed": {"tags": ["correctness", "format", "math"], "examples": [
+        _ex(SUM, "<think>47+28</think>75", 1.0, 1.0, answer="75"),
+        _ex(SUM, "75", 0.6, 0.6, answer="75"),
+        _ex(SUM, "<think>47+28</think>74", 0.2, 0.2, answer="75")]},
+    "composite: shorter correct answers win": {"tags": ["correctness", "length"], "examples": [
+        _ex(SUM, "<think>47+28</think>75", 1.0, 1.0, answer="75"),
+        _ex(SUM, "<think>47+28</think>74", 0.0, 0.0, answer="75")]},
+}
+
+_TRL_ARGS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"}
+
+
+def library_template(name: str) -> str:
+    """Template `name` as a reward file (library.render): its code under a header with the function's own first
+    docstring line as description, the columns its function takes, weight 1.0, and the tags and pinned examples above."""
+    from .library import render
+
+    code = template(name)
+    functions = [n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    columns = [a.arg for f in functions for a in f.args.args if a.arg not in _TRL_ARGS]
+    description = (ast.get_docstring(functions[0]) or name).splitlines()[0]
+    header = {"name": name, "description": description, "columns": list(dict.fromkeys(columns)), **TEMPLATE_HEADERS[name],
+              "parameters": {}, "weights": {f.name: 1.0 for f in functions}}
+    return render({k: header[k] for k in ("name", "description", "columns", "tags", "parameters", "weights", "examples")}, code)

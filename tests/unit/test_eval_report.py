@@ -203,12 +203,12 @@ def test_the_checkpoint_table_stars_only_a_named_best_checkpoint_as_the_cli_docs
 
     n = 6
     base, higher, final = side("base", 0, [0.0] * n), side("checkpoint-2", 2, [1.0] * n), side("final", 4, [0.5] * n)
-    report = {"base": evaluate._summary(base, list(range(n)), SEED), "n_prompts": n, "best": None, "selection": {},
+    report = {**report_of(base, final), "best": None, "selection": {},
               "checkpoints": [{"name": s.name, "step": s.step, "summary": evaluate._summary(s, list(range(n)), SEED),
                                "tuned_vs_base": stats.paired(base.totals, s.totals, SEED)} for s in (higher, final)]}
-    _print_checkpoint_table(report)
+    _print_checkpoint_table(report, Path("runs/r"))
     assert "*" not in capsys.readouterr().out  # the highest mean, but no best checkpoint named
-    _print_checkpoint_table({**report, "best": "checkpoint-2"})
+    _print_checkpoint_table({**report, "best": "checkpoint-2"}, Path("runs/r"))
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.endswith("  *")] == ["checkpoint-2"]
     docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8").split())
     assert "`*` marks the best mean reward" not in docs and "`*` marks the best checkpoint" in docs
