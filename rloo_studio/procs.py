@@ -9,10 +9,11 @@ only as far as it was written before, so a grandchild that keeps the pipe open c
 `json_child` (the one way the app asks a short-lived helper process a question: reward check, data peek, hardware
 probe) are built on it.
 
-What is and is not caught: on POSIX everything that stays in the child's process group, at any time, and while the
-child runs also every descendant that left the group (psutil's process tree); a process that both leaves the group
-(setsid) and outlives its parent is not found. A sandbox (bubblewrap's own PID namespace, or a cgroup) closes that
-gap; it is meant to be one more option of `Child`, an argv prefix (`wrap`) that runs the command inside it.
+What is and is not caught: on POSIX everything that stays in the child's process group, at any time; while the
+child runs also every descendant that left the group (psutil's process tree); and on Linux, after its exit, any
+process still holding its output pipes. A process that leaves the group (setsid), outlives its parent and lets go of
+its pipes is not found. A sandbox (bubblewrap's own PID namespace, or a cgroup) closes that gap; it is meant to be
+one more option of `Child`, an argv prefix (`wrap`) that runs the command inside it.
 
 One place for what differs between POSIX (Linux, macOS, WSL) and Windows, with each branch written out
 (`if os.name == "posix"` / `sys.platform == "win32"`); the rest of the package never calls POSIX-only functions
@@ -113,6 +114,32 @@ def _wait_gone(processes: list, timeout_s: float = 10) -> None:
         processes = [p for p in processes if pid_alive(p.pid)]
         if processes:
             time.sleep(0.01)
+
+
+def _end_pipe_holders(fds: list[int]) -> bool:
+    """Linux: kill the other processes that hold one of these pipes (this process's read ends) open, found by the
+    pipe's inode in /proc/PID/fd; True when there were any. Only a child's descendants hold a child's pipes: the app's
+    other children are started without them, and a warm starter passes them on and closes its copy."""
+    if not sys.platform.startswith("linux"):
+        return False
+    links = {f"pipe:[{os.fstat(fd).st_ino}]" for fd in fds}
+    holders = []
+    for pid in psutil.pids():
+        if pid == os.getpid():
+            continue
+        try:
+            folder = f"/proc/{pid}/fd"
+            if any(os.readlink(f"{folder}/{name}") in links for name in os.listdir(folder)):
+                holders.append(psutil.Process(pid))
+        except (OSError, psutil.Error):  # gone meanwhile, or another user's: not one of ours
+            continue
+    for p in holders:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    _wait_gone(holders)
+    return bool(holders)
 
 
 class _Lines:
@@ -323,7 +350,7 @@ class Child:
         selector = selectors.DefaultSelector()
         for stream, feed in self._streams:
             selector.register(stream.fileno(), selectors.EVENT_READ, feed)
-        exited, after_exit, looked = False, 0, 0.0
+        exited, after_exit, looked, holders_ended = False, 0, 0.0, False
         try:
             while selector.get_map():
                 if not exited and time.monotonic() - looked >= _POLL_S:
@@ -333,7 +360,12 @@ class Child:
                         exited = True
                 ready = selector.select(0 if exited else _POLL_S)
                 if exited and (not ready or after_exit > _DRAIN_LIMIT):
-                    break  # all it wrote is read; what is left open belongs to a process outside its group
+                    # All it wrote is read; a pipe still open is held by a process that left its group.
+                    if sys.platform.startswith("linux") and not holders_ended:
+                        holders_ended = True
+                        if _end_pipe_holders([key.fd for key in selector.get_map().values()]):
+                            continue  # then read what they wrote before they ended, up to the pipes' end
+                    break
                 for key, _ in ready:
                     data = os.read(key.fd, _CHUNK)
                     after_exit += len(data) if exited else 0
