@@ -46,11 +46,10 @@ def _wait_for_run_dir(run_dir: Path, timeout_s: float = 600) -> None:
 
 
 def _rank_env(run_dir: Path) -> dict:
-    """The ranks' environment: which run they write (rank 0) or watch (the STOP file), and who launched them."""
-    from .procs import utf8_env
-
-    return utf8_env({**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
-                     runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"})
+    """The ranks' environment: which run they write (rank 0) or watch (the STOP file), and who launched them
+    (`procs.Child` adds what every child gets)."""
+    return {**os.environ, RUN_DIR_ENV: str(run_dir), LAUNCHER_PID_ENV: str(os.getpid()),
+            runs.LOG_CAPTURED_ENV: str(run_dir), "PYTHONUNBUFFERED": "1"}
 
 
 def train_data_parallel(config_path: str, overrides: list[str], *, num_processes: int = 1,

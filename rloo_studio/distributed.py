@@ -33,14 +33,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from .errors import StudioError
-from .procs import STOP_SIGNALS, interrupt, own_group_kwargs
+from .procs import STDOUT, STOP_SIGNALS, Child
 
 ACCELERATE_CONFIG_FILE = "accelerate_config.yaml"
 # Set by the launcher for its ranks: the run directory every rank writes to (rank 0) or reads (the
@@ -207,29 +206,31 @@ def supervise(argv: list[str], env: dict, log_file: BinaryIO | None, clean_stop:
     Ctrl-C/SIGTERM `clean_stop(signum)` may ask the run to stop after the current step (it returns True when it
     did); otherwise, and on a second signal, the processes are interrupted, and on a third killed.
     """
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            **own_group_kwargs())
+    out = getattr(sys.stdout, "buffer", None)
+
+    def copy(chunk: bytes) -> None:
+        if out is not None:
+            out.write(chunk)
+            out.flush()
+        else:
+            sys.stdout.write(chunk.decode("utf-8", "replace"))
+        if log_file:
+            log_file.write(chunk)
+            log_file.flush()
+
     signals: list[int] = []
+    proc: Child | None = None
 
     def on_signal(signum, frame):
         signals.append(signum)
         if len(signals) == 1 and clean_stop(signum):
             return
-        interrupt(proc, hard=len(signals) > 2)
+        if proc is not None:
+            proc.interrupt(hard=len(signals) > 2)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    out = getattr(sys.stdout, "buffer", None)
     try:
-        assert proc.stdout is not None
-        while chunk := os.read(proc.stdout.fileno(), 65536):
-            if out is not None:
-                out.write(chunk)
-                out.flush()
-            else:
-                sys.stdout.write(chunk.decode("utf-8", "replace"))
-            if log_file:
-                log_file.write(chunk)
-                log_file.flush()
+        proc = Child(argv, stdout=copy, stderr=STDOUT, env=env, chunks=True)
         return proc.wait(), signals
     finally:
         for sig, handler in previous.items():

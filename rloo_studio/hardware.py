@@ -16,12 +16,11 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
 from .paths import BOOTSTRAP_SCRIPT
-from .procs import json_child
+from .procs import json_child, run
 
 PROBE_TIMEOUT_S = 120  # importing torch on a cold disk can take a minute
 
@@ -88,9 +87,8 @@ def nvidia_smi_gpus() -> list[str]:
     if not smi:
         return []
     try:
-        result = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                                capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=20)
-    except (OSError, subprocess.SubprocessError):
+        result = run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], timeout_s=20)
+    except OSError:
         return []
     return [line.strip() for line in result.stdout.splitlines() if line.strip()] if result.returncode == 0 else []
 

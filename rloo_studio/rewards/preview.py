@@ -23,9 +23,7 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
-import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -38,7 +36,7 @@ from ..config import RewardSpec
 from ..data import build_prompt, use_chat_format
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
-from ..procs import utf8_env
+from ..procs import PIPE, Child
 from ..runs import REWARDS_FILE
 from .builtin import NEEDS_THINK_END_TOKEN_ID
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
@@ -449,7 +447,26 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     return list(unique.values())
 
 
-def start_scorer(tokenizer: str | None = None) -> subprocess.Popen:
+class _ScoringChild(Child):
+    """A scoring child and what it has said: its answer on stdout; on stderr a CALLING NAME / RETURNED pair around
+    each reward call (with when the call began) and everything else (the user's prints, tracebacks)."""
+
+    def __init__(self, argv: list[str]):
+        self.out_lines: list[str] = []
+        self.err_lines: list[str] = []
+        self.calling: dict = {}  # name and start of the call in progress, if any
+        super().__init__(argv, stdin=PIPE, stdout=self.out_lines.append, stderr=self._stderr_line)
+
+    def _stderr_line(self, line: str) -> None:
+        if line.startswith("CALLING "):
+            self.calling.update(name=line.split(" ", 1)[1], since=time.time())
+        elif line == "RETURNED":
+            self.calling.clear()
+        else:
+            self.err_lines.append(line)
+
+
+def start_scorer(tokenizer: str | None = None) -> Child:
     """A scoring child, waiting for its request.
 
     Started ahead of time (after a preview, while the person reads the table) it makes the next
@@ -459,19 +476,17 @@ def start_scorer(tokenizer: str | None = None) -> subprocess.Popen:
     text (pinned examples, pasted completions), whose token ids need it: importing the tokenizer
     library is most of such a check's time (seconds on a laptop)."""
     preload = [PRELOAD_ARG, tokenizer] if tokenizer else []
-    return subprocess.Popen([sys.executable, "-m", "rloo_studio.rewards.preview", *preload], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                            env=utf8_env())
+    return _ScoringChild([sys.executable, "-m", "rloo_studio.rewards.preview", *preload])
 
 
-def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subprocess.Popen | None = None,
+def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Child | None = None,
                    load_timeout_s: float = LOAD_TIMEOUT_S) -> dict:
     """`score` in a child process with time limits; problems come back in `problems`, never as exceptions.
 
     `timeout_s` limits each call of a reward function (from the child's CALLING line to its RETURNED
     line), so a slow start of the child on a busy machine is not blamed on the reward;
     `load_timeout_s` limits the time outside calls (start-up, imports, loading the reward file).
-    `proc`: a child from `start_scorer` to use."""
+    `proc`: a child from `start_scorer` to use. The child ends with everything the reward code started."""
     if request.get("source") is None:
         return _score_in_child(request, timeout_s, proc, load_timeout_s)
     # This process writes the editor's code and removes it once the child has ended: a child killed on the time
@@ -481,70 +496,41 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: subp
         return _score_in_child({**request, "source": None, "base_dir": folder}, timeout_s, proc, load_timeout_s)
 
 
-def _score_in_child(request: dict, timeout_s: float, proc: subprocess.Popen | None, load_timeout_s: float) -> dict:
+def _score_in_child(request: dict, timeout_s: float, proc: Child | None, load_timeout_s: float) -> dict:
     started = time.time()
     if proc is None or proc.poll() is not None:
         proc = start_scorer()
-    err_lines: list[str] = []
-    out_chunks: list[str] = []
-    calling: dict = {}  # name and start of the call in progress, if any
+    proc.give_input(json.dumps(request))
+    clock = {"outside_calls": 0.0, "last": time.time()}
 
-    def read_stderr() -> None:
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            if line.startswith("CALLING "):
-                calling.update(name=line.split(" ", 1)[1], since=time.time())
-            elif line == "RETURNED":
-                calling.clear()
-            else:
-                err_lines.append(line)
+    def overdue() -> str | None:
+        """Why the child must stop now, if it must: a reward call, or the time outside calls, past its limit."""
+        now = time.time()
+        call = dict(proc.calling)
+        problem = None
+        if call:
+            if now - call["since"] > timeout_s:
+                problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
+                           "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
+                           "What to do: make it return promptly; the app stopped it and is unaffected.")
+        else:
+            clock["outside_calls"] += now - clock["last"]
+            if clock["outside_calls"] > load_timeout_s:
+                problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
+                           "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
+                           "move slow work out of the file's top level; the app stopped it and is unaffected.")
+        clock["last"] = now
+        return problem
 
-    readers = [threading.Thread(target=read_stderr, daemon=True),
-               threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)]
-    for reader in readers:
-        reader.start()
-    problem = None
-    try:
-        proc.stdin.write(json.dumps(request))
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass  # the child ended already: its output says why
-    outside_calls = 0.0
-    last = time.time()
-    try:
-        while proc.poll() is None:
-            time.sleep(0.05)
-            now = time.time()
-            call = dict(calling)
-            if call:
-                if now - call["since"] > timeout_s:
-                    problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
-                               "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
-                               "What to do: make it return promptly; the app stopped it and is unaffected.")
-            else:
-                outside_calls += now - last
-                if outside_calls > load_timeout_s:
-                    problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
-                               "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
-                               "move slow work out of the file's top level; the app stopped it and is unaffected.")
-            last = now
-            if problem:
-                proc.kill()
-                break
-    except BaseException:  # e.g. Ctrl-C in `rloo-studio preview`: the child must not outlive the wait (nor hold its folder)
-        proc.kill()
-        proc.wait()
-        raise
-    proc.wait()
-    for reader in readers:
-        reader.join(timeout=10)
-    if problem:
-        return {"problems": [problem], "seconds": time.time() - started}
-    lines = ("".join(out_chunks)).strip().splitlines()
+    # Ctrl-C in `rloo-studio preview` ends the child too: it must not outlive the wait (nor hold its folder).
+    proc.wait(overdue=overdue)
+    if proc.stopped:
+        return {"problems": [proc.stopped], "seconds": time.time() - started}
+    lines = "\n".join(proc.out_lines).strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        tail = ([line for line in err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
-        if calling:  # it ended inside a reward call: that function ended it
-            return {"problems": [f"reward function `{calling['name']}` ended the scoring process (exit code {proc.returncode}) "
+        tail = ([line for line in proc.err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
+        if proc.calling:  # it ended inside a reward call: that function ended it
+            return {"problems": [f"reward function `{proc.calling['name']}` ended the scoring process (exit code {proc.returncode}) "
                                  f"instead of returning; last output: {tail}\nWhy: reward code called os._exit() or crashed "
                                  "the Python interpreter (e.g. in a C extension); in training that would end the run.\nWhat to "
                                  "do: return a list of numbers (None for completions it cannot score); the app is unaffected."],

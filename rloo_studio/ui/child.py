@@ -3,22 +3,20 @@
 Tabs run commands with `--events` and move their progress bars by the JSON event lines only (`event_of`): the
 other stderr lines are the libraries' warnings and logs, not progress.
 
-stdout is read by a second thread while stderr is read line by line: reading one pipe to its end
-before the other would stall both processes as soon as the command's answer (a JSON document,
-e.g. eval's per-prompt records) outgrows the pipe's buffer (64 KiB on Linux). The command runs to
-its end even if the page that asked for it is closed (an evaluation or export is finished and
-saved, not lost); an exception in the caller's callback kills it. Nothing here loads a model.
+Both pipes are read as the command writes (`procs.Child`): reading one to its end before the other would
+stall both processes as soon as the command's answer (a JSON document, e.g. eval's per-prompt records) outgrows the
+pipe's buffer (64 KiB on Linux). The command runs to its end even if the page that asked for it is closed (an
+evaluation or export is finished and saved, not lost); an exception in the caller's callback (called on the thread
+that reads the pipes) kills it and everything it started. Nothing here loads a model.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 
-from ..procs import utf8_env
+from ..procs import Child
 
 
 @dataclass
@@ -49,22 +47,14 @@ def run_cli(args: list[str], on_line=lambda line: None, cwd: str | None = None, 
 
 
 def run_command(argv: list[str], on_line=lambda line: None, cwd: str | None = None, tail_lines: int = 40) -> Finished:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, encoding="utf-8", errors="replace", cwd=cwd,
-                            env=utf8_env())
-    chunks: list[str] = []
-    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), name="cli-stdout", daemon=True)
-    reader.start()
+    out: list[str] = []
     tail: list[str] = []
-    try:
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            tail = (tail + [line])[-tail_lines:]
-            on_line(line)
-        proc.wait()
-        reader.join()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return Finished(proc.returncode, "".join(chunks), tail)
+
+    def stderr_line(line: str) -> None:
+        tail.append(line)
+        del tail[:-tail_lines]
+        on_line(line)
+
+    child = Child(argv, stdout=out.append, stderr=stderr_line, cwd=cwd)
+    code = child.wait()
+    return Finished(code, "\n".join(out), tail)

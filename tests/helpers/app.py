@@ -19,25 +19,24 @@ from pathlib import Path
 
 from rloo_studio import runs
 
-# Where the app starts its children, each with `subprocess.Popen([sys.executable, "-m", MODULE, ...])`: the training
-# worker (jobs), the eval/export/scan children (ui/child), the chat and preview worker (inference_client) and the reward
-# preview's scoring child (rewards/preview). The scoring child sets its own memory limit when it starts (RLIMIT_DATA,
-# 16 GiB here): a child forked from the transformers starter starts with ~1 GiB of it taken, as a fresh one does once
-# it has loaded the tokenizer.
-SPAWNING_MODULES = ("rloo_studio.jobs", "rloo_studio.ui.child", "rloo_studio.inference_client", "rloo_studio.rewards.preview")
+# The app starts every child through procs.Child, with `subprocess.Popen([sys.executable, "-m", MODULE, ...])`: the
+# training worker (jobs), the eval/export/scan children (ui/child), the chat and preview worker (inference_client), the
+# reward preview's scoring child (rewards/preview) and the short-lived helpers (json_child: reward check, data peek). The
+# scoring child sets its own memory limit when it starts (RLIMIT_DATA, 16 GiB here): a child forked from the
+# transformers starter starts with ~1 GiB of it taken, as a fresh one does once it has loaded the tokenizer.
 
 
 @contextmanager
 def warm_children():
     """The app's children forked from the tests' warm starters (helpers/warm.py) while this is active.
 
-    Each spawning module's `subprocess` is replaced by a copy whose Popen hands `python -m MODULE ARGS` to
-    `warm.popen_module` with the same arguments (directory, environment, pipes, own session); the child runs the same
-    module, only its imports were done before the fork. Anything else, and every command the starters cannot take
-    (a different import-time environment, RLOO_STUDIO_TESTS_FRESH=1), starts as the product starts it."""
-    import importlib
-
+    procs' `subprocess` is replaced by a copy whose Popen hands `python -m MODULE ARGS` to `warm.popen_module` with the
+    same arguments (directory, environment, pipes, own session); the child runs the same module, only its imports
+    were done before the fork. Anything else, and every command the starters cannot take (a different import-time
+    environment, RLOO_STUDIO_TESTS_FRESH=1), starts as the product starts it."""
     from helpers import cli_stack, warm
+
+    from rloo_studio import procs
 
     def popen(argv, **kwargs):
         if isinstance(argv, (list, tuple)) and len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
@@ -46,15 +45,11 @@ def warm_children():
             return warm.popen_module(module, args, stack=stack, **kwargs)
         return subprocess.Popen(argv, **kwargs)
 
-    shim = warm.subprocess_with(popen)
-    modules = [importlib.import_module(name) for name in SPAWNING_MODULES]
-    for module in modules:
-        module.subprocess = shim
+    procs.subprocess = warm.subprocess_with(popen)
     try:
         yield
     finally:
-        for module in modules:
-            module.subprocess = subprocess
+        procs.subprocess = subprocess
 
 
 def free_port() -> int:

@@ -184,27 +184,26 @@ def _become(request: dict, fds: list[int], added: dict) -> None:
 # Product modules that start children of their own (`python -m MODULE`) inside the commands the starters run: the
 # reward preview's scoring child, started by `rloo-studio preview` and `scan` and by the app's children. A warm child
 # forks those from its own starter too, as helpers/app.py does for the app's children, under the same rule (nothing
-# read at import time differs).
+# read at import time differs). Every child starts through procs.Child, whose `subprocess` is replaced; a command
+# of any other module starts as it would.
 NESTED_MODULES = ("rloo_studio.rewards.preview",)
 
 
 def _nest(path: str, starter_env: dict, added: dict) -> None:
     """In a warm child: the NESTED_MODULES' `python -m ...` children are forked from this child's own starter."""
-    import importlib
+    from rloo_studio import procs
 
     def popen(argv, **kwargs):
         env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
         if (isinstance(argv, (list, tuple)) and len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m"
-                and "1" not in (os.environ.get(FRESH_VARIABLE), env.get(FRESH_VARIABLE))
+                and argv[2] in NESTED_MODULES and "1" not in (os.environ.get(FRESH_VARIABLE), env.get(FRESH_VARIABLE))
                 and set(kwargs) <= {"stdin", "stdout", "stderr", "text", "encoding", "errors", "start_new_session", "env", "cwd"}
                 and _import_time_view({**added, **env}) == _import_time_view({**added, **starter_env})):
             popen_kwargs = {k: v for k, v in kwargs.items() if k not in ("env", "cwd")}
             return _fork_at(path, argv[3:], module=argv[2], code=None, cwd=kwargs.get("cwd"), env=env, **popen_kwargs)
         return subprocess.Popen(argv, **kwargs)
 
-    shim = subprocess_with(popen)
-    for name in NESTED_MODULES:
-        importlib.import_module(name).subprocess = shim
+    procs.subprocess = subprocess_with(popen)
 
 
 def subprocess_with(popen):
@@ -465,7 +464,7 @@ def _fork_at(path: str, args, *, module: str | None, code: str | None, cwd, env:
 # "plain": a person's own script reading an export, without the product (torch, transformers, PEFT).
 STARTERS = {kind: _Starter(kind) for kind in ("unsloth", "transformers", "plain")}
 
-# What the app sets for its own children (procs.utf8_env, and unbuffered output for the training and chat workers):
+# What the app sets for its own children (procs.child_env, and unbuffered output for the training and chat workers):
 # they act when the interpreter starts, so a command whose environment differs from the test process's in these
 # alone is forked from a starter of its kind started with the same values (one per kind and values, on first use).
 CHILD_VARIABLES = ("PYTHONUTF8", "PYTHONIOENCODING", "PYTHONUNBUFFERED")

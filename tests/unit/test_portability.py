@@ -106,25 +106,25 @@ def test_a_zombie_is_not_alive():
 def test_interrupt_hard_ends_the_child_and_its_children():
     import psutil
 
-    from rloo_studio.procs import interrupt, own_group_kwargs
+    from rloo_studio.procs import Child
 
     code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code], **own_group_kwargs())
+    proc = Child([sys.executable, "-c", code])
     import time
 
     deadline = time.time() + 20
     while not psutil.Process(proc.pid).children() and time.time() < deadline:
         time.sleep(0.05)
     grandchild = psutil.Process(proc.pid).children()[0]
-    interrupt(proc, hard=True)
-    assert proc.wait(timeout=10) is not None
+    proc.interrupt(hard=True)
+    assert proc.wait() is not None
     assert not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE
 
 
 def test_child_environments_are_utf8():
-    from rloo_studio.procs import utf8_env
+    from rloo_studio.procs import child_env
 
-    env = utf8_env({"A": "1"})
+    env = child_env({"A": "1"})
     out = subprocess.run([sys.executable, "-c", "import sys; print(sys.flags.utf8_mode, sys.stdout.encoding)"],
                          capture_output=True, text=True, env={**env, "PATH": ""}).stdout.split()
     assert out == ["1", "utf-8"]

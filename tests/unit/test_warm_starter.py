@@ -85,11 +85,11 @@ def test_the_apps_child_variables_get_a_starter_started_with_them(tmp_path):
     with them (UTF-8 mode, unbuffered output, a text pipe with the app's encoding), not from the plain one."""
     import json
 
-    from rloo_studio.procs import utf8_env
+    from rloo_studio.procs import child_env
 
     code = ("import json, os, sys; sys.stdout.write(json.dumps({'utf8': sys.flags.utf8_mode, 'ppid': os.getppid(), "
             "'out': type(sys.stdout.buffer).__name__, 'enc': sys.stdout.encoding}) + '\\n'); import time; time.sleep(30)")
-    env = utf8_env({**os.environ, "PYTHONUNBUFFERED": "1"})
+    env = child_env({**os.environ, "PYTHONUNBUFFERED": "1"})
     starter = warm._starter(env, False, "transformers")
     assert starter is not None and starter is not warm.STARTERS["transformers"]
     proc = starter.start([], module=None, code=code, cwd=tmp_path, env=env, stdout=subprocess.PIPE, encoding="utf-8",
@@ -110,6 +110,7 @@ def test_the_apps_children_are_forked_while_warm_children_is_on_and_its_own_othe
     arguments and environment; other commands, and every command once it has ended, start as the product starts them."""
     from helpers.app import warm_children
 
+    from rloo_studio import procs
     from rloo_studio.ui import child
 
     (tmp_path / "show_parent.py").write_text("import os, sys; print(os.getppid(), sys.flags.utf8_mode)\n")
@@ -123,7 +124,7 @@ def test_the_apps_children_are_forked_while_warm_children_is_on_and_its_own_othe
     own_ppid, own_utf8 = map(int, own.stdout.split())
     assert forked_ppid != os.getpid() and forked_utf8 == 1  # forked by a starter, in the app's UTF-8 mode
     assert own_ppid == os.getpid() and own_utf8 == 1 and int(other.stdout) == os.getpid()
-    assert child.subprocess is subprocess
+    assert procs.subprocess is subprocess
 
 
 def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path):
@@ -148,16 +149,16 @@ def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(
     import json
 
     from rloo_studio.paths import DEMO_MODEL_DIR
-    from rloo_studio.procs import utf8_env
+    from rloo_studio.procs import child_env
 
     request = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
                "num_generations": 1, "conversational": False, "probes": False, "rewards": [{"name": "numeric_answer"}],
                "tokenizer": str(DEMO_MODEL_DIR)}
     code = ("import json, os, sys; from rloo_studio.rewards import preview; proc = preview.start_scorer(); "
-            "answer, _ = proc.communicate(sys.argv[1]); "
-            "print(json.dumps({'kind': type(proc).__name__, 'returncode': proc.returncode, 'my_parent': os.getppid(), "
-            "'answer': json.loads(answer.strip().splitlines()[-1])}))")
-    env = utf8_env(dict(os.environ))  # as the app starts its children
+            "proc.give_input(sys.argv[1]); proc.wait(); "
+            "print(json.dumps({'kind': type(proc.proc).__name__, 'returncode': proc.returncode, 'my_parent': os.getppid(), "
+            "'answer': json.loads(proc.out_lines[-1])}))")
+    env = child_env()  # as the app starts its children
     done = warm.run_python([json.dumps(request)], code=code, cwd=tmp_path, env=env, stack="transformers", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
