@@ -87,3 +87,31 @@ def test_a_hanging_reward_ends_the_run_as_failed_and_the_checkpoint_resumes(work
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 4
     assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == [1, 2, 3, 4]
+
+
+EXITING_REWARD = '''
+import os
+
+def quitter(completions, trainer_state, **kwargs):
+    """Ends the training process itself on the second step, as a stray os._exit(0) in reward code does."""
+    if trainer_state.global_step >= 1:
+        os._exit(0)
+    return [0.0 for _ in completions]
+'''
+
+
+@pytest.mark.slow
+def test_a_reward_that_ends_the_process_never_makes_the_run_exit_0_and_its_status_says_why(workspace):
+    (workspace.path / "quit.py").write_text(EXITING_REWARD)
+    config = workspace.write_config(
+        rewards=[{"name": "numeric_answer"}, {"file": "quit.py"}],
+        rloo={"max_steps": 3, "save_steps": 10, "num_generations": 4, "per_device_train_batch_size": 8,
+              "max_completion_length": 8, "beta": 0.0})
+    run_dir = workspace.path / "runs" / "quit"
+    result = run_cli("train", config, "--run-dir", run_dir, cwd=workspace.path, timeout=900)
+    assert result.returncode != 0, result.stderr[-3000:]
+    assert "os._exit(0)" in result.stderr and "quit.py" in result.stderr, result.stderr[-3000:]
+    status = runs.read_status(run_dir)
+    assert status["state"] == "failed", status
+    assert "os._exit(0)" in status["error"]["what"] and "`quitter`" in status["error"]["why"], status["error"]
+    assert "resume" in status["error"]["fix"]
