@@ -556,6 +556,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
         token = launch_token(args.no_token)
     except StudioError as exc:
         return _fail(exc)
+    note = runs.make_private_note(args.runs_dir)
+    if note:
+        print(f"[rloo-studio] {note}", file=sys.stderr, flush=True)
     from .ui.app import serve
 
     try:
@@ -695,6 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    runs.keep_private()  # before anything is written: runs, exports and uploads are the person's alone
     parser = build_parser()
     # Overrides may come after options (`train c.yaml --run-dir D rloo.max_steps=5`); argparse leaves
     # such trailing positionals unparsed, so collect them here.

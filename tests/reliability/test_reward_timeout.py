@@ -115,3 +115,6 @@ def test_a_reward_that_ends_the_process_never_makes_the_run_exit_0_and_its_statu
     assert status["state"] == "failed", status
     assert "os._exit(0)" in status["error"]["what"] and "`quitter`" in status["error"]["why"], status["error"]
     assert "resume" in status["error"]["fix"]
+    # What the run wrote is its owner's alone (the command sets an owner-only mask for itself and its children).
+    shared = [str(p) for p in [run_dir, *run_dir.rglob("*")] if os.name == "posix" and p.stat().st_mode & 0o077]
+    assert not shared, shared
