@@ -316,6 +316,11 @@ class RunConfig:
             raise ConfigError([f"the file is not UTF-8 text (byte {exc.start} cannot be decoded): a run config is a YAML text "
                                "file — save it as UTF-8 in a text editor, or start again from a file in presets/"],
                               f"config {path}") from None
+        if _larger_than(data, MAX_CONFIG_VALUES):
+            raise ConfigError([f"{path.name} expands to more than {MAX_CONFIG_VALUES:,} values: YAML anchors and aliases "
+                               "(`&name` … `*name`) repeat parts of it, here so often that reading it would never end — a "
+                               "run config has a few hundred values: write each value out, or start again from a file in "
+                               "presets/"], f"config {path}")
         if overrides:
             data = apply_overrides(data, overrides)
         return cls.from_dict(data, base_dir=path.parent.resolve(), source=f"config {path}")
@@ -580,6 +585,29 @@ def _type_name(annotation) -> str:
     if args:
         return " or ".join(_type_name(a) for a in args)
     return "null" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+# The most values (mappings, lists and scalars, counted as YAML aliases expand them) a config may hold. The largest
+# preset has under 200; nine levels of nine aliases — a few hundred bytes — expand to 387 million, which validation
+# (it formats values into its messages) would never finish.
+MAX_CONFIG_VALUES = 100_000
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether `value` holds more than `limit` values, counting a shared (aliased) part at each place it appears;
+    stops counting at the limit, so a bomb costs no more than `limit` steps."""
+    seen, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: list[str]) -> dict:
