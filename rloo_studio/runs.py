@@ -104,6 +104,24 @@ def make_private(root: str | Path) -> int:
     return changed
 
 
+def run_folder(runs_dir: str | Path, run_id: str | None) -> Path | None:
+    """The folder of run `run_id` in `runs_dir`, or None when `run_id` names no run folder directly inside it.
+
+    The one check for a run named by the page: a name that climbs out (`..`, a separator, an absolute path) or
+    a link leading elsewhere is no run, whatever the page's menus would have allowed, so nothing outside the runs
+    folder is read, resumed or deleted."""
+    if not isinstance(run_id, str) or not run_id or run_id in (".", "..") or any(c in run_id for c in "/\\\0:"):
+        return None
+    root = Path(runs_dir).expanduser().resolve()
+    folder = root / run_id
+    try:
+        if folder.is_symlink() or not folder.is_dir() or folder.resolve().parent != root:
+            return None
+    except OSError:
+        return None
+    return folder
+
+
 def make_private_note(root: str | Path) -> str | None:
     """`make_private(root)`, and the sentence that tells the person what changed (None when nothing did)."""
     changed = make_private(root)
