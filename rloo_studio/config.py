@@ -166,6 +166,9 @@ class RewardSpec:
     timeout_s: float = _help("Training: the longest one call of this reward on one batch may take, in seconds; a longer call "
                              "ends the run as failed (its last checkpoint stays resumable) instead of hanging it.",
                              default=REWARD_TIMEOUT_S)
+    sandbox: bool = _help("With file: run this code in the reward sandbox where the system has one (no network, files "
+                          "read-only except the run's folder). false runs it in the training process with your rights and "
+                          "network access — only for code you trust that must call a server.", default=True)
 
     def label(self) -> str:
         if self.name:
@@ -336,7 +339,8 @@ class RunConfig:
             elif f.name == "rewards":
                 # Unset fields and the default time limit stay out: a saved config reads like the one written by hand.
                 value = [{k: v for k, v in dataclasses.asdict(r).items()
-                          if (v not in (None, {}) or k == "weight") and not (k == "timeout_s" and v == REWARD_TIMEOUT_S)}
+                          if (v not in (None, {}) or k == "weight") and not (k == "timeout_s" and v == REWARD_TIMEOUT_S)
+                          and not (k == "sandbox" and v is True)}
                          for r in value]
             elif f.name == "lora" and value is None:
                 continue
@@ -411,6 +415,10 @@ class RunConfig:
                 problems.append(f"rewards[{i}]: give exactly one of name, file, model or judge (got {', '.join(chosen) or 'none'})")
             if spec.function and not spec.file:
                 problems.append(f"rewards[{i}].function: only meaningful together with `file`")
+            if not isinstance(spec.sandbox, bool):
+                problems.append(f"rewards[{i}].sandbox: {spec.sandbox!r} must be true or false")
+            elif not spec.sandbox and not spec.file:
+                problems.append(f"rewards[{i}].sandbox: only meaningful together with `file` (the app's own rewards need none)")
             if spec.params and not spec.name and spec.judge is None:
                 problems.append(f"rewards[{i}].params: only builtin rewards (`name`) and judges take params")
             problems.extend(spec.judge_problems(f"rewards[{i}]"))

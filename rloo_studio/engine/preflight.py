@@ -30,7 +30,9 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed") or 42))
     except StudioError as exc:
         problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
-    problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None))
+    # Reward files are loaded in the sandbox (where there is one): the check runs the file's top-level code.
+    problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None,
+                                       boxed_in=()))
     if rows is not None and not problems:
         problems.extend(too_few_prompts(len(rows.train), batch_plan({**RLOO_DEFAULTS, **cfg.rloo}, num_processes)))
     if problems:

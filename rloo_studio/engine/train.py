@@ -556,6 +556,19 @@ def _refuse_silent_exit(run_dir: Path, main: bool):
 EXIT_REWARD_ENDED_PROCESS = 2
 
 
+def sandbox_line(rewards) -> str:
+    """What train.log says about where the person's reward code runs."""
+    from .. import sandbox
+
+    outside = [r.name for r in rewards if r.source_file and r.box is None]
+    if not outside:
+        return sandbox.status().note
+    if sandbox.status().available:
+        return (f"reward code of {', '.join(f'`{n}`' for n in outside)} runs outside the sandbox (`sandbox: false` in its reward "
+                "entry): with your rights and network access, inside the training process")
+    return sandbox.status().note
+
+
 def _reward_timeout_handler(run_dir: Path, main: bool):
     """What happens when a reward call outlives its `timeout_s`: the run is recorded as failed with the function's
     name, the limit and what to do, and the process ends at once with the bad-input exit code.
@@ -678,7 +691,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
     rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
-                            chat_template_kwargs=chat_template_kwargs(cfg))
+                            chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [])
+    if any(r.source_file for r in rewards):
+        say(f"[rloo-studio] {sandbox_line(rewards)}", flush=True)
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
     try:
         rloo_config = trl.RLOOConfig(**args)
