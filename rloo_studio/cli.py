@@ -457,6 +457,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     except StudioError as exc:
         return _fail(exc)
     device_gib, device_name, bf16 = args.gpu_gb, f"{args.gpu_gb:g} GB (given)" if args.gpu_gb else None, True
+    on_cpu = False
     if device_gib is None:
         from .hardware import detect
 
@@ -464,7 +465,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         if hw.gpus:
             gpu = hw.gpus[0]
             device_gib, device_name, bf16 = gpu.total_gb, f"{gpu.name}, {gpu.total_gb:.1f} GB", gpu.bf16
-    est = estimate_config(cfg, device_gib, bf16)
+        elif hw.ram_gb:  # no GPU: the run trains on the CPU, in RAM
+            device_gib, device_name, bf16, on_cpu = hw.ram_gb, f"this computer's RAM, {hw.ram_gb:.1f} GB", False, True
+    est = estimate_config(cfg, device_gib, bf16, on_cpu)
     if args.measure:
         return _estimate_measured(args, cfg, est, device_name)
     if est is None:
@@ -474,7 +477,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                                  "`rloo-studio estimate --list-models`"))
     advice = None
     if est.verdict in ("exceeds", "tight"):
-        changes, shrunk = shrink_to_fit(cfg, device_gib, bf16)
+        changes, shrunk = shrink_to_fit(cfg, device_gib, bf16, on_cpu)
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
     from .batching import batch_plan
     from .rewards.judge import judge_calls_per_step, judge_cost_line
@@ -485,10 +488,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice,
                           "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan)}))
         return EXIT_OK
-    print(f"Estimated peak GPU memory for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
+    memory = "memory (RAM: no GPU here, so the run trains on the CPU)" if on_cpu else "GPU memory"
+    print(f"Estimated peak {memory} for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
     print(est.table())
     if device_gib is None:
         print("\nNo CUDA GPU detected: pass --gpu-gb N for a verdict against a card of N GB.")
+    elif on_cpu:
+        print(f"\nIn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of it; other programs need some too). No "
+              "CUDA GPU detected: pass --gpu-gb N for a verdict against a card of N GB.")
     else:
         print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
     for note in est.notes:
@@ -505,7 +512,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         else:
             judge = any(k.startswith("judge") for k in est.parts)
             print(f"\nEven with {overrides} this {'model with its judge' if judge else 'model'} needs {after['total_gib']:.2f} GiB: "
-                  "it does not fit this GPU. Choose a smaller model (the presets name one per GPU size: presets/gpu-<N>gb.yaml)"
+                  f"it does not fit {'this computer' if on_cpu else 'this GPU'}. Choose a smaller model (the presets name one "
+                  "per GPU size: presets/gpu-<N>gb.yaml)"
                   + (", a smaller judge, or a judge server ({url, model})." if judge else "."))
     return EXIT_OK
 
@@ -738,6 +746,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
         token = launch_token(args.no_token)
     except StudioError as exc:
         return _fail(exc)
+    note = runs.make_private_note(args.runs_dir)
+    if note:
+        print(f"[rloo-studio] {note}", file=sys.stderr, flush=True)
     from .ui.app import serve
 
     try:
@@ -905,6 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    runs.keep_private()  # before anything is written: runs, exports and uploads are the person's alone
     parser = build_parser()
     # Overrides may come after options (`train c.yaml --run-dir D rloo.max_steps=5`); argparse leaves
     # such trailing positionals unparsed, so collect them here.

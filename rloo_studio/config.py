@@ -166,6 +166,9 @@ class RewardSpec:
     timeout_s: float = _help("Training: the longest one call of this reward on one batch may take, in seconds; a longer call "
                              "ends the run as failed (its last checkpoint stays resumable) instead of hanging it.",
                              default=REWARD_TIMEOUT_S)
+    sandbox: bool = _help("With file: run this code in the reward sandbox where the system has one (no network, files "
+                          "read-only except the run's folder). false runs it in the training process with your rights and "
+                          "network access — only for code you trust that must call a server.", default=True)
 
     def label(self) -> str:
         if self.name:
@@ -316,6 +319,11 @@ class RunConfig:
             raise ConfigError([f"the file is not UTF-8 text (byte {exc.start} cannot be decoded): a run config is a YAML text "
                                "file — save it as UTF-8 in a text editor, or start again from a file in presets/"],
                               f"config {path}") from None
+        if _larger_than(data, MAX_CONFIG_VALUES):
+            raise ConfigError([f"{path.name} expands to more than {MAX_CONFIG_VALUES:,} values: YAML anchors and aliases "
+                               "(`&name` … `*name`) repeat parts of it, here so often that reading it would never end — a "
+                               "run config has a few hundred values: write each value out, or start again from a file in "
+                               "presets/"], f"config {path}")
         if overrides:
             data = apply_overrides(data, overrides)
         return cls.from_dict(data, base_dir=path.parent.resolve(), source=f"config {path}")
@@ -331,7 +339,8 @@ class RunConfig:
             elif f.name == "rewards":
                 # Unset fields and the default time limit stay out: a saved config reads like the one written by hand.
                 value = [{k: v for k, v in dataclasses.asdict(r).items()
-                          if (v not in (None, {}) or k == "weight") and not (k == "timeout_s" and v == REWARD_TIMEOUT_S)}
+                          if (v not in (None, {}) or k == "weight") and not (k == "timeout_s" and v == REWARD_TIMEOUT_S)
+                          and not (k == "sandbox" and v is True)}
                          for r in value]
             elif f.name == "lora" and value is None:
                 continue
@@ -406,6 +415,10 @@ class RunConfig:
                 problems.append(f"rewards[{i}]: give exactly one of name, file, model or judge (got {', '.join(chosen) or 'none'})")
             if spec.function and not spec.file:
                 problems.append(f"rewards[{i}].function: only meaningful together with `file`")
+            if not isinstance(spec.sandbox, bool):
+                problems.append(f"rewards[{i}].sandbox: {spec.sandbox!r} must be true or false")
+            elif not spec.sandbox and not spec.file:
+                problems.append(f"rewards[{i}].sandbox: only meaningful together with `file` (the app's own rewards need none)")
             if spec.params and not spec.name and spec.judge is None:
                 problems.append(f"rewards[{i}].params: only builtin rewards (`name`) and judges take params")
             problems.extend(spec.judge_problems(f"rewards[{i}]"))
@@ -580,6 +593,29 @@ def _type_name(annotation) -> str:
     if args:
         return " or ".join(_type_name(a) for a in args)
     return "null" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+# The most values (mappings, lists and scalars, counted as YAML aliases expand them) a config may hold. The largest
+# preset has under 200; nine levels of nine aliases — a few hundred bytes — expand to 387 million, which validation
+# (it formats values into its messages) would never finish.
+MAX_CONFIG_VALUES = 100_000
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether `value` holds more than `limit` values, counting a shared (aliased) part at each place it appears;
+    stops counting at the limit, so a bomb costs no more than `limit` steps."""
+    seen, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: list[str]) -> dict:

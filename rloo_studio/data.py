@@ -82,6 +82,39 @@ def _check_utf8(path: Path) -> None:
         line = raw[:exc.start].count(b"\n") + 1
         raise DataError(f"{path} is not UTF-8 text (byte {exc.start}, line {line}, cannot be decoded)",
                         "data files must be UTF-8", "re-save the file as UTF-8 (e.g. in a spreadsheet: CSV UTF-8)") from None
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw[:nul].count(b"\n") + 1
+        raise DataError(f"{path} holds a NUL character (byte 0) on line {line}",
+                        "text never contains one: the file is damaged, or binary data was pasted into it; it would reach "
+                        "the model's prompts as an invisible character",
+                        f"delete the character on line {line} (a text editor that shows control characters finds it), or "
+                        "save the file again from your spreadsheet program as CSV UTF-8")
+
+
+def _read_csv(path: Path) -> list[dict]:
+    """The rows of a CSV file; a field past the csv module's limit is named by the line it starts on."""
+    rows: list[dict] = []
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        row_start = 1
+        try:
+            reader.fieldnames  # reads the header row
+            row_start = reader.reader.line_num + 1
+            for row in reader:
+                rows.append(dict(row))
+                row_start = reader.reader.line_num + 1
+        except csv.Error as exc:
+            if "field larger than field limit" not in str(exc):
+                raise DataError(f"{path}: the CSV row starting on line {row_start} cannot be read ({exc})", "",
+                                f"check line {row_start}, or save the file again as CSV UTF-8") from None
+            raise DataError(
+                f"{path}: the field starting on line {row_start} is longer than {csv.field_size_limit():,} characters",
+                "almost always a quotation mark that is opened and never closed, so the rest of the file is read as "
+                "one field (a real prompt this long would not fit any model's context either)",
+                f"close the quotation mark on line {row_start} (or remove it), or save the file again from your "
+                "spreadsheet program as CSV UTF-8") from None
+    return rows
 
 
 def _read_local(path: Path) -> list[dict]:
@@ -100,8 +133,7 @@ def _read_local(path: Path) -> list[dict]:
                 raise DataError(f"{path}: expected a JSON list of objects", "each object is one row", "save the rows as a list, or as .jsonl")
             return data
         if suffix == ".csv":
-            with open(path, encoding="utf-8-sig", newline="") as fh:
-                return [dict(r) for r in csv.DictReader(fh)]
+            return _read_csv(path)
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 

@@ -66,15 +66,82 @@ def new_run_id(name: str) -> str:
     return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{slugify(name)}"
 
 
+# Runs hold the person's reward code, configs, prompts, completions, logs and weights: only their owner may read them.
+# Other users of a shared computer are part of the app's threat model (docs/security.md).
+PRIVATE_UMASK = 0o077
+PRIVATE_DIR_MODE = 0o700
+
+
+def keep_private() -> None:
+    """Everything this process and its children create from now on is owner-only (files 0600, folders 0700).
+
+    Set once by the `rloo-studio` command, for the app and every worker it starts (children inherit the mask),
+    so checkpoints, exports and uploads written by libraries are private too. POSIX only: Windows files
+    inherit the ACL of the user's profile folder, which other users cannot read."""
+    if os.name == "posix":
+        os.umask(PRIVATE_UMASK)
+
+
+def make_private(root: str | Path) -> int:
+    """Take group and other access away from `root` and everything inside it; the number of entries changed.
+
+    For a runs folder made before this version, or with another program's umask. Links are left alone (their
+    targets may be anyone's); entries that vanish or cannot be changed meanwhile are skipped."""
+    root = Path(root)
+    if os.name != "posix" or not root.is_dir():
+        return 0
+    changed = 0
+    for folder, dirs, files in os.walk(root):
+        for path in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            try:
+                st = os.lstat(path)
+                if os.path.islink(path) or not st.st_mode & 0o077:
+                    continue
+                os.chmod(path, st.st_mode & 0o7700)
+                changed += 1
+            except OSError:
+                continue
+    return changed
+
+
+def run_folder(runs_dir: str | Path, run_id: str | None) -> Path | None:
+    """The folder of run `run_id` in `runs_dir`, or None when `run_id` names no run folder directly inside it.
+
+    The one check for a run named by the page: a name that climbs out (`..`, a separator, an absolute path) or
+    a link leading elsewhere is no run, whatever the page's menus would have allowed, so nothing outside the runs
+    folder is read, resumed or deleted."""
+    if not isinstance(run_id, str) or not run_id or run_id in (".", "..") or any(c in run_id for c in "/\\\0:"):
+        return None
+    root = Path(runs_dir).expanduser().resolve()
+    folder = root / run_id
+    try:
+        if folder.is_symlink() or not folder.is_dir() or folder.resolve().parent != root:
+            return None
+    except OSError:
+        return None
+    return folder
+
+
+def make_private_note(root: str | Path) -> str | None:
+    """`make_private(root)`, and the sentence that tells the person what changed (None when nothing did)."""
+    changed = make_private(root)
+    if not changed:
+        return None
+    return (f"the runs folder {root} could be read by other users of this computer: {changed} files and folders in it "
+            "are now private (owner only)")
+
+
 def create_run_dir(runs_root: str | Path, name: str) -> Path:
-    """Make a fresh run directory; never reuses an existing one."""
+    """Make a fresh run directory; never reuses an existing one. A runs folder made here is owner-only."""
     root = Path(runs_root)
-    root.mkdir(parents=True, exist_ok=True)
+    if not root.exists():
+        root.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+        os.chmod(root, PRIVATE_DIR_MODE)  # mkdir's mode is masked by the umask
     base = new_run_id(name)
     for n in range(1000):
         path = root / (base if n == 0 else f"{base}-{n + 1:03d}")  # zero-padded: ids keep sorting
         try:
-            path.mkdir()
+            path.mkdir(mode=PRIVATE_DIR_MODE)
             return path
         except FileExistsError:
             continue

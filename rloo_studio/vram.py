@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,10 @@ GENERATION_LOGIT_BYTES = 4
 # The CUDA context, cuBLAS/cuDNN workspaces and kernels loaded by torch: ~0.5-0.9 GB per device
 # on recent drivers; Unsloth/Triton kernels add their compiled code.
 CUDA_CONTEXT_GIB = 0.8
+# On a CPU the same arithmetic holds in RAM, with the process's own libraries in place of the CUDA context: measured
+# 1.15 GiB resident after importing Unsloth, TRL, transformers and PEFT on a CPU; the tokenizer and datasets add to it.
+CPU_LIBRARIES_GIB = 1.5
+CPU_LIBRARIES_PART = "Python, PyTorch and the libraries"
 # The caching allocator's fragmentation: PyTorch reports reserved memory typically 5-15 % above
 # what is allocated during RL (variable-length batches fragment more than SFT).
 ALLOCATOR_OVERHEAD_FRACTION = 0.10
@@ -340,6 +344,7 @@ class Estimate:
     total_gib: float
     device_gib: float | None = None
     notes: list[str] = field(default_factory=list)
+    on_cpu: bool = False               # the memory is the computer's RAM (training on the CPU), not a GPU's
 
     @property
     def verdict(self) -> str | None:
@@ -369,9 +374,10 @@ def _layer_activation_bytes(shape: ModelShape) -> float:
 
 
 def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
-             judges: dict[str, ModelShape | None] | None = None) -> Estimate:
+             judges: dict[str, ModelShape | None] | None = None, on_cpu: bool = False) -> Estimate:
     """The estimate for `shape` trained with settings `s`; `judges` maps each local judge entry's model to its shape
-    (None when unknown: not counted, and said so)."""
+    (None when unknown: not counted, and said so). `on_cpu`: the run's memory is RAM (`device_gib` is the computer's),
+    with the libraries' own memory in place of the CUDA context."""
     notes: list[str] = []
     dtype_bytes = DTYPE_BYTES.get(s.dtype, 2)
     weights = weight_bytes(shape, s.load_in_4bit, dtype_bytes)
@@ -408,7 +414,8 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
     tokens = s.per_device_train_batch_size * seq
     per_layer = _layer_activation_bytes(shape)
     if s.gradient_checkpointing:
-        kept_layers = UNSLOTH_OFFLOAD_LAYERS_ON_GPU if s.unsloth else shape.num_layers
+        # Unsloth's checkpointing moves the kept activations to the CPU's RAM: off the GPU, but not off a CPU run.
+        kept_layers = UNSLOTH_OFFLOAD_LAYERS_ON_GPU if s.unsloth and not on_cpu else shape.num_layers
         activations = tokens * (kept_layers * CHECKPOINT_BYTES_PER_HIDDEN * shape.hidden_size + per_layer)
     else:
         activations = tokens * shape.num_layers * per_layer
@@ -427,9 +434,10 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
                      "gradient accumulation lowers it most")
     static = weights + sum(v for k, v in parts.items() if k.startswith(("LoRA", "gradients", "reference", "judge")))
     allocated = static + peak_dynamic
-    parts["CUDA context"] = CUDA_CONTEXT_GIB * GIB
+    fixed = CPU_LIBRARIES_PART if on_cpu else "CUDA context"
+    parts[fixed] = (CPU_LIBRARIES_GIB if on_cpu else CUDA_CONTEXT_GIB) * GIB
     parts["allocator slack"] = allocated * ALLOCATOR_OVERHEAD_FRACTION
-    total = allocated + parts["CUDA context"] + parts["allocator slack"]
+    total = allocated + parts[fixed] + parts["allocator slack"]
     judge_bytes = sum(v for k, v in parts.items() if k.startswith("judge"))
     if judge_bytes and device_gib is not None and total > FITS_FRACTION * device_gib * GIB \
             and total - judge_bytes * (1 + ALLOCATOR_OVERHEAD_FRACTION) <= FITS_FRACTION * device_gib * GIB:
@@ -440,15 +448,20 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
         notes.append(shape.note)
     notes.append(f"{trainable:,} trainable parameters of {shape.params:,}")
     return Estimate(model=shape.name, params=shape.params, parts={k: v / GIB for k, v in parts.items()},
-                    total_gib=total / GIB, device_gib=device_gib, notes=notes)
+                    total_gib=total / GIB, device_gib=device_gib, notes=notes, on_cpu=on_cpu)
 
 
-def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: bool = True) -> Estimate | None:
-    """The estimate for a RunConfig; None when the model's shape is unknown (offline, not in the table)."""
+def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: bool = True,
+                    on_cpu: bool = False) -> Estimate | None:
+    """The estimate for a RunConfig; None when the model's shape is unknown (offline, not in the table). `on_cpu`:
+    against the computer's RAM (`device_gib`), with `dtype: auto` meaning float32 as the engine loads it there."""
     shape = find_shape(cfg.model.name_or_path, cfg.base_dir)
     if shape is None:
         return None
-    return estimate(shape, settings_from_config(cfg, gpu_bf16), device_gib, local_judges(cfg))
+    settings = settings_from_config(cfg, gpu_bf16)
+    if on_cpu and cfg.model.dtype == "auto":
+        settings = replace(settings, dtype="float32")
+    return estimate(shape, settings, device_gib, local_judges(cfg), on_cpu=on_cpu)
 
 
 def local_judges(cfg: RunConfig) -> dict[str, ModelShape | None]:
@@ -468,11 +481,13 @@ def local_judges(cfg: RunConfig) -> dict[str, ModelShape | None]:
     return found
 
 
-def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> tuple[dict[str, Any], Estimate | None]:
+def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True,
+                  on_cpu: bool = False) -> tuple[dict[str, Any], Estimate | None]:
     """Concrete overrides (`key.sub: value`) that bring the estimate under `fits`, most effective first.
 
-    Tries, in order: 4-bit weights with LoRA; gradient checkpointing; a smaller per-device batch
-    with gradient accumulation (same completions per step); fewer generations; shorter completions.
+    Tries, in order: 4-bit weights with LoRA (not on a CPU, where 4-bit weights are slower than fp32 and small
+    next to the activations); gradient checkpointing; a smaller per-device batch with gradient accumulation
+    (same completions per step); fewer generations; shorter completions. `on_cpu`: against RAM (`device_gib`).
     """
     from .config import apply_overrides
 
@@ -481,7 +496,7 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> t
     def current() -> tuple[RunConfig, Estimate | None]:
         data = apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()])
         trial = RunConfig.from_dict(data, base_dir=cfg.base_dir)
-        return trial, estimate_config(trial, device_gib, gpu_bf16)
+        return trial, estimate_config(trial, device_gib, gpu_bf16, on_cpu)
 
     trial, est = current()
     if est is None or est.verdict == "fits":
@@ -492,19 +507,27 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> t
         trial, est = current()
         return est is not None and est.verdict != "fits"
 
-    if not trial.model.load_in_4bit:
+    if not trial.model.load_in_4bit and not on_cpu:
         changes["model.load_in_4bit"] = True
         if four_bit_without_lora(True, trial.lora):  # propose only what the config check accepts: 4-bit with LoRA
             changes["lora.r"] = LoraConfig.r
         if not still_over():
             return changes, est
-    if not trial.model.gradient_checkpointing:
-        changes["model.gradient_checkpointing"] = True
-        if not still_over():
-            return changes, est
     k = int(trial.rloo_value("num_generations"))
     batch = int(trial.rloo_value("per_device_train_batch_size"))
     accumulation = int(trial.rloo.get("gradient_accumulation_steps") or 1)
+
+    def checkpointing() -> bool:
+        """True when checkpointing brought it under `fits`."""
+        if trial.model.gradient_checkpointing:
+            return False
+        changes["model.gradient_checkpointing"] = True
+        return not still_over()
+
+    # On a GPU checkpointing first (it costs ~30 % more compute, less than many small batches cost in generation);
+    # on a CPU, whose generation is no faster in large batches, smaller batches first: they cost no extra compute.
+    if not on_cpu and checkpointing():
+        return changes, est
     while batch > k and batch % 2 == 0 and (batch // 2) % k == 0:
         batch //= 2
         accumulation *= 2
@@ -512,6 +535,8 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True) -> t
         changes["rloo.gradient_accumulation_steps"] = accumulation
         if not still_over():
             return changes, est
+    if on_cpu and checkpointing():
+        return changes, est
     while k > 4:
         k //= 2
         changes["rloo.num_generations"] = k

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..config import RunConfig
+from ..batching import BatchPlan, batch_plan
+from ..config import RLOO_DEFAULTS, RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
 from ..data import Rows, load_rows
@@ -29,8 +30,30 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed") or 42))
     except StudioError as exc:
         problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
-    problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None))
+    # Reward files are loaded in the sandbox (where there is one): the check runs the file's top-level code.
+    problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None,
+                                       boxed_in=()))
+    if rows is not None and not problems:
+        problems.extend(too_few_prompts(len(rows.train), batch_plan({**RLOO_DEFAULTS, **cfg.rloo}, num_processes)))
     if problems:
         raise ConfigError(problems, "the run config")
     assert rows is not None
     return rows
+
+
+def too_few_prompts(train_prompts: int, plan: BatchPlan) -> list[str]:
+    """A problem when the training data cannot fill one generation batch: TRL's sampler then yields no batch at all and
+    the run "finishes" at step 0 having trained nothing."""
+    needed = plan.generation_batch // plan.num_generations
+    if train_prompts >= needed:
+        return []
+    fits = train_prompts * plan.num_generations // plan.processes
+    suggestion = (f"or lower rloo.per_device_train_batch_size to {fits} ({train_prompts} prompt"
+                  f"{'s' if train_prompts != 1 else ''} × {plan.num_generations} completions)"
+                  if fits >= plan.num_generations and fits % plan.num_generations == 0 and plan.steps_per_generation == 1
+                  else "or lower rloo.per_device_train_batch_size")
+    return [f"data: the training data has {train_prompts} prompt{'s' if train_prompts != 1 else ''}, but one generation batch "
+            f"needs {needed} (per_device_train_batch_size {plan.per_device} × {plan.processes} process"
+            f"{'es' if plan.processes != 1 else ''} × steps_per_generation {plan.steps_per_generation} ÷ num_generations "
+            f"{plan.num_generations}): TRL would finish at step 0 without training — add prompts (a held-out split takes "
+            f"some too), {suggestion}"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import runs
 from ..batching import BatchPlan, at_cycle_boundary, summary_line
 from ..config import RLOO_DEFAULTS, RunConfig
-from ..errors import ConfigError, DataError, StudioError
+from ..errors import ConfigError, DataError, RewardError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
@@ -478,6 +478,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     if log_handler:
         for lg in library_loggers:
             lg.addHandler(log_handler)
+    restore_exit = _refuse_silent_exit(run_dir, main)
     try:
         run_dir = _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
         _leave_process_group()
@@ -491,6 +492,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
             raise
         raise out_of_memory_error(runs.read_status(run_dir).get("step"), cfg, _gpu_total_gib(stack)) from exc
     finally:
+        restore_exit()
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
         if log_handler:
@@ -513,6 +515,64 @@ def _leave_process_group() -> None:
         dist.destroy_process_group()
 
 
+# The interpreter's own os._exit, kept before `_refuse_silent_exit` replaces it for the length of a run: the app's
+# own deliberate exits (a reward past its time limit) use this one.
+_real_exit = os._exit
+
+
+def _refuse_silent_exit(run_dir: Path, main: bool):
+    """Make an `os._exit` inside the run (reward code ending the process instead of returning) fail the run.
+
+    `os._exit(0)` skips every `finally` and handler: `rloo-studio train` would exit 0 with status.json still saying
+    `running`, and the run would later read as interrupted. For the length of the run this process's `os._exit`
+    records the run as failed, naming the function that called it, and exits with the bad-input code — never 0.
+    Forked children of reward code (multiprocessing ends its workers with os._exit) exit as they asked. Returns
+    the function that puts the interpreter's own back."""
+    pid = os.getpid()
+
+    def studio_exit(code=0):
+        if os.getpid() != pid:
+            _real_exit(code)
+        try:
+            caller = sys._getframe(1).f_code
+            where = f"`{caller.co_name}` ({Path(caller.co_filename).name}, line {sys._getframe(1).f_lineno})"
+            err = RewardError(
+                f"the training process was ended by os._exit({code}), called by {where}",
+                f"{where.split(' (')[0]} ended the Python process directly instead of returning, so the run could not "
+                "finish; os._exit skips every clean-up (reward code is called inside the training process)",
+                "return a list of numbers from the reward (None for a completion it cannot score) instead of exiting; "
+                f"then continue with `rloo-studio train --resume {run_dir}` (it resumes from the last checkpoint)")
+            if main:
+                runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
+            print(f"\nerror: {err.message()}", file=sys.stderr, flush=True)
+        finally:
+            _real_exit(EXIT_REWARD_ENDED_PROCESS)
+
+    os._exit = studio_exit
+
+    def restore() -> None:
+        os._exit = _real_exit
+
+    return restore
+
+
+# The bad-input exit code (as for a reward past its time limit): the person can fix the reward.
+EXIT_REWARD_ENDED_PROCESS = 2
+
+
+def sandbox_line(rewards) -> str:
+    """What train.log says about where the person's reward code runs."""
+    from .. import sandbox
+
+    outside = [r.name for r in rewards if r.source_file and r.box is None]
+    if not outside:
+        return sandbox.status().note
+    if sandbox.status().available:
+        return (f"reward code of {', '.join(f'`{n}`' for n in outside)} runs outside the sandbox (`sandbox: false` in its reward "
+                "entry): with your rights and network access, inside the training process")
+    return sandbox.status().note
+
+
 def _reward_timeout_handler(run_dir: Path, main: bool):
     """What happens when a reward call outlives its `timeout_s`: the run is recorded as failed with the function's
     name, the limit and what to do, and the process ends at once with the bad-input exit code.
@@ -529,7 +589,7 @@ def _reward_timeout_handler(run_dir: Path, main: bool):
                 runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
             print(f"\nerror: {err.message()}", file=sys.stderr, flush=True)  # the terminal, and train.log when it is teed
         finally:
-            os._exit(2)  # EXIT_BAD_INPUT: the person can fix it (the reward or its limit)
+            _real_exit(2)  # EXIT_BAD_INPUT: the person can fix it (the reward or its limit)
 
     return handler
 
@@ -635,7 +695,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
     rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
-                            chat_template_kwargs=chat_template_kwargs(cfg))
+                            chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [])
+    if any(r.source_file for r in rewards):
+        say(f"[rloo-studio] {sandbox_line(rewards)}", flush=True)
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
     try:
         rloo_config = trl.RLOOConfig(**args)

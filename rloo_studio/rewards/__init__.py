@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .. import sandbox
 from ..config import RewardSpec, did_you_mean
 from ..errors import RewardError, StudioError
 from .builtin import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID, describe_builtin
@@ -28,6 +29,7 @@ class LoadedReward:
     name: str
     source_file: str | None   # the user's file, for error messages in its own line numbering
     timeout_s: float | None = None  # the training-time limit of one call (RewardSpec.timeout_s)
+    box: "RewardBox | None" = None  # the sandboxed child that runs `func`'s code (rewards/boxed.py), if any
 
 
 def think_end_token_id(tokenizer) -> int | None:
@@ -67,12 +69,16 @@ def _builtin(spec: RewardSpec, tokenizer, check_only: bool) -> Callable:
 
 def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", tokenizer=None,
                   dataset_columns: Sequence[str] = (), check_only: bool = False,
-                  chat_template_kwargs: dict | None = None) -> list[LoadedReward]:
+                  chat_template_kwargs: dict | None = None, boxed_in: Sequence[str | Path] | None = None) -> list[LoadedReward]:
     """Resolve reward specs into callables with weights; raises RewardError on the first problem.
 
     `chat_template_kwargs` (the run's `rloo.chat_template_kwargs`) reach reward models, which TRL renders with them.
+    `boxed_in`: the folders reward code may write (the run's): a reward file's code is then loaded and called in one
+    sandboxed child (rewards/boxed.py) where the system has a sandbox and its entry does not say `sandbox: false`.
+    The training process passes it; a scoring child of the app is sandboxed as a whole and does not.
     """
     loaded: list[LoadedReward] = []
+    box = None
     extra = tuple(c for c in dataset_columns if c != "prompt")
     for spec in specs:
         if spec.name:
@@ -84,8 +90,16 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
             path = Path(spec.file)
             if not path.is_absolute():
                 path = Path(base_dir) / path
-            functions = load_reward_file(path, [spec.function] if spec.function else None, extra)
-            for name, fn in functions.items():
+            names = [spec.function] if spec.function else None
+            if boxed_in is not None and spec.sandbox and sandbox.status().available:
+                if box is None:
+                    from .boxed import RewardBox
+
+                    box = RewardBox(boxed_in)
+                for name in box.load(path, names, extra):
+                    loaded.append(LoadedReward(box.function(name), float(spec.weight), name, str(path), spec.timeout_s, box))
+                continue
+            for name, fn in load_reward_file(path, names, extra).items():
                 loaded.append(LoadedReward(fn, float(spec.weight), name, str(path), spec.timeout_s))
         elif spec.model:
             from .model_reward import reward_model_function  # imports torch/transformers: only when used
@@ -112,14 +126,18 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
 
 
 def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
-                       dataset_columns: Sequence[str] | None = None, rows: Sequence[dict] | None = None) -> list[str]:
+                       dataset_columns: Sequence[str] | None = None, rows: Sequence[dict] | None = None,
+                       boxed_in: Sequence[str | Path] | None = None) -> list[str]:
     """Every problem with the reward specs (names, params, files, functions, columns) — no model needed.
-    With the training `rows`: an answer column that is empty in every row (every completion would score 0)."""
+    With the training `rows`: an answer column that is empty in every row (every completion would score 0).
+    `boxed_in`: load reward files in the sandbox, as `build_rewards` does (the training process's check)."""
     problems: list[str] = []
     names: list[str] = []
     for i, spec in enumerate(specs):
         try:
-            names.extend(r.name for r in build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True))
+            checked = build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True, boxed_in=boxed_in)
+            names.extend(r.name for r in checked)
+            close_boxes(checked)
         except StudioError as exc:
             problems.append(f"rewards[{i}] ({spec.label()}): {exc.what}" + (f" — {exc.fix}" if exc.fix else ""))
             continue
@@ -138,6 +156,12 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — TRL logs each reward under "
                         "its name; use each builtin once, or wrap one in a differently named function in your reward file")
     return problems
+
+
+def close_boxes(rewards: Sequence[LoadedReward]) -> None:
+    """End the sandboxed children of `rewards` (each once)."""
+    for box in {id(r.box): r.box for r in rewards if r.box is not None}.values():
+        box.close()
 
 
 def builtin_catalog() -> dict[str, str]:
@@ -162,4 +186,4 @@ def builtin_default_params(name: str) -> dict:
     return params
 
 
-__all__ = ["LoadedReward", "builtin_default_params", "build_rewards", "check_reward_specs", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]
+__all__ = ["LoadedReward", "builtin_default_params", "build_rewards", "check_reward_specs", "close_boxes", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]

@@ -175,6 +175,8 @@ def _hint_for(exc: BaseException) -> str:
 
 def describe_call_error(exc: BaseException, function_name: str, filename: str | None) -> str:
     """Where inside the user's file a reward call failed (for error messages)."""
+    if getattr(exc, "studio_where", None):  # raised again from the reward sandbox (rewards/boxed.py), which found it
+        return exc.studio_where
     if filename:
         return _user_frames(exc, filename)
     tb = traceback.extract_tb(exc.__traceback__)

@@ -83,12 +83,13 @@ class ExportTab:
 
     def pick_run(self, run_id):
         ckpts = self.picker.checkpoints(run_id)
-        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), existing_exports(self.runs_dir / run_id) if run_id else []]
+        folder = runs.run_folder(self.runs_dir, run_id)
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), existing_exports(folder) if folder else []]
 
     def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
-        if not run_id or not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
+        run_dir = runs.run_folder(self.runs_dir, run_id)
+        if run_dir is None or not (run_dir / runs.CONFIG_FILE).is_file():
             return refuse("Pick a run first (one appears here once it has saved an adapter)."), []
-        run_dir = self.runs_dir / run_id
         checkpoint = checkpoint or runs.FINAL
         try:
             if fmt not in FORMATS:

@@ -156,12 +156,14 @@ class PageForm:
 
     # ---- the machine the estimate is for ----------------------------------------------------------------
 
-    def device_of(self) -> tuple[float | None, bool, str | None]:
-        gpus = self.hw.get().gpus
-        if not gpus:
-            return None, True, None
-        return gpus[0].total_gb, gpus[0].bf16, f"{gpus[0].name} ({gpus[0].total_gb:.1f} GB)"
+    def device_of(self) -> tuple[float | None, bool, str | None, bool]:
+        """(memory in GiB, bf16, its name, on_cpu) the estimate is held against: the first GPU, else the computer's RAM
+        (training then runs on the CPU, in RAM); (None, True, None, True) when neither is known."""
+        hw = self.hw.get()
+        if not hw.gpus:
+            return (hw.ram_gb, False, f"this computer's RAM ({hw.ram_gb:.1f} GB)", True) if hw.ram_gb else (None, True, None, True)
+        return hw.gpus[0].total_gb, hw.gpus[0].bf16, f"{hw.gpus[0].name} ({hw.gpus[0].total_gb:.1f} GB)", False
 
     def estimate_for(self, cfg: RunConfig | None):
-        device_gib, bf16, name = self.device_of()
-        return estimate_config(cfg, device_gib, bf16) if cfg else None, name
+        device_gib, bf16, name, on_cpu = self.device_of()
+        return estimate_config(cfg, device_gib, bf16, on_cpu) if cfg else None, name

@@ -81,12 +81,13 @@ class ModelTab:
 
         def shrink(state, *values):
             cfg, problems = form.config_from(state, list(values))
-            device_gib, bf16, name = form.device_of()
+            device_gib, bf16, name, on_cpu = form.device_of()
             if cfg is None:
                 return [state, form.problems_markdown(problems)] + list(values)
             if device_gib is None:
-                return [state, "No GPU was detected, so there is nothing to shrink to: the estimate shows what a GPU would need."] + list(values)
-            changes, est = shrink_to_fit(cfg, device_gib, bf16)
+                return [state, "Neither a GPU nor this computer's memory could be read, so there is nothing to shrink to: the "
+                               "estimate shows what a GPU would need."] + list(values)
+            changes, est = shrink_to_fit(cfg, device_gib, bf16, on_cpu)
             if not changes:
                 return [state, estimate_markdown(est, name)] + list(values)
             new = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]),
@@ -204,7 +205,11 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     if est is None:
         return text.ESTIMATE_UNKNOWN
     icon = {"fits": "✅", "tight": "⚠️", "exceeds": "⛔"}.get(est.verdict or "", "ℹ️")
-    if est.verdict:
+    if est.verdict and est.on_cpu:
+        # No GPU: the run trains on the CPU, in RAM; other programs need some of it too.
+        head = (f"{icon} **Estimated peak memory: {est.total_gib:.1f} GiB — {est.verdict}** in {device} (no GPU here: "
+                "training runs on the CPU, in RAM)")
+    elif est.verdict:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
@@ -214,7 +219,8 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
         return head
     rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
     notes = "\n".join(f"- {page_words(n)}" for n in est.notes if n != FOUR_BIT_NEEDS_LORA)
-    advice = "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else ""
+    advice = ("\n\n" + text.SHRINK_ADVICE_RAM if est.on_cpu and est.verdict in ("exceeds", "tight")
+              else "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else "")
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
 
 

@@ -101,7 +101,8 @@ class RunPicker:
         self.shown = gr.State(None)  # what the dropdowns show now: the poll skips unchanged updates
 
     def checkpoints(self, run_id: str | None) -> list[str]:
-        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
+        folder = runs.run_folder(self.runs_dir, run_id)
+        ckpts = checkpoint_choices(folder) if folder else []
         if self.extra and len(ckpts) > 1:
             ckpts = ckpts[:1] + [self.extra] + ckpts[1:]
         return ckpts

@@ -97,13 +97,14 @@ class RunsTab:
             # Every state shown is re-read from the run folders: the list and the open run's detail change together.
             poller.tick(self.poll, inputs=[self.picker, self.shown], outputs=[self.table, self.picker] + detail_outputs + [self.shown])
             poller.tick(self.alerts_of, inputs=self.picker, outputs=self.alerts, only_changes=True)
-        self.watch.click(lambda run_id: (str(runs_dir / run_id) if run_id else None), inputs=self.picker, outputs=form.watched,
+        self.watch.click(lambda run_id: (str(runs.run_folder(runs_dir, run_id) or "") or None), inputs=self.picker, outputs=form.watched,
                          api_name="watch_run")
 
         def resume_from_runs(run_id):
-            if not run_id:
+            folder = runs.run_folder(runs_dir, run_id)
+            if folder is None:
                 return refuse("Pick a run first."), gr.update()
-            return resume(str(runs_dir / run_id))  # a refusal is a toast too (resume_run)
+            return resume(str(folder))  # a refusal is a toast too (resume_run)
 
         self.resume.click(resume_from_runs, inputs=self.picker, outputs=[self.message, form.watched], api_name="resume_run").then(
             TrainTab.lasting, inputs=[self.message, form.watched], outputs=self.message_for, api_visibility="private")
@@ -149,7 +150,7 @@ class RunsTab:
         value = selected if selected in choices else (choices[0] if choices else None)
         rows = [[r.run_id, r.state, r.step, r.last_reward] for r in listed]
         now = {"runs": rows, "choices": choices, "value": value, "row": next((row for row in rows if row[0] == value), None),
-               **file_marks(self.runs_dir / value if value else None, DETAIL_FILES)}
+               **file_marks(runs.run_folder(self.runs_dir, value), DETAIL_FILES)}
         if now == shown:
             return [gr.skip()] * 6 + [shown]
 
@@ -171,10 +172,11 @@ class RunsTab:
         return runs_table(self.runs_dir), gr.update(choices=choices, value=value)
 
     def detail(self, run_id: str | None) -> list:
-        if not run_id or not (self.runs_dir / run_id / runs.STATUS_FILE).exists():
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder is None or not (folder / runs.STATUS_FILE).exists():
             return ["Pick a run above.", run_view.reward_frame(None), "", ""]
-        view = jobs.view(self.runs_dir / run_id)
-        config_path = self.runs_dir / run_id / runs.CONFIG_FILE
+        view = jobs.view(folder)
+        config_path = folder / runs.CONFIG_FILE
         config = config_path.read_text(encoding="utf-8") if config_path.exists() else "# config.yaml is missing"
         return [run_view.status_markdown(view), run_view.plot_update(run_view.reward_frame(view)), config, run_view.readable_log(view.log_tail)]
 
@@ -184,14 +186,15 @@ class RunsTab:
 
     def compare(self, picked: list[str] | None, curve: str) -> list:
         """[note, chart, settings that differ, evaluations] for the picked runs (2 to MAX_RUNS)."""
-        unknown = [r for r in (picked or []) if not (self.runs_dir / r / runs.STATUS_FILE).exists()]
-        picked = [r for r in (picked or []) if r not in unknown]
+        folders = {r: runs.run_folder(self.runs_dir, r) for r in picked or []}
+        unknown = [r for r, folder in folders.items() if folder is None or not (folder / runs.STATUS_FILE).exists()]
+        picked = [r for r in folders if r not in unknown]
         not_found = f" No run named {', '.join(f'`{r}`' for r in unknown)} in `{self.runs_dir}`." if unknown else ""
         if len(picked) < 2:
             empty = {"headers": ["setting"], "data": []}
             return [f"Pick two to {compare_runs.MAX_RUNS} runs to see them side by side.{not_found}", run_view.plot_update(None), empty,
                     {"headers": compare_runs.EVAL_HEADERS, "data": []}]
-        run_dirs = [self.runs_dir / r for r in picked]
+        run_dirs = [folders[r] for r in picked]
         frame, missing = compare_runs.curve_frame(run_dirs, curve)
         headers, rows = compare_runs.config_differences(run_dirs)
         note = (compare_runs.missing_note(curve, missing) or (f"{len(rows)} settings differ." if rows else "Their settings are the same.")) + not_found
@@ -200,14 +203,16 @@ class RunsTab:
 
     def alerts_of(self, run_id: str | None) -> str:
         """The open run's health alerts as badges, read from its folder now ("" for no run)."""
-        if not run_id or not (self.runs_dir / run_id / runs.STATUS_FILE).exists():
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder is None or not (folder / runs.STATUS_FILE).exists():
             return ""
-        return run_view.alerts_html(self.runs_dir / run_id)
+        return run_view.alerts_html(folder)
 
     def delete_run(self, run_id: str | None, confirmed: bool) -> str:
-        if not run_id:
-            return "Pick a run first."
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder is None:
+            return "Pick a run first." if not run_id else f"There is no run `{run_id}` in `{self.runs_dir}`: nothing was deleted."
         if not confirmed:
             return f"Tick “{text.DELETE_CONFIRM}” first: deleting cannot be undone."
-        jobs.delete_run(self.runs_dir / run_id)
+        jobs.delete_run(folder)
         return f"Deleted run `{run_id}`."

@@ -148,7 +148,9 @@ class TrainTab:
             if problems:
                 return [form.problems_markdown(problems), gr.update(), gr.update(), gr.update()]
             est, device = form.estimate_for(cfg)
-            if est is not None and est.verdict == "exceeds":
+            # On a GPU an estimate past its memory stops Start (CUDA would fail at once); in RAM the run may still go,
+            # swapping, so Start goes on and says so (below), as the Model & hardware tab does.
+            if est is not None and est.verdict == "exceeds" and not est.on_cpu:
                 judged = any(part.startswith("judge") for part in est.parts)
                 return [f"**This will not fit {device}:** the estimated peak is {est.total_gib:.1f} GiB"
                         + (", the LLM judge's own copy of its weights included" if judged else "") + ". Press **Shrink to fit** in "
@@ -168,7 +170,10 @@ class TrainTab:
             if pins is not None:  # the pinned examples belong to the reward code the run trains with
                 (run_dir / PINNED_RUN_FILE).write_text(pins, encoding="utf-8")
             config_text = (run_dir / runs.CONFIG_FILE).read_text(encoding="utf-8")
-            return ["", str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
+            memory = (f"⚠️ **Started, but the estimated peak of {est.total_gib:.1f} GiB is more than {device}** can spare: the "
+                      "computer may slow to a crawl (swapping), or the system may end the run. Stop it and press **Shrink to "
+                      "fit** (Model & hardware tab) if it does." if est is not None and est.on_cpu and est.verdict == "exceeds" else "")
+            return [memory, str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
 
         self.start.click(start, inputs=[form.base] + form.inputs, outputs=[self.problems, form.watched, self.command, self.config_yaml],
                          api_name="start_training").then(self.note_busy, inputs=[self.problems, self.notice_for],

@@ -439,3 +439,35 @@ def test_prompts_longer_than_the_context_are_refused_with_the_rows(workspace):
     run_dir = next((workspace.path / "runs").iterdir())
     status = json.loads((run_dir / "status.json").read_text())
     assert status["state"] == "failed" and "longer than" in status["error"]["what"]
+
+
+# ---- inputs built to hurt (a YAML alias bomb, a 200 KB field, NUL bytes, too few rows) -----------------------
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path):
+    # Nine levels of nine aliases: a few hundred bytes that stand for 9^9 (387 million) strings once expanded.
+    levels = ['&a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        levels.append(f"&{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    (tmp_path / "bomb.yaml").write_text("rloo:\n  num_generations: [" + ", ".join(levels) + "]\n", encoding="utf-8")
+    err = train_fails(tmp_path, config=tmp_path / "bomb.yaml")
+    assert "bomb.yaml expands to more than" in err and "anchors and aliases" in err and "What to do" in err, err
+
+
+def test_a_csv_field_over_128_kib_is_named_with_its_line(tmp_path):
+    (tmp_path / "big.csv").write_text('prompt,answer\nWhat is 1+1?,2\n"What is ' + "x" * 200_000 + '",3\n', encoding="utf-8")
+    err = train_fails(tmp_path, f"data.source={tmp_path / 'big.csv'}", "data.test_split=")
+    assert "big.csv: the field starting on line 3 is longer than 131,072 characters" in err, err
+    assert "a quotation mark" in err and "close the quotation mark on line 3" in err, err
+
+
+def test_nul_bytes_in_a_csv_are_refused_with_their_line(tmp_path):
+    (tmp_path / "nul.csv").write_bytes(b"prompt,answer\nWhat is 1+1?,2\nWhat is\x002+2?,4\n")
+    err = train_fails(tmp_path, f"data.source={tmp_path / 'nul.csv'}", "data.test_split=")
+    assert "nul.csv holds a NUL character (byte 0) on line 3" in err and "What to do" in err, err
+
+
+def test_too_few_prompts_for_one_step_are_refused_before_training(tmp_path):
+    (tmp_path / "one.jsonl").write_text('{"prompt": "What is 1+1?", "answer": "2"}\n', encoding="utf-8")
+    err = train_fails(tmp_path, f"data.source={tmp_path / 'one.jsonl'}", "data.test_split=")
+    assert "the training data has 1 prompt, but one generation batch needs 16" in err, err
+    assert "per_device_train_batch_size" in err and "What to do" in err, err

@@ -87,3 +87,38 @@ def test_a_hanging_reward_ends_the_run_as_failed_and_the_checkpoint_resumes(work
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["resumed_from"] == 2 and status["step"] == 4
     assert [m["step"] for m in runs.read_jsonl(run_dir / runs.METRICS_FILE)] == [1, 2, 3, 4]
+
+
+EXITING_REWARD = '''
+import os
+
+def quitter(completions, trainer_state, **kwargs):
+    """Ends the training process itself on the second step, as a stray os._exit(0) in reward code does."""
+    if trainer_state.global_step >= 1:
+        os._exit(0)
+    return [0.0 for _ in completions]
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandbox", ["on", "off"])
+def test_a_reward_that_ends_the_process_never_makes_the_run_exit_0_and_its_status_says_why(workspace, sandbox):
+    """In the sandbox os._exit ends the reward's own process; without one (or with `sandbox: false`) the training
+    process itself: either way the run fails, saying which function did it."""
+    (workspace.path / "quit.py").write_text(EXITING_REWARD)
+    config = workspace.write_config(
+        rewards=[{"name": "numeric_answer"}, {"file": "quit.py"}],
+        rloo={"max_steps": 3, "save_steps": 10, "num_generations": 4, "per_device_train_batch_size": 8,
+              "max_completion_length": 8, "beta": 0.0})
+    run_dir = workspace.path / "runs" / "quit"
+    env = {**os.environ, "RLOO_STUDIO_SANDBOX": sandbox}
+    result = run_cli("train", config, "--run-dir", run_dir, cwd=workspace.path, timeout=900, env=env)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "os._exit(0)" in result.stderr and "quit.py, line 7" in result.stderr, result.stderr[-3000:]
+    status = runs.read_status(run_dir)
+    assert status["state"] == "failed", status
+    assert "os._exit(0)" in status["error"]["what"] and "`quitter`" in status["error"]["what"] + status["error"]["why"], status
+    assert f"rloo-studio train --resume {run_dir}" in status["error"]["fix"]
+    # What the run wrote is its owner's alone (the command sets an owner-only mask for itself and its children).
+    shared = [str(p) for p in [run_dir, *run_dir.rglob("*")] if os.name == "posix" and p.stat().st_mode & 0o077]
+    assert not shared, shared

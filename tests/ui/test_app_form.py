@@ -232,6 +232,22 @@ def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(tmp_path):
         assert "— fits** on Test GPU (15.6 GB)" in estimate and "| KV cache (generation) |" in estimate
 
 
+def test_without_a_gpu_the_estimate_is_held_against_ram_and_shrink_to_fit_fits_it(tmp_path):
+    from rloo_studio.hardware import Hardware
+
+    with served_app(tmp_path / "runs", known_hardware=Hardware(gpus=[], cpu_cores=2, ram_gb=24.0)) as url:
+        form = Form(connect(url))
+        form[text.MODEL] = "HuggingFaceTB/SmolLM2-135M-Instruct"
+        form["Batch per device (completions)"] = 512
+        estimate = form.call("/estimate")
+        assert "**Estimated peak memory:" in estimate and "— exceeds** in this computer's RAM (24.0 GB)" in estimate, estimate
+        assert "no GPU here: training runs on the CPU, in RAM" in estimate and "Shrink to fit" in estimate
+        assert "| Python, PyTorch and the libraries |" in estimate and "CUDA" not in estimate
+        message, *new_values = form.call("/shrink_to_fit")
+        assert "`rloo.per_device_train_batch_size = " in message and "now fits" in message, message
+        assert "load_in_4bit" not in message  # 4-bit weights are slower on a CPU and small next to the activations
+
+
 def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits(tmp_path):
     runs_dir = tmp_path / "runs"  # an app of its own (another GPU), so a folder of its own
     with served_app(runs_dir, known_hardware=_gpu(8)) as url:

@@ -52,7 +52,11 @@ def test_list_models_works_offline(tmp_path):
     assert result.returncode == 0 and "Qwen/Qwen3-4B" in result.stdout and len(result.stdout.splitlines()) >= 15
 
 
-def test_without_a_gpu_the_estimate_says_how_to_get_a_verdict(tmp_path):
-    result = run_cli("estimate", ROOT / "presets" / "cpu-demo.yaml", cwd=tmp_path)
+def test_without_a_gpu_the_estimate_is_held_against_ram_and_says_how_to_get_a_gpu_verdict(tmp_path):
+    result = run_cli("estimate", ROOT / "presets" / "cpu-small-real.yaml", "rloo.per_device_train_batch_size=2048", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "No CUDA GPU detected: pass --gpu-gb N" in result.stdout
+    out = result.stdout
+    assert "Estimated peak memory (RAM: no GPU here, so the run trains on the CPU)" in out, out
+    assert "In this computer's RAM, " in out and ": exceeds" in out and "pass --gpu-gb N" in out
+    assert "Python, PyTorch and the libraries" in out and "CUDA context" not in out
+    assert "To fit, change: rloo.per_device_train_batch_size=" in out and "load_in_4bit" not in out

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rloo_studio import runs
 
 
@@ -243,3 +245,40 @@ def test_last_metric(tmp_path):
     assert runs.last_metric(tmp_path, "reward") == 1.0
     assert runs.last_metric(tmp_path, "missing") is None
     assert math.isclose(runs.last_metric(tmp_path, "other"), 2)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_a_new_runs_folder_and_its_runs_are_owner_only_whatever_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        run = runs.create_run_dir(tmp_path / "runs", "mine")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "runs").stat().st_mode & 0o777 == 0o700
+    assert run.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_an_existing_runs_folder_is_made_private_and_what_changed_is_counted(tmp_path):
+    root = tmp_path / "runs"
+    (root / "r1" / "adapter").mkdir(parents=True)
+    for f in (root / "r1" / "rewards.py", root / "r1" / "adapter" / "w.safetensors", root / "r1" / "status.json"):
+        f.write_text("x")
+        f.chmod(0o644)
+    for d in (root, root / "r1", root / "r1" / "adapter"):
+        d.chmod(0o755)
+    (root / "r1" / "status.json").chmod(0o600)  # already private: not counted
+    assert runs.make_private_note(root) == (f"the runs folder {root} could be read by other users of this computer: 5 files "
+                                            "and folders in it are now private (owner only)")
+    for path in [root, *root.rglob("*")]:
+        assert path.stat().st_mode & 0o077 == 0, path
+    assert (root / "r1" / "rewards.py").stat().st_mode & 0o777 == 0o600
+    assert runs.make_private(root) == 0 and runs.make_private_note(root) is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_every_rloo_studio_command_creates_owner_only_files():
+    code = ("import os; os.umask(0o022); from rloo_studio import cli; cli.main(['runs', '--runs-dir', 'nowhere-here'])\n"
+            "print(oct(os.umask(0)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "0o77", out.stdout + out.stderr
