@@ -403,13 +403,13 @@ class Ran:
 
 
 def run(argv: Sequence, timeout_s: float | None = None, *, input: str | None = None, env: dict | None = None,
-        cwd: str | None = None) -> Ran:
+        cwd: str | None = None, wrap: Sequence[str] = ()) -> Ran:
     """Run `argv` to its end (or its time limit) with `input` on stdin; collects stdout and stderr. Raises OSError
-    when it cannot start (no such program)."""
+    when it cannot start (no such program). `wrap`: as `Child`'s."""
     out: list[str] = []
     err: list[str] = []
     child = Child(argv, stdin=PIPE if input is not None else DEVNULL, stdout=out.append, stderr=err.append, env=env,
-                  cwd=cwd)
+                  cwd=cwd, wrap=wrap)
     if input is not None:
         child.give_input(input)
     code = child.wait(timeout_s)
@@ -428,13 +428,16 @@ class ChildAnswer:
         return (self.stderr_tail or ["no output"])[-1]
 
 
-def json_child(module: str, request: dict | None, timeout_s: float, env: dict | None = None) -> ChildAnswer:
+def json_child(module: str, request: dict | None, timeout_s: float, env: dict | None = None,
+               wrap: Sequence[str] = ()) -> ChildAnswer:
     """Run `python -m MODULE` with `request` as JSON on stdin; its answer is its last stdout line, as JSON.
 
     The helper modules print anything else (the user's prints, warnings) before that line or on stderr. A
     child that outlives `timeout_s` is killed with its tree; never raises for what the child does (the caller words it).
+    `wrap`: as `Child`'s (a child that runs the person's code runs in the reward sandbox).
     """
-    done = run([sys.executable, "-m", module], timeout_s, input=json.dumps(request) if request is not None else "", env=env)
+    done = run([sys.executable, "-m", module], timeout_s, input=json.dumps(request) if request is not None else "", env=env,
+               wrap=wrap)
     if done.timed_out:
         return ChildAnswer(timed_out=True)
     tail = done.stderr.strip().splitlines()[-40:]

@@ -8,14 +8,13 @@ decides *whether* and *how*: `prefix()` is the argv prefix a `procs.Child` runs 
 option); the time limit, the whole-tree kill and the secret-free environment are `procs.Child`'s, for every
 child, sandboxed or not. Where no sandbox exists (macOS, Windows, a Linux without bubblewrap, or one that forbids
 unprivileged user namespaces) `status()` says why and what to do, and reward code runs with the person's rights
-as an ordinary script would. Standard library only.
+as an ordinary script would. Standard library and `procs` only.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +62,13 @@ def _probe() -> Status:
     if not program:
         return Status(None, "No reward sandbox: bubblewrap is not installed, so reward code runs with your rights and network "
                             "access. Install it (`sudo apt install bubblewrap`, `sudo dnf install bubblewrap`) and restart.")
+    from .procs import run
+
     try:
-        done = subprocess.run([*_argv(program, (), network=False), "true"], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S)
-        works = done.returncode == 0
-        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-    except (OSError, subprocess.SubprocessError) as exc:
+        done = run([*_argv(program, (), network=False), "true"], PROBE_TIMEOUT_S)
+        works = done.returncode == 0 and not done.timed_out
+        why = "it did not answer" if done.timed_out else (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    except OSError as exc:
         works, why = False, str(exc)
     if not works:
         return Status(None, f"No reward sandbox: bubblewrap is installed but could not start a sandbox here ({why}) — usually "
@@ -106,15 +106,40 @@ def prefix(writable: Sequence[str | Path] = (), network: bool = False, tmpdir: s
 def limit_memory(gib: float | None) -> None:
     """Cap this process's data memory at `gib` GiB (Linux: RLIMIT_DATA counts heap and anonymous maps; elsewhere
     nothing holds, and the time limit still applies). Called by a sandboxed child before any reward code runs."""
-    if not gib or not sys.platform.startswith("linux"):
-        return
-    import resource
+    if gib and sys.platform.startswith("linux"):
+        import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    wanted = int(gib * 2**30)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
-    except (ValueError, OSError):
-        pass
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        wanted = int(gib * 2**30) if hard == resource.RLIM_INFINITY else min(int(gib * 2**30), hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+        except (ValueError, OSError):
+            pass
+
+
+@dataclass
+class Box:
+    """How one child runs: `prefix` for `procs.Child`'s `wrap`, a temporary folder of its own removed by `close`, and
+    `kind` (which sandbox: None for none, else whether it has the network) to tell whether a waiting child fits."""
+    prefix: list[str]
+    kind: tuple | None
+    tmpdir: str | None = None
+
+    def close(self) -> None:
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def kind(network: bool = False, use: bool = True) -> tuple | None:
+    """The `Box.kind` that `box(…, network, use)` gives on this system."""
+    return ("sandbox", network) if use and status().available else None
+
+
+def box(writable: Sequence[str | Path] = (), network: bool = False, use: bool = True) -> Box:
+    """A sandbox for one child (`use=False`, or none on this system: the child runs as it is)."""
+    if kind(network, use) is None:
+        return Box([], None)
+    import tempfile
+
+    tmpdir = tempfile.mkdtemp(prefix="rloo-sandbox-")
+    return Box(_argv(status().program, writable, network, tmpdir), ("sandbox", network), tmpdir)

@@ -18,9 +18,7 @@ import asyncio
 import builtins
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -75,10 +73,9 @@ class RewardBox:
         self._lock = threading.Lock()  # one call at a time: TRL calls rewards one after another, async ones may overlap
         # Where a failed run continues from (the run's folder, the first writable one), for the messages.
         self.resume = f"rloo-studio train --resume {writable[0]}" if writable else "rloo-studio train --resume RUN_DIR"
-        self.tmpdir = tempfile.mkdtemp(prefix="rloo-reward-")
-        self.wrap = sandbox.prefix(writable, network, self.tmpdir)
+        self.box = sandbox.box(writable, network)
         self.child = Child([sys.executable, "-m", __name__], stdin=PIPE, stdout=self._on_line, stderr=self._on_err,
-                           wrap=self.wrap, on_end=self._on_end)
+                           wrap=self.box.prefix, on_end=self._on_end)
 
     # ---- the pipe ------------------------------------------------------------------------------------------------
 
@@ -146,7 +143,8 @@ class RewardBox:
 
     def close(self) -> None:
         self.child.kill()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        self.child.wait()
+        self.box.close()
 
 
 def _again(raised: dict) -> BaseException:
@@ -179,6 +177,20 @@ def _ended(name: str, answer: dict, resume: str) -> RewardError:
         "; ".join(answer.get("stderr") or []) or "a crash in C code, or the sandbox's memory limit",
         f"return a list of numbers (None for a completion it cannot score); then continue with `{resume}` (it resumes "
         "from the last checkpoint)")
+
+
+def scoring_kind(specs: Sequence[dict]) -> tuple | None:
+    """The sandbox a scoring child gets for these reward entries (the preview, pinned examples, the scan), as
+    `sandbox.kind`: none when one of them says `sandbox: false` (that code must run as it will in training); with the
+    network when one is a judge on a server (it is called over HTTP)."""
+    opted_out = any(spec.get("file") and spec.get("sandbox") is False for spec in specs)
+    return sandbox.kind(network=any(isinstance(spec.get("judge"), dict) for spec in specs), use=not opted_out)
+
+
+def scoring_box(specs: Sequence[dict]) -> "sandbox.Box":
+    """`sandbox.box` for `scoring_kind(specs)`."""
+    wanted = scoring_kind(specs)
+    return sandbox.box(network=bool(wanted and wanted[1]), use=wanted is not None)
 
 
 # ---- the child ---------------------------------------------------------------------------------------------------

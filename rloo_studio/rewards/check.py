@@ -4,7 +4,8 @@
 code with the same loader the training worker uses (syntax, module-level errors, signatures
 against TRL's arguments and the dataset's columns) and answers with one JSON line. A time limit
 covers code that hangs at import; `sys.exit` or a crash in it ends only the child, and whatever the code
-started (a background process) ends with the child (`procs.json_child`).
+started (a background process) ends with the child (`procs.json_child`); where the system has one, the child runs in
+the reward sandbox (sandbox.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .. import sandbox
 from ..procs import json_child
 from ..runs import REWARDS_FILE
 
@@ -27,7 +29,11 @@ def check_source(source: str, columns: list[str] | tuple[str, ...] = (), timeout
         names = public_function_names(source, REWARDS_FILE)  # a syntax error is found here, without running anything
     except RewardError as exc:
         return {"functions": [], "problems": [exc.message()]}
-    child = json_child("rloo_studio.rewards.check", {"source": source, "columns": list(columns)}, timeout_s)
+    box = sandbox.box()  # the person's code: in the reward sandbox where the system has one
+    try:
+        child = json_child("rloo_studio.rewards.check", {"source": source, "columns": list(columns)}, timeout_s, wrap=box.prefix)
+    finally:
+        box.close()
     if child.timed_out:
         return {"functions": names, "problems": [f"loading the reward code took longer than {timeout_s:.0f} s.\nWhy: code at the top "
                                                  "level of the file (outside any function) runs when it is loaded, and something there "

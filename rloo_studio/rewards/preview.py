@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ..config import RewardSpec
 from ..data import build_prompt, use_chat_format
@@ -451,11 +451,13 @@ class _ScoringChild(Child):
     """A scoring child and what it has said: its answer on stdout; on stderr a CALLING NAME / RETURNED pair around
     each reward call (with when the call began) and everything else (the user's prints, tracebacks)."""
 
-    def __init__(self, argv: list[str]):
+    def __init__(self, argv: list[str], box):
         self.out_lines: list[str] = []
         self.err_lines: list[str] = []
         self.calling: dict = {}  # name and start of the call in progress, if any
-        super().__init__(argv, stdin=PIPE, stdout=self.out_lines.append, stderr=self._stderr_line)
+        self.box_kind = box.kind  # the reward sandbox it runs in (rewards.boxed.scoring_kind)
+        super().__init__(argv, stdin=PIPE, stdout=self.out_lines.append, stderr=self._stderr_line, wrap=box.prefix,
+                         on_end=box.close)
 
     def _stderr_line(self, line: str) -> None:
         if line.startswith("CALLING "):
@@ -466,7 +468,7 @@ class _ScoringChild(Child):
             self.err_lines.append(line)
 
 
-def start_scorer(tokenizer: str | None = None) -> Child:
+def start_scorer(tokenizer: str | None = None, specs: Sequence[dict] = ()) -> Child:
     """A scoring child, waiting for its request.
 
     Started ahead of time (after a preview, while the person reads the table) it makes the next
@@ -474,9 +476,12 @@ def start_scorer(tokenizer: str | None = None) -> Child:
     the same memory and time limits. A child whose parent went away reads end-of-input and exits.
     `tokenizer`: a tokenizer folder or hub id the child loads while it waits, for requests of written
     text (pinned examples, pasted completions), whose token ids need it: importing the tokenizer
-    library is most of such a check's time (seconds on a laptop)."""
+    library is most of such a check's time (seconds on a laptop). It runs in the reward sandbox where the system has
+    one (for reward entries `specs`: see rewards.boxed.scoring_kind; a request that needs another is given a new child)."""
+    from .boxed import scoring_box
+
     preload = [PRELOAD_ARG, tokenizer] if tokenizer else []
-    return _ScoringChild([sys.executable, "-m", "rloo_studio.rewards.preview", *preload])
+    return _ScoringChild([sys.executable, "-m", "rloo_studio.rewards.preview", *preload], scoring_box(specs))
 
 
 def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Child | None = None,
@@ -497,9 +502,14 @@ def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Chil
 
 
 def _score_in_child(request: dict, timeout_s: float, proc: Child | None, load_timeout_s: float) -> dict:
+    from .boxed import scoring_kind
+
     started = time.time()
-    if proc is None or proc.poll() is not None:
-        proc = start_scorer()
+    specs = request.get("rewards") or []
+    if proc is None or proc.poll() is not None or getattr(proc, "box_kind", None) != scoring_kind(specs):
+        if proc is not None:
+            proc.kill()  # waiting in another sandbox (a judge on a server needs the network, `sandbox: false` none)
+        proc = start_scorer(specs=specs)
     proc.give_input(json.dumps(request))
     clock = {"outside_calls": 0.0, "last": time.time()}
 
