@@ -449,11 +449,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if est.verdict in ("exceeds", "tight"):
         changes, shrunk = shrink_to_fit(cfg, device_gib, bf16)
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
-    from .batching import batch_plan
     from .rewards.judge import judge_calls_per_step, judge_cost_line
 
-    plan = batch_plan({**cfg.rloo, **{key: cfg.rloo_value(key) for key in
-                                      ("num_generations", "per_device_train_batch_size", "num_iterations")}})
+    plan = cfg.batch_plan()
     if args.json:
         print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice,
                           "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan)}))
@@ -490,7 +488,7 @@ def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | No
     from .trial import measure, summary_lines
 
     try:
-        train_rows = len(load_rows(cfg.data, cfg.base_dir).train)
+        train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
     except DataError as exc:
         return _fail(exc)
 

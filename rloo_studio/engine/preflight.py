@@ -26,7 +26,7 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         problems.append(f"model.name_or_path: {exc.what} — {exc.fix}")
     rows = None
     try:
-        rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed") or 42))
+        rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed")))
     except StudioError as exc:
         problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
     problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None))
