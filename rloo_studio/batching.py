@@ -72,15 +72,16 @@ def batch_plan(rloo: Mapping[str, Any], processes: int = 1) -> BatchPlan:
     >>> p.completions_per_step, p.prompts_per_step, p.steps_per_cycle
     (16, 4.0, 1.0)
     """
-    per_device = int(rloo["per_device_train_batch_size"]) or 1
-    accumulation = int(rloo["gradient_accumulation_steps"]) or 1
+    # At least 1 each: a config's 0 is refused by RunConfig.validate; the page's arithmetic must not divide by it first.
+    per_device = max(1, int(rloo["per_device_train_batch_size"]))
+    accumulation = max(1, int(rloo["gradient_accumulation_steps"]))
     steps_per_generation = _optional_int(rloo.get("steps_per_generation"))
     generation_batch = _optional_int(rloo.get("generation_batch_size"))
     if steps_per_generation is None:
         # RLOOConfig: from generation_batch_size when given, else one generation per optimiser step.
         steps_per_generation = generation_batch // (per_device * processes) if generation_batch else accumulation
-    return BatchPlan(per_device, accumulation, max(1, processes), int(rloo["num_generations"]) or 2,
-                     max(1, steps_per_generation), int(rloo["num_iterations"]) or 1)
+    return BatchPlan(per_device, accumulation, max(1, processes), max(1, int(rloo["num_generations"])),
+                     max(1, steps_per_generation), max(1, int(rloo["num_iterations"])))
 
 
 def plan_words(rloo: Mapping[str, Any]) -> str:

@@ -87,9 +87,9 @@ TRL_DEFAULTS: dict[str, Any] = {
 
 
 def rloo_default(key: str) -> Any:
-    """What RLOOConfig gets for `key` when a config leaves it out: ours (RLOO_DEFAULTS), else TRL's (None for a key
-    neither table holds: TRL's own default, which this process may not know)."""
-    return RLOO_DEFAULTS[key] if key in RLOO_DEFAULTS else TRL_DEFAULTS.get(key)
+    """What RLOOConfig gets for `key` when a config leaves it out: the effective value of a config without an `rloo`
+    section (RunConfig.effective_rloo); None for a key it does not decide (TRL's own default, unknown here)."""
+    return RunConfig().rloo_value(key)
 
 
 # The `rloo:` options the app's form shows, with their label and help line: `rloo` is a free mapping of RLOOConfig

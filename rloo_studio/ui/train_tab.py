@@ -301,7 +301,7 @@ class TrainTab:
 
     @staticmethod
     def render(view: RunView | None) -> list:
-        return [run_view.status_markdown(view), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
+        return [run_view.status_markdown(view) + trainer_markdown(view.path if view else None), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
                 run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
                 run_view.readable_log(view.log_tail) if view else ""]
 
@@ -323,7 +323,24 @@ class TrainTab:
 
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
-        return [cfg.rloo.get(k, FORM_DEFAULTS[k]) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+        return [cfg.rloo_value(k) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+
+
+def trainer_markdown(run_dir: str | Path | None) -> str:
+    """What the watched run's trainer used, from its trainer_args.json (read back from the built trainer): the batch
+    plan and the step's other arguments, and any value the trainer holds other than the settings gave it. "" before
+    the trainer is built (or for a run from an earlier version, which has no such file)."""
+    recorded = runs.read_json(Path(run_dir) / runs.TRAINER_ARGS_FILE) if run_dir else None
+    held = (recorded or {}).get("args")
+    if not held:
+        return ""
+    try:
+        line = effective_line(held, int(held.get("world_size") or 1))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    changed = "".join(f"  \n⚠️ The trainer ({recorded.get('trainer')}) uses {key} = {used!r}, not the {given!r} the settings give."
+                      for key, (given, used) in (recorded.get("changed") or {}).items())
+    return f"\n\n**As the trainer runs it:** {line}{changed}"
 
 
 def file_marks(run_dir: str | Path | None,

@@ -65,7 +65,12 @@ def test_unsloths_trainer_patch_changes_no_argument_of_a_run(workspace, tmp_path
     assert differing == {}, f"(transformers, Unsloth's trainer) differ: {differing}"
     # What the trainer holds other than it was given is recorded, and it is only the device's precision.
     assert plain["changed"] == {} and set(patched["changed"]) <= DEVICE_DECIDED, patched["changed"]
-    # The page's batch plan is the one the trainer derived.
+    # The page's batch plan is the one the trainer derived, and the Train tab shows the run's trainer as it holds it.
     from rloo_studio.batching import batch_plan
+    from rloo_studio.ui.train_tab import trainer_markdown
 
     assert batch_plan(patched["args"], patched["args"]["world_size"]) == RunConfig.from_dict({}).batch_plan()
+    shown = trainer_markdown(tmp_path / "unsloth-patch")
+    assert "4 completions (4 per device × 1 accumulation step × 1 process) = 1 prompt × 4 completions" in shown
+    assert "Optimiser adamw_torch_fused, weight decay 0, 0 warm-up steps" in shown and "seed 42" in shown
+    assert all(f"uses {key} = " in shown for key in patched["changed"])

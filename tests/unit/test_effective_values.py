@@ -76,3 +76,20 @@ def test_the_train_tab_line_counts_the_configs_other_batch_keys():
     line = batch_summary(8, 8, 1, base)
     assert "16 completions (8 per device × 2 accumulation steps × 1 process) = 2 prompts × 8 completions" in line
     assert "Optimiser adamw_8bit" in line and "seed 42" in line
+
+
+def test_the_trial_reports_the_plan_its_trainer_used(tmp_path):
+    from rloo_studio import runs
+
+    cfg = _config(tmp_path)
+    for step, time in ((1, 100.0), (2, 104.0)):
+        runs.append_jsonl(tmp_path / runs.METRICS_FILE, {"step": step, "time": time})
+    # What a trainer that doubled the accumulation (Unsloth's RLOOConfig default) and turned on fp16 would record.
+    held = {**RunConfig(rloo={"gradient_accumulation_steps": 2}).effective_rloo(), "steps_per_generation": 2, "world_size": 1}
+    runs.write_json_atomic(tmp_path / runs.TRAINER_ARGS_FILE, {"trainer": "UnslothRLOOTrainer", "args": held,
+                                                                "changed": {"fp16": [False, True]}})
+    m = trial._measurement(cfg, cfg.batch_plan(), tmp_path, 2, 1, 99.0, 30, None)
+    assert m.new_prompts_per_step == 2 and m.epochs == pytest.approx(100 * 2 / 30)
+    lines = "\n".join(trial.summary_lines(m))
+    assert "as the trial's trainer ran it: Each step trains on 8 completions (4 per device × 2 accumulation steps" in lines
+    assert "the trainer used fp16 = True, not the False the settings give" in lines
