@@ -449,12 +449,16 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if est.verdict in ("exceeds", "tight"):
         changes, shrunk = shrink_to_fit(cfg, device_gib, bf16)
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
+    import dataclasses
+
+    from .batching import effective_line
     from .rewards.judge import judge_calls_per_step, judge_cost_line
 
     plan = cfg.batch_plan()
     if args.json:
         print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice,
-                          "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan)}))
+                          "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan),
+                          "trainer_arguments": cfg.effective_rloo(), "batch_plan": dataclasses.asdict(plan)}))
         return EXIT_OK
     print(f"Estimated peak GPU memory for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
     print(est.table())
@@ -464,6 +468,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
     for note in est.notes:
         print(f"- {note}")
+    # The step this estimate is for, in the effective values training passes to the trainer (one process).
+    print(f"\n{effective_line(cfg.effective_rloo())}")
     cost = judge_cost_line(cfg.rewards, plan)
     if cost:
         print(f"\n{cost}")

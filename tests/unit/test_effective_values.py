@@ -93,3 +93,16 @@ def test_the_trial_reports_the_plan_its_trainer_used(tmp_path):
     lines = "\n".join(trial.summary_lines(m))
     assert "as the trial's trainer ran it: Each step trains on 8 completions (4 per device × 2 accumulation steps" in lines
     assert "the trainer used fp16 = True, not the False the settings give" in lines
+
+
+def test_the_estimate_says_the_step_it_estimates(tmp_path):
+    from helpers import ROOT, cli_in_process
+
+    preset = ROOT / "presets" / "gpu-16gb.yaml"
+    out = cli_in_process("estimate", preset, "--gpu-gb", "16", cwd=tmp_path).stdout
+    assert ("Each step trains on 8 completions (8 per device × 1 accumulation step × 1 process) = 1 prompt × 8 completions"
+            in out), out
+    assert "Optimiser adamw_torch_fused, weight decay 0, 0 warm-up steps, linear learning-rate schedule, seed 42." in out
+    data = json.loads(cli_in_process("estimate", preset, "--gpu-gb", "16", "--json", cwd=tmp_path).stdout)
+    assert data["trainer_arguments"] == RunConfig.load(preset).effective_rloo()
+    assert data["batch_plan"]["accumulation"] == 1
