@@ -1,8 +1,9 @@
-"""The run configuration: dataclasses with help text, YAML load/save, overrides, validation.
+"""The run configuration: dataclasses with help text, YAML load/save, overrides, validation, and the effective
+value of every trainer argument (`RunConfig.effective_rloo`, `RunConfig.batch_plan`: the one place they are computed).
 
 A `RunConfig` is everything needed to reproduce a training run. It is plain data: this module
-imports only the standard library and PyYAML, so the UI can build and check configs without
-loading torch. Checks that need other layers (which reward names exist, which keys TRL's
+imports only the standard library, PyYAML and the batch arithmetic (`batching`), so the UI can build and check
+configs without loading torch. Checks that need other layers (which reward names exist, which keys TRL's
 `RLOOConfig` accepts, which columns a dataset has) are passed in by the caller —
 see `rloo_studio.engine.preflight`, which combines them so every problem is reported at once.
 """
