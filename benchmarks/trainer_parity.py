@@ -43,6 +43,10 @@ def _has_nvidia_driver() -> bool:
 
 def side_main(side: str, out: Path) -> None:
     """One side, in its own process: every preset's RLOOConfig as this backend builds it, written to `out`."""
+    from rloo_studio.engine import stack as studio_stack
+
+    # The environment the engine sets before its imports (Unsloth's compiled-kernel cache out of this folder).
+    studio_stack._prepare_environment()
     how = "plain TRL (Unsloth not imported)"
     if side == "unsloth":
         import unsloth  # noqa: F401  (first: it patches what follows)
