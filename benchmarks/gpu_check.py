@@ -11,7 +11,10 @@
    metrics: the median step time after warm-up, completion tokens per second, and the peak memory
    the worker logged (`memory/peak_reserved_gib`). Prints the Unsloth / transformers ratios.
 3. Prints the memory estimate (`rloo_studio.vram`) next to each measured peak.
-Everything goes to benchmarks/results/gpu_check{,_dry_run}.json and .md.
+4. Compares the trainer arguments the two backends' runs recorded (trainer_args.json, read back from the built trainer):
+   on CUDA the Unsloth run's trainer is Unsloth's patched one, so any argument it changes shows here (and fails the check).
+Everything goes to benchmarks/results/gpu_check{,_dry_run}.json and .md. (gpu_check.sh also runs trainer_parity.py: every
+preset's RLOOConfig on both backends.)
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ def run_training(model: str, backend: str, work: Path, args, dry_run: bool) -> d
     step_times = [m["step_time"] for m in measured if isinstance(m.get("step_time"), (int, float))]
     tokens = [m.get("completions/mean_length", 0) * args.generations * args.prompts for m in measured]
     status = json.loads((work / "runs" / name / "status.json").read_text())
-    return {"backend_used": status.get("backend"), "median_step_s": statistics.median(step_times) if step_times else None,
+    recorded = json.loads((work / "runs" / name / "trainer_args.json").read_text())
+    return {"backend_used": status.get("backend"), "trainer": recorded["trainer"], "trainer_args": recorded["args"],
+            "trainer_changed": recorded.get("changed") or {}, "median_step_s": statistics.median(step_times) if step_times else None,
             "tokens_per_s": sum(tokens) / sum(step_times) if step_times and sum(step_times) else None,
             "peak_reserved_gib": metrics[-1].get("memory/peak_reserved_gib"), "steps_measured": len(measured),
             "seconds": time.time() - started}
@@ -130,8 +135,13 @@ def main() -> None:
             u, t = per_backend["unsloth"], per_backend["transformers"]
             speedup = (t["median_step_s"] / u["median_step_s"]) if u.get("median_step_s") and t.get("median_step_s") else None
             memory_ratio = (u["peak_reserved_gib"] / t["peak_reserved_gib"]) if u.get("peak_reserved_gib") and t.get("peak_reserved_gib") else None
+            # The same config on both backends: every argument the built trainers hold must be the same (what runs is what
+            # the page shows, whichever backend trains it).
+            ua, ta = u.get("trainer_args") or {}, t.get("trainer_args") or {}
+            args_differ = {k: [ta.get(k), ua.get(k)] for k in sorted(set(ua) | set(ta)) if ua.get(k) != ta.get(k)}
             records.append({"model": model, "params": shape.params, "estimate_gib": est.total_gib, "unsloth": u, "transformers": t,
-                            "speedup_unsloth_vs_transformers": speedup, "memory_unsloth_over_transformers": memory_ratio})
+                            "speedup_unsloth_vs_transformers": speedup, "memory_unsloth_over_transformers": memory_ratio,
+                            "trainer_args_differ": args_differ if ua and ta else None})
             for backend, r in per_backend.items():
                 peak = r.get("peak_reserved_gib")
                 rows.append([model, backend, r.get("backend_used") or r.get("error", "")[:40],
@@ -140,6 +150,9 @@ def main() -> None:
                              f"{peak:.2f}" if peak else "n/a", f"{est.total_gib - CUDA_CONTEXT_GIB:.2f}"])
             rows.append([model, "ratio", "unsloth vs transformers", f"{speedup:.2f}x faster" if speedup else "-", "",
                          f"{memory_ratio:.2f}x memory" if memory_ratio else "-", ""])
+            parity = ("not compared (a run failed)" if not (ua and ta) else "same" if not args_differ else
+                      "DIFFER: " + ", ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in args_differ.items()))
+            rows.append([model, "trainer args", f"{u.get('trainer', '?')} vs {t.get('trainer', '?')}", parity, "", "", ""])
     headers = ["model", "backend", "used", "median step (s)", "completion tokens/s", "peak reserved (GiB)", "estimate (GiB, no context)"]
     text = table(headers, rows)
     v = info["versions"]
@@ -152,7 +165,8 @@ def main() -> None:
     tests = info["gpu_tests"]["summary"] if info["gpu_tests"] else "not run"
     path.with_suffix(".md").write_text(f"# {title}\n\nGPU tests: {tests}\n\n{text}\n")
     print(f"\nSaved {shown(path)} and {shown(path.with_suffix('.md'))}")
-    failed = [r for r in records for b in ("unsloth", "transformers") if "error" in r[b]]
+    failed = [r for r in records for b in ("unsloth", "transformers") if "error" in r[b]] + \
+        [r for r in records if r["trainer_args_differ"]]
     if failed or (info["gpu_tests"] and info["gpu_tests"]["returncode"] not in (0, 5)):
         sys.exit(1)
 

@@ -13,4 +13,9 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUF
 mkdir -p benchmarks/results
 python3 bootstrap.py --print-install-plan | tee benchmarks/results/install_plan.txt || true
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))"
+# Every preset's trainer arguments on both backends (on CUDA `import unsloth` patches TRL itself); its verdict is kept,
+# and the GPU check runs whatever it says.
+parity=0
+python3 benchmarks/trainer_parity.py || parity=$?
 python3 benchmarks/gpu_check.py "$@"
+exit "$parity"

@@ -23,7 +23,7 @@ BASE = {"errors", "procs", "sandbox", "paths"}
 # Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
 ALLOWED_IMPORTS: dict[str, set[str]] = {
     "errors": set(), "procs": set(), "sandbox": {"procs"}, "paths": set(), "demo_task": set(), "tinymodel": set(),
-    "alerts": set(), "batching": BASE, "stats": BASE, "config": BASE, "runs": BASE,
+    "alerts": set(), "batching": BASE, "stats": BASE, "config": BASE | {"batching"}, "runs": BASE,
     "wall": BASE, "serve": BASE | {"runs"}, "hardware": BASE, "distributed": BASE, "model_files": BASE,
     "presets": BASE | {"config"},
     "data": BASE | {"config", "demo_task"},

@@ -58,33 +58,63 @@ class BatchPlan:
         return self.micro_batches_per_cycle / self.accumulation
 
 
-def _int(rloo: Mapping[str, Any], key: str, default: int | None) -> int | None:
-    value = rloo.get(key, default)
+def _optional_int(value: Any) -> int | None:
     return None if value in (None, "") else int(value)
 
 
 def batch_plan(rloo: Mapping[str, Any], processes: int = 1) -> BatchPlan:
-    """The plan for effective `rloo` values (a config's section merged over the defaults), as RLOOConfig derives it.
+    """The plan for a config's effective `rloo` values (`RunConfig.effective_rloo()`, or `RunConfig.batch_plan`), as
+    RLOOConfig derives it. Every key it reads must be there: a default of its own here would be a second effective
+    value (it was: TRL's k = 2 and batch 8 where the run used 4 and 4).
 
-    >>> p = batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2})
+    >>> p = batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2,
+    ...                 "num_iterations": 1})
     >>> p.completions_per_step, p.prompts_per_step, p.steps_per_cycle
     (16, 4.0, 1.0)
     """
-    per_device = _int(rloo, "per_device_train_batch_size", 8) or 1
-    accumulation = _int(rloo, "gradient_accumulation_steps", 1) or 1
-    steps_per_generation = _int(rloo, "steps_per_generation", None)
-    generation_batch = _int(rloo, "generation_batch_size", None)
+    # At least 1 each: a config's 0 is refused by RunConfig.validate; the page's arithmetic must not divide by it first.
+    per_device = max(1, int(rloo["per_device_train_batch_size"]))
+    accumulation = max(1, int(rloo["gradient_accumulation_steps"]))
+    steps_per_generation = _optional_int(rloo.get("steps_per_generation"))
+    generation_batch = _optional_int(rloo.get("generation_batch_size"))
     if steps_per_generation is None:
         # RLOOConfig: from generation_batch_size when given, else one generation per optimiser step.
         steps_per_generation = generation_batch // (per_device * processes) if generation_batch else accumulation
-    return BatchPlan(per_device, accumulation, max(1, processes), _int(rloo, "num_generations", 2) or 2,
-                     max(1, steps_per_generation), _int(rloo, "num_iterations", 1) or 1)
+    return BatchPlan(per_device, accumulation, max(1, processes), max(1, int(rloo["num_generations"])),
+                     max(1, steps_per_generation), max(1, int(rloo["num_iterations"])))
+
+
+def plan_words(rloo: Mapping[str, Any]) -> str:
+    """The effective trainer arguments beside the batch plan that change what a step does, in the Train tab's words:
+    the optimiser, weight decay, warm-up, accumulation and seed (a config could leave them to a backend's defaults).
+
+    >>> plan_words({"optim": "adamw_torch_fused", "weight_decay": 0.0, "warmup_steps": 0, "lr_scheduler_type": "linear",
+    ...             "gradient_accumulation_steps": 1, "seed": 42})
+    'Optimiser adamw_torch_fused, weight decay 0, 0 warm-up steps, linear learning-rate schedule, seed 42.'
+    """
+    warmup = rloo["warmup_steps"]
+    # transformers 5 reads a warmup_steps below 1 as a fraction of the run's steps.
+    warm = f"warm-up {100 * float(warmup):g} % of the steps" if 0 < float(warmup) < 1 else f"{float(warmup):g} warm-up steps"
+    return (f"Optimiser {_name(rloo['optim'])}, weight decay {float(rloo['weight_decay']):g}, {warm}, "
+            f"{_name(rloo['lr_scheduler_type'])} learning-rate schedule, seed {rloo['seed']}.")
+
+
+def effective_line(rloo: Mapping[str, Any], processes: int = 1) -> str:
+    """The batch plan and the other arguments of a step in one line (`summary_line` + `plan_words`): what the Train tab
+    says before Start, and what train.log and the time trial say the trainer used (trainer_args.json)."""
+    return f"{summary_line(batch_plan(rloo, processes))} {plan_words(rloo)}"
+
+
+def _name(value: Any) -> str:
+    """An option's name as the config writes it (transformers hands enums back: OptimizerNames.ADAMW_8BIT)."""
+    return str(getattr(value, "value", value))
 
 
 def at_cycle_boundary(step: int, plan: BatchPlan) -> bool:
     """True when optimiser step `step` ends a generation cycle: a stop or checkpoint here resumes exactly.
 
-    >>> plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    >>> plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2,
+    ...                    "gradient_accumulation_steps": 1})
     >>> [s for s in range(1, 7) if at_cycle_boundary(s, plan)]
     [2, 4, 6]
     """
@@ -99,7 +129,7 @@ def _count(n: float, word: str, plural: str | None = None) -> str:
 def epochs(train_rows: int, plan: BatchPlan, steps: int) -> float:
     """Passes over the training prompts that `steps` optimiser steps make (each prompt seen about this many times).
 
-    >>> epochs(54, batch_plan({"per_device_train_batch_size": 16, "num_generations": 4}), 150)
+    >>> epochs(54, BatchPlan(16, 1, 1, 4, 1, 1), 150)
     11.11111111111111
     """
     return steps * plan.new_prompts_per_step / train_rows
@@ -120,7 +150,8 @@ def epochs_words(epochs_: float, bold: bool = False) -> str:
 def summary_line(plan: BatchPlan) -> str:
     """What one training step uses and how often completions are generated, in the Train tab's words.
 
-    >>> print(summary_line(batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "num_iterations": 2})))
+    >>> print(summary_line(BatchPlan(per_device=8, accumulation=1, processes=1, num_generations=4, steps_per_generation=1,
+    ...                              num_iterations=2)))
     Each step trains on 8 completions (8 per device × 1 accumulation step × 1 process) = 2 prompts × 4 completions. New completions are generated every 2 steps (8 at once, each batch used for 2 passes): rewards are logged on those steps only.
     """
     prompts = plan.prompts_per_step

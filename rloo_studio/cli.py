@@ -479,14 +479,16 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if est.verdict in ("exceeds", "tight"):
         changes, shrunk = shrink_to_fit(cfg, device_gib, bf16, on_cpu)
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
-    from .batching import batch_plan
+    import dataclasses
+
+    from .batching import effective_line
     from .rewards.judge import judge_calls_per_step, judge_cost_line
 
-    plan = batch_plan({**cfg.rloo, **{key: cfg.rloo_value(key) for key in
-                                      ("num_generations", "per_device_train_batch_size", "num_iterations")}})
+    plan = cfg.batch_plan()
     if args.json:
         print(json.dumps({**est.to_dict(), "device": device_name, "shrink_to_fit": advice,
-                          "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan)}))
+                          "judge_calls_per_step": judge_calls_per_step(cfg.rewards, plan),
+                          "trainer_arguments": cfg.effective_rloo(), "batch_plan": dataclasses.asdict(plan)}))
         return EXIT_OK
     memory = "memory (RAM: no GPU here, so the run trains on the CPU)" if on_cpu else "GPU memory"
     print(f"Estimated peak {memory} for one RLOO step: {cfg.model.name_or_path} ({est.params / 1e9:.2f}B parameters)\n")
@@ -500,6 +502,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
     for note in est.notes:
         print(f"- {note}")
+    # The step this estimate is for, in the effective values training passes to the trainer (one process).
+    print(f"\n{effective_line(cfg.effective_rloo())}")
     cost = judge_cost_line(cfg.rewards, plan)
     if cost:
         print(f"\n{cost}")
@@ -525,7 +529,7 @@ def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | No
     from .trial import measure, summary_lines
 
     try:
-        train_rows = len(load_rows(cfg.data, cfg.base_dir).train)
+        train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
     except DataError as exc:
         return _fail(exc)
 

@@ -1,8 +1,9 @@
-"""The run configuration: dataclasses with help text, YAML load/save, overrides, validation.
+"""The run configuration: dataclasses with help text, YAML load/save, overrides, validation, and the effective
+value of every trainer argument (`RunConfig.effective_rloo`, `RunConfig.batch_plan`: the one place they are computed).
 
 A `RunConfig` is everything needed to reproduce a training run. It is plain data: this module
-imports only the standard library and PyYAML, so the UI can build and check configs without
-loading torch. Checks that need other layers (which reward names exist, which keys TRL's
+imports only the standard library, PyYAML and the batch arithmetic (`batching`), so the UI can build and check
+configs without loading torch. Checks that need other layers (which reward names exist, which keys TRL's
 `RLOOConfig` accepts, which columns a dataset has) are passed in by the caller —
 see `rloo_studio.engine.preflight`, which combines them so every problem is reported at once.
 """
@@ -21,6 +22,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from .batching import BatchPlan, batch_plan
 from .errors import ConfigError
 
 BACKENDS = ("auto", "unsloth", "transformers")
@@ -54,8 +56,13 @@ RLOO_RESERVED = {
     "reward_weights": "set `weight:` on each entry of `rewards` instead",
 }
 
-# TRL 1.15 defaults used when TRL itself is not importable (e.g. validating in the UI process).
-TRL_FALLBACK_DEFAULTS: dict[str, Any] = {
+# TRL 1.15's own defaults of the other trainer arguments that matter, passed to RLOOConfig explicitly as well. Under
+# `import unsloth` on a GPU, TRL's RLOOConfig is replaced by Unsloth's (unsloth/models/rl.py rewrites its defaults: 2
+# accumulation steps, 8-bit AdamW, weight decay 0.001, a 10 % warm-up, seed 3407, ...): a key left unset would
+# train differently there than on the transformers backend and than the page says. tests/unit/test_trl_defaults.py
+# checks these against the installed TRL, tests/engine/test_trainer_parity.py that Unsloth's patch changes none of
+# a run's arguments. They also serve where TRL is not importable (validating in the app's process).
+TRL_DEFAULTS: dict[str, Any] = {
     "beta": 0.05,
     "normalize_advantages": False,
     "num_iterations": 1,
@@ -66,12 +73,24 @@ TRL_FALLBACK_DEFAULTS: dict[str, Any] = {
     "top_p": 1.0,
     "epsilon": 0.2,
     "optim": "adamw_torch_fused",
+    "weight_decay": 0.0,
+    "warmup_steps": 0,
+    "lr_scheduler_type": "linear",
+    "max_grad_norm": 1.0,
+    "num_train_epochs": 3.0,
+    "per_device_eval_batch_size": 8,
+    "eval_accumulation_steps": None,
+    "torch_empty_cache_steps": None,
+    "logging_nan_inf_filter": True,
+    "include_num_input_tokens_seen": "no",
+    "generation_kwargs": None,
 }
 
 
 def rloo_default(key: str) -> Any:
-    """What RLOOConfig gets for `key` when a config leaves it out: ours (RLOO_DEFAULTS), else TRL's."""
-    return RLOO_DEFAULTS[key] if key in RLOO_DEFAULTS else TRL_FALLBACK_DEFAULTS.get(key)
+    """What RLOOConfig gets for `key` when a config leaves it out: the effective value of a config without an `rloo`
+    section (RunConfig.effective_rloo); None for a key it does not decide (TRL's own default, unknown here)."""
+    return RunConfig().rloo_value(key)
 
 
 # The `rloo:` options the app's form shows, with their label and help line: `rloo` is a free mapping of RLOOConfig
@@ -354,13 +373,25 @@ class RunConfig:
         Path(path).write_text(self.to_yaml(), encoding="utf-8")
 
     # ---- derived values -------------------------------------------------------------------
+    def effective_rloo(self) -> dict:
+        """Every trainer argument the config decides, with the value training passes to RLOOConfig: the config's own
+        `rloo` value, else ours (RLOO_DEFAULTS), else TRL's (TRL_DEFAULTS). The one place these values are computed:
+        training passes all of them explicitly (engine/train.py, `rloo_arguments`), and the page, the memory estimate,
+        the time trial, the exported script and the docs read them here. The run folder records what the trainer made
+        of them (trainer_args.json)."""
+        return {**TRL_DEFAULTS, **RLOO_DEFAULTS, **copy.deepcopy(self.rloo)}
+
+    def batch_plan(self, processes: int = 1) -> BatchPlan:
+        """How the effective values group completions into steps and generation cycles on `processes` processes."""
+        return batch_plan(self.effective_rloo(), processes)
+
     def rloo_value(self, key: str, trl_defaults: Mapping[str, Any] | None = None) -> Any:
-        """The effective RLOOConfig value: the config's, else ours, else TRL's default."""
-        if key in self.rloo:
-            return self.rloo[key]
-        if key in RLOO_DEFAULTS or trl_defaults is None:
-            return rloo_default(key)
-        return trl_defaults.get(key)
+        """One effective RLOOConfig value (see `effective_rloo`); for a key outside its tables, TRL's default from
+        `trl_defaults` when given (else None)."""
+        effective = self.effective_rloo()
+        if key in effective:
+            return effective[key]
+        return trl_defaults.get(key) if trl_defaults is not None else None
 
     def chat_template_kwargs(self) -> dict:
         """`rloo.chat_template_kwargs`: what TRL passes to every `apply_chat_template` call; {} when unset."""

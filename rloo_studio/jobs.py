@@ -94,7 +94,7 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
     cfg = absolute_paths(cfg, run_dir)
     config_path = run_dir / runs.CONFIG_FILE
     cfg.save(config_path)
-    runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo.get("max_steps"), model=cfg.model.name_or_path,
+    runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo_value("max_steps"), model=cfg.model.name_or_path,
                        started_at=time.time(), started_by="app")
     proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)])
     runs.update_status(run_dir, pid=proc.pid)

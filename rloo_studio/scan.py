@@ -73,10 +73,7 @@ def check_limit(limit: int | None) -> None:
 
 def groups_per_step(cfg: RunConfig) -> int:
     """Prompt groups in one generation batch of training (generation batch / k): the prompts one step learns from."""
-    from .batching import batch_plan
-
-    plan = batch_plan({**cfg.rloo, "num_generations": int(cfg.rloo_value("num_generations")),
-                       "per_device_train_batch_size": int(cfg.rloo_value("per_device_train_batch_size"))})
+    plan = cfg.batch_plan()
     return max(1, plan.generation_batch // plan.num_generations)
 
 
@@ -115,7 +112,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     check_limit(limit)
     started = time.time()
     try:
-        train = load_rows(cfg.data, cfg.base_dir).train
+        train = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train  # training's split: no held-out row
     except DataError as exc:  # named by the config key, which the page turns into its label
         raise DataError(f"data.source: {exc.what}", exc.why, exc.fix) from None
     chosen = pick_evenly(len(train), limit)
@@ -292,7 +289,7 @@ def write_filtered(scan_folder: str | Path, band: tuple[float, float] | None = N
         overrides["data.config_name"] = None
     held_out_named = cfg.data.test_split and not _looks_local(cfg.data.test_split)
     if held_out_named or (not cfg.data.test_split and cfg.data.test_fraction > 0):
-        test = load_rows(cfg.data, cfg.base_dir).test or []
+        test = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).test or []
         runs.write_text_atomic(test_path, "".join(runs.to_json_line(r) for r in test))
         overrides.update({"data.test_split": str(test_path), "data.test_fraction": 0})
     else:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import jobs, runs
-from .batching import BatchPlan, batch_plan, epochs, epochs_words
+from .batching import BatchPlan, batch_plan, effective_line, epochs, epochs_words
 from .config import RunConfig
 from .errors import StudioError
 from .rewards.judge import judge_time_share
@@ -47,6 +47,8 @@ class Measurement:
     peak_gpu_gib: float | None  # torch's peak allocated GPU memory in the trial (None without CUDA)
     peak_rss_gib: float | None  # the worker's peak resident memory (Linux), what a CPU run needs
     judge_share: float | None = None  # the judges' share of the timed steps' training time (None without a judge)
+    trainer_line: str | None = None   # the batch plan and arguments the trial's trainer used (its trainer_args.json)
+    trainer_changed: dict | None = None  # arguments the trainer holds other than it was given: {key: [given, used]}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,12 +62,12 @@ def trial_steps(plan: BatchPlan) -> tuple[int, int]:
 
 def run_steps(cfg: RunConfig, plan: BatchPlan, train_rows: int | None) -> int | None:
     """Optimiser steps the real run trains: max_steps, or num_train_epochs over the rows when max_steps is -1."""
-    max_steps = int(cfg.rloo.get("max_steps", -1) or -1)
+    max_steps = int(cfg.rloo_value("max_steps") or -1)
     if max_steps > 0:
         return max_steps
     if not train_rows:
         return None
-    return math.ceil(float(cfg.rloo.get("num_train_epochs", 1)) * train_rows / plan.new_prompts_per_step)
+    return math.ceil(float(cfg.rloo_value("num_train_epochs")) * train_rows / plan.new_prompts_per_step)
 
 
 def _peak_rss_gib(pid) -> float | None:
@@ -87,7 +89,7 @@ def measure(cfg: RunConfig, reward_source: str | None = None, train_rows: int | 
     `reward_source` is the reward editor's code (as for `jobs.start_run`); `train_rows` the number of training rows,
     for the epochs (None: not said); `on_progress(text, fraction)` is called as the trial goes.
     """
-    plan = batch_plan(cfg.rloo)
+    plan = cfg.batch_plan()
     steps, timed = trial_steps(plan)
     if reward_source is None:
         # From the command line the config's own rewards.py is the code; `jobs` writes it into the trial's folder, as the
@@ -148,13 +150,20 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     startup = max(0.0, rows[first]["time"] - started - first * per_step)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
     share = judge_time_share([r for step, r in rows.items() if warm < step <= last])
+    # The plan the trial's trainer derived from the arguments it holds (trainer_args.json): the run trains the same.
+    recorded = runs.read_json(run_dir / runs.TRAINER_ARGS_FILE) or {}
+    held = recorded.get("args")
+    if held:
+        plan = batch_plan(held, int(held.get("world_size") or 1))
     total_steps = run_steps(cfg, plan, train_rows)
     return Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, startup_s=startup,
                        run_steps=total_steps or 0, run_s=startup + (total_steps or 0) * per_step,
                        epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
                        train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
                        peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
-                       judge_share=share[0] / share[1] if share else None)
+                       judge_share=share[0] / share[1] if share else None,
+                       trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
+                       trainer_changed=recorded.get("changed") or None)
 
 
 def duration(seconds: float) -> str:
@@ -174,6 +183,10 @@ def summary_lines(m: Measurement) -> list[str]:
     if m.epochs is not None:
         lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
                      f"{epochs_words(m.epochs)}")
+    if m.trainer_line:
+        lines.append(f"as the trial's trainer ran it: {m.trainer_line}")
+    for key, (given, used) in (m.trainer_changed or {}).items():
+        lines.append(f"the trainer used {key} = {used!r}, not the {given!r} the settings give")
     if m.judge_share is not None:
         lines.append(f"the judge takes {100 * m.judge_share:.0f} % of each step's time "
                      f"(about {m.judge_share * m.seconds_per_step:.1f} s of {m.seconds_per_step:.1f} s)")

@@ -255,9 +255,9 @@ def find_shape(model: str, base_dir: str | Path = ".", allow_download: bool = Tr
     return None
 
 
-def _steps_per_generation(rloo_value) -> int:
-    """Steps per generation from `rloo_value` (key -> effective value): TRL falls back to gradient_accumulation_steps."""
-    return int(rloo_value("steps_per_generation") or rloo_value("gradient_accumulation_steps") or 1)
+def _steps_per_generation(cfg: RunConfig) -> int:
+    """Micro-batches one generation batch is split into, as the run's batch plan derives it (RunConfig.batch_plan)."""
+    return cfg.batch_plan().steps_per_generation
 
 
 def _optimizer(optim) -> str:
@@ -279,7 +279,7 @@ class Settings:
     unsloth: bool = True              # Unsloth's offloaded checkpointing and chunked logits
     num_generations: int = rloo_default("num_generations")
     per_device_train_batch_size: int = rloo_default("per_device_train_batch_size")
-    steps_per_generation: int = _steps_per_generation(rloo_default)
+    steps_per_generation: int = RunConfig().batch_plan().steps_per_generation
     max_completion_length: int = rloo_default("max_completion_length")
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
     beta: float = rloo_default("beta")
@@ -297,7 +297,7 @@ def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
         lora_r=cfg.lora.r if cfg.lora else None, lora_targets=cfg.lora.target_modules if cfg.lora else None,
         gradient_checkpointing=cfg.model.gradient_checkpointing, unsloth=cfg.model.backend != "transformers",
         num_generations=int(cfg.rloo_value("num_generations")), per_device_train_batch_size=int(cfg.rloo_value("per_device_train_batch_size")),
-        steps_per_generation=_steps_per_generation(cfg.rloo_value),
+        steps_per_generation=_steps_per_generation(cfg),
         max_completion_length=int(cfg.rloo_value("max_completion_length")),
         prompt_tokens=min(DEFAULT_PROMPT_TOKENS, max(16, cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length")))),
         beta=float(cfg.rloo_value("beta")), optimizer=_optimizer(cfg.rloo_value("optim")),
@@ -515,7 +515,7 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True,
             return changes, est
     k = int(trial.rloo_value("num_generations"))
     batch = int(trial.rloo_value("per_device_train_batch_size"))
-    accumulation = int(trial.rloo.get("gradient_accumulation_steps") or 1)
+    accumulation = int(trial.rloo_value("gradient_accumulation_steps"))
 
     def checkpointing() -> bool:
         """True when checkpointing brought it under `fits`."""

@@ -75,7 +75,7 @@ def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | No
     data_cfg = cfg.data
     if split:
         data_cfg = type(cfg.data)(**{**cfg.data.__dict__, "test_split": split, "test_fraction": 0.0})
-    rows = load_rows(data_cfg, run_dir, seed=int(cfg.rloo_value("seed") or 42))
+    rows = load_rows(data_cfg, run_dir, seed=int(cfg.rloo_value("seed")))
     if not rows.test:
         raise StudioError(
             "this run has no held-out prompts to evaluate on",
@@ -359,7 +359,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
 
     stack = import_training_stack("transformers")
     started = time.time()
-    seed = int(cfg.rloo_value("seed") or 42)
+    seed = int(cfg.rloo_value("seed"))
     base = load_model(cfg.model, None, stack, run_dir, for_training=False)
     tokenizer = base.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])

@@ -407,14 +407,13 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
     label = src.label if src else runs.FINAL
     steps = src.step if src and src.step is not None else status.get("step")
     lora = cfg.lora
-    rloo_rows = [("num_generations (completions per prompt)", cfg.rloo_value("num_generations")),
-                 ("per_device_train_batch_size", cfg.rloo_value("per_device_train_batch_size")),
-                 ("max_completion_length", cfg.rloo_value("max_completion_length")),
-                 ("learning_rate", cfg.rloo_value("learning_rate")),
-                 ("beta (KL penalty)", cfg.rloo_value("beta") if cfg.rloo_value("beta") is not None else "0.05 (TRL default)"),
-                 ("max_steps", cfg.rloo_value("max_steps")), ("steps trained", steps)]
-    rloo_rows += [(k, v) for k, v in cfg.rloo.items() if k not in {"num_generations", "per_device_train_batch_size",
-                                                                    "max_completion_length", "learning_rate", "beta", "max_steps"}]
+    # The effective values (RunConfig.effective_rloo): what training passed to the trainer, a default or the config's.
+    effective = cfg.effective_rloo()
+    shown = {"num_generations": "num_generations (completions per prompt)", "per_device_train_batch_size": None,
+             "gradient_accumulation_steps": None, "max_completion_length": None, "learning_rate": None,
+             "beta": "beta (KL penalty)", "optim": None, "weight_decay": None, "warmup_steps": None, "seed": None, "max_steps": None}
+    rloo_rows = [(label or key, effective[key]) for key, label in shown.items()] + [("steps trained", steps)]
+    rloo_rows += [(k, v) for k, v in cfg.rloo.items() if k not in shown]
     rewards = []
     for spec in cfg.rewards:
         reward_label = spec.label()

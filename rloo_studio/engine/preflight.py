@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..batching import BatchPlan, batch_plan
-from ..config import RLOO_DEFAULTS, RunConfig
+from ..batching import BatchPlan
+from ..config import RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
 from ..data import Rows, load_rows
@@ -27,14 +27,14 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         problems.append(f"model.name_or_path: {exc.what} — {exc.fix}")
     rows = None
     try:
-        rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed") or 42))
+        rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed")))
     except StudioError as exc:
         problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
     # Reward files are loaded in the sandbox (where there is one): the check runs the file's top-level code.
     problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None,
                                        boxed_in=()))
     if rows is not None and not problems:
-        problems.extend(too_few_prompts(len(rows.train), batch_plan({**RLOO_DEFAULTS, **cfg.rloo}, num_processes)))
+        problems.extend(too_few_prompts(len(rows.train), cfg.batch_plan(num_processes)))
     if problems:
         raise ConfigError(problems, "the run config")
     assert rows is not None

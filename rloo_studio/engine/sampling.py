@@ -21,7 +21,7 @@ from ..errors import OutOfMemory, StudioError
 def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
     from ..data import load_rows
 
-    rows = load_rows(cfg.data, cfg.base_dir).train
+    rows = load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train  # training's split, by the run's seed
     if num_prompts < 1:
         raise StudioError(f"--num-prompts {num_prompts} leaves nothing to preview", "", "give a positive number")
     return random.Random(seed).sample(rows, min(num_prompts, len(rows)))
@@ -44,7 +44,7 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
 
     k = int(cfg.rloo_value("num_generations"))
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
-    temperature = cfg.rloo.get("temperature", 1.0)
+    temperature = cfg.rloo_value("temperature")
     stack = import_training_stack("transformers")
     loaded = load_preview_model(cfg, stack, progress)  # kept loaded between previews in the inference worker
     tokenizer = loaded.tokenizer

@@ -30,10 +30,33 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-# RLOOConfig values RLOO Studio uses unless the config's `rloo:` section says otherwise (TRL's own defaults
-# are tuned for other cases: learning_rate 1e-6 for full fine-tuning of large models, logging every 10 steps,
-# experiment trackers on).
+# RLOOConfig values RLOO Studio passes unless the config's `rloo:` section says otherwise: TRL's own defaults of the
+# arguments that matter, passed explicitly (under `import unsloth` on a GPU, Unsloth's RLOOConfig would fill an unset
+# one with its own default: 2 accumulation steps, 8-bit AdamW, weight decay 0.001, a 10 % warm-up, seed 3407), then
+# RLOO Studio's (TRL's are tuned for other cases: learning_rate 1e-6 for full fine-tuning of large models, logging
+# every 10 steps, experiment trackers on).
 RLOO_DEFAULTS = {
+    "beta": 0.05,
+    "normalize_advantages": False,
+    "num_iterations": 1,
+    "gradient_accumulation_steps": 1,
+    "steps_per_generation": None,
+    "generation_batch_size": None,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "epsilon": 0.2,
+    "optim": "adamw_torch_fused",
+    "weight_decay": 0.0,
+    "warmup_steps": 0,
+    "lr_scheduler_type": "linear",
+    "max_grad_norm": 1.0,
+    "num_train_epochs": 3.0,
+    "per_device_eval_batch_size": 8,
+    "eval_accumulation_steps": None,
+    "torch_empty_cache_steps": None,
+    "logging_nan_inf_filter": True,
+    "include_num_input_tokens_seen": "no",
+    "generation_kwargs": None,
     "logging_steps": 1,
     "learning_rate": 1e-5,
     "report_to": "none",

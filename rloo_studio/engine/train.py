@@ -20,8 +20,8 @@ import traceback
 from pathlib import Path
 
 from .. import runs
-from ..batching import BatchPlan, at_cycle_boundary, summary_line
-from ..config import RLOO_DEFAULTS, RunConfig
+from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
+from ..config import RunConfig
 from ..errors import ConfigError, DataError, RewardError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
@@ -136,19 +136,62 @@ def _save_resumed_config(cfg: RunConfig, run_dir: Path) -> None:
 
 
 def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
-    """Keyword arguments for trl.RLOOConfig: our defaults, then the config's `rloo` section, then the run's paths."""
-    args = dict(RLOO_DEFAULTS)
+    """Keyword arguments for trl.RLOOConfig: every effective value of the config (`RunConfig.effective_rloo`, each key
+    explicit: Unsloth's patched RLOOConfig fills the unset ones with its own defaults), the precision of the device and
+    the loaded weights, and the run's paths."""
+    args = cfg.effective_rloo()
     if not stack.cuda:
         args.update(use_cpu=True, bf16=False, fp16=False)
     else:
         args.update(bf16=dtype == "bfloat16", fp16=dtype == "float16")
     # TRL's default is True; the model section decides (Unsloth also gets it at load time).
     args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
-    args.update(cfg.rloo)
+    args.update(cfg.rloo)  # a config's own precision or checkpointing settings win, as they always did
     args["output_dir"] = str(run_dir / runs.CHECKPOINTS_DIR)
     args.setdefault("save_strategy", "steps")
-    args.setdefault("max_completion_length", RLOO_DEFAULTS["max_completion_length"])
     return args
+
+
+# The trainer arguments trainer_args.json records, read back from the trainer (`trainer.args`) after it was built: the
+# effective values (RunConfig.effective_rloo) and what the device decides (precision), as the trainer saw them.
+RECORDED_DEVICE_KEYS = ("use_cpu", "bf16", "fp16", "gradient_checkpointing")
+
+
+def trainer_arguments(trainer_args, keys) -> dict:
+    """The values of `keys` on a built trainer's `args` (TRL's RLOOConfig, or Unsloth's in its place), as JSON: enums by
+    their names, derived values included (steps_per_generation, generation_batch_size, the world size)."""
+    out = {}
+    for key in keys:
+        # Enums by their names (OptimizerNames.ADAMW_TORCH_FUSED -> "adamw_torch_fused"), as a config writes them.
+        out[key] = _json_value(getattr(trainer_args, key, None))
+    out["world_size"] = getattr(trainer_args, "world_size", 1)
+    return out
+
+
+def record_trainer_arguments(trainer, passed: dict, run_dir: Path) -> dict:
+    """Write trainer_args.json: every argument in `passed` (what `rloo_arguments` gave RLOOConfig) as the built trainer
+    holds it, the trainer's and its config's class, and each value the trainer holds differently from what was passed
+    (`changed`: Unsloth's trainer decides mixed precision itself in its __init__). The page and the trial read it."""
+    keys = sorted((set(passed) | set(RECORDED_DEVICE_KEYS)) - {"output_dir", "reward_weights"})
+    held = trainer_arguments(trainer.args, keys)
+    changed = {key: [_json_value(passed[key]), held[key]] for key in keys if key in passed and _differs(key, passed[key], held[key])}
+    record = {"trainer": type(trainer).__name__, "config_class": f"{type(trainer.args).__module__}.{type(trainer.args).__name__}",
+              "args": held, "changed": changed}
+    runs.write_json_atomic(run_dir / runs.TRAINER_ARGS_FILE, record)
+    return record
+
+
+def _differs(key: str, given, held) -> bool:
+    """Whether the trainer holds another value than it was given. None asks TRL to derive the value (steps_per_generation,
+    generation_batch_size), and transformers writes report_to "none" as an empty list: neither is a change."""
+    if given is None or (key == "report_to" and given == "none" and held == []):
+        return False
+    return _json_value(given) != held
+
+
+def _json_value(value):
+    value = getattr(value, "value", value)
+    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else str(value)
 
 
 def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, plan: BatchPlan, health=None):
@@ -414,8 +457,9 @@ def _heldout_scorer(trainer, loaded, cfg: RunConfig, test_rows: list[dict], rewa
 
 def _batch_plan(rloo_config) -> BatchPlan:
     """The plan of the RLOOConfig TRL actually uses (it derives steps_per_generation and counts processes)."""
-    return BatchPlan(rloo_config.per_device_train_batch_size, rloo_config.gradient_accumulation_steps, world_size(),
-                     rloo_config.num_generations, rloo_config.steps_per_generation, rloo_config.num_iterations)
+    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations", "steps_per_generation",
+            "generation_batch_size", "num_iterations")
+    return batch_plan(trainer_arguments(rloo_config, keys), world_size())
 
 
 def resume_checkpoint(run_dir: Path, plan: BatchPlan) -> tuple[int, Path] | None:
@@ -645,18 +689,16 @@ def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
 
 
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
-    from ..batching import batch_plan
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs, end_token_ids
     from .model import count_4bit_layers, load_model
-    from .stack import rloo_config_fields
 
     trl = stack.trl
     resume_step, checkpoint, skipped = 0, None, None
     if resume:
-        plan = batch_plan({**rloo_config_fields(), **RLOO_DEFAULTS, **cfg.rloo}, world_size())
+        plan = cfg.batch_plan(world_size())
         found, last = resume_checkpoint(run_dir, plan), runs.last_checkpoint(run_dir)
         if found:
             resume_step, checkpoint = found
@@ -726,11 +768,18 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     rloo_config.reward_weights = [r.weight for r in rewards]
 
     plan = _batch_plan(rloo_config)
-    say(f"[rloo-studio] {summary_line(plan)}", flush=True)
     trainer = trl.RLOOTrainer(
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
         processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)],
     )
+    # Said and recorded from the built trainer: Unsloth's trainer rewrites some arguments in its __init__.
+    if main:
+        record = record_trainer_arguments(trainer, args, run_dir)
+        held = record["args"]
+        say(f"[rloo-studio] {effective_line(held, world_size())}", flush=True)
+        for key, (given, used) in record["changed"].items():
+            say(f"[rloo-studio] the trainer ({record['trainer']}) uses {key} = {used!r}, not the {given!r} it was given "
+                f"({runs.TRAINER_ARGS_FILE} records what it uses)", flush=True)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import sandbox
 from ..config import RewardSpec, did_you_mean
 from ..errors import RewardError, StudioError
 from .builtin import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID, describe_builtin
 from .user import load_reward_file
+
+if TYPE_CHECKING:
+    from .boxed import RewardBox
 
 THINK_END_TOKEN = "</think>"
 

@@ -209,7 +209,7 @@ class RewardsTab:
             table = gr.update(value=table, column_widths=preview_column_widths(table["headers"]))
             n = len(result.get("rows", []))
             how = ("your pasted completions" if lines else
-                   f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo.get('temperature', 1.0)}, "
+                   f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo_value('temperature')}, "
                    f"up to {cfg.rloo_value('max_completion_length')} tokens")
             return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings]
 

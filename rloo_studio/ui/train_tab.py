@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs, trial
-from ..batching import batch_plan, epochs, epochs_words, summary_line
+from ..batching import effective_line, epochs, epochs_words
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
@@ -38,26 +38,32 @@ FIELD_ORDER = text.RLOO_MAIN + text.RLOO_ADVANCED
 FORM_DEFAULTS = {key: rloo_default(key) for key in FIELD_ORDER}
 
 
-def batch_summary(num_generations, per_device, num_iterations) -> str:
-    """The line under the form: completions and prompts per step, and how often completions are generated.
-
-    The form has no accumulation or process settings; a config file's `gradient_accumulation_steps`,
-    `steps_per_generation` and `--num-processes` change these numbers (the run's log prints its own line)."""
-    try:
-        plan = batch_plan({"num_generations": int(num_generations), "per_device_train_batch_size": int(per_device),
+def form_rloo(base: dict | None, num_generations, per_device, num_iterations) -> RunConfig:
+    """A config holding the form's batch fields over the `rloo` keys of the loaded config that the form does not show
+    (a preset's gradient_accumulation_steps, optim, ...): its effective values are the ones training will use.
+    Raises TypeError/ValueError for an empty or non-numeric field."""
+    hidden = dict(((base or {}).get("config") or {}).get("rloo") or {})
+    return RunConfig(rloo={**hidden, "num_generations": int(num_generations), "per_device_train_batch_size": int(per_device),
                            "num_iterations": int(num_iterations)})
-    except (TypeError, ValueError):
+
+
+def batch_summary(num_generations, per_device, num_iterations, base: dict | None = None) -> str:
+    """The line under the form: completions and prompts per step, how often completions are generated, and the other
+    arguments of a step (optimiser, weight decay, warm-up, schedule, seed), all effective values training passes to
+    the trainer (RunConfig.effective_rloo). `--num-processes` multiplies the completions (the run's log says its own)."""
+    try:
+        cfg = form_rloo(base, num_generations, per_device, num_iterations)
+        return effective_line(cfg.effective_rloo())
+    except (TypeError, ValueError, KeyError):
         return ""
-    return summary_line(plan)
 
 
-def judge_cost_markdown(num_generations, per_device, num_iterations, use, source) -> str:
+def judge_cost_markdown(num_generations, per_device, num_iterations, use, source, base: dict | None = None) -> str:
     """The Rewards tab's judge, priced per training step for these batch settings ("" when no judge is ticked)."""
     if not (use is True or use == "true"):
         return ""
     try:
-        plan = batch_plan({"num_generations": int(num_generations), "per_device_train_batch_size": int(per_device),
-                           "num_iterations": int(num_iterations)})
+        plan = form_rloo(base, num_generations, per_device, num_iterations).batch_plan()
     except (TypeError, ValueError):
         return ""
     judge = {"url": ""} if source == text.JUDGE_SERVER_CHOICE else "local"
@@ -229,11 +235,13 @@ class TrainTab:
         # all at once, and the line computed from half-updated fields must not land last and stay ("4 completions =
         # 0.5 prompts × 8" beside k = 8, batch 128): that event's last run reads the final values.
         judge = form.rewards_tab.judge
-        form.derived.on(self.batch_keys, batch_summary, inputs=self.batch_keys, outputs=self.batch_summary)
+        # The loaded config's keys the form does not show (form.base) count too: an input, not a trigger (a preset that
+        # changes them also sets the batch fields, and so re-runs these).
+        form.derived.on(self.batch_keys, batch_summary, inputs=self.batch_keys + [form.base], outputs=self.batch_summary)
         cost_inputs = self.batch_keys + [judge.use, judge.source]
-        form.derived.on(cost_inputs, judge_cost_markdown, inputs=cost_inputs, outputs=self.judge_cost)
+        form.derived.on(cost_inputs, judge_cost_markdown, inputs=cost_inputs + [form.base], outputs=self.judge_cost)
         sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps", "num_iterations")]
-        form.derived.on([form.data_rows] + sizes, epochs_markdown, inputs=[form.data_rows] + sizes, outputs=self.epochs)
+        form.derived.on([form.data_rows] + sizes, epochs_markdown, inputs=[form.data_rows] + sizes + [form.base], outputs=self.epochs)
         poller.tick(self.notice_now, inputs=self.notice_for, outputs=[self.notice, self.notice_for])
         self.show_config.click(show_config, inputs=[form.base] + form.inputs, outputs=[self.problems, self.command, self.config_yaml],
                                api_name="show_config")
@@ -298,7 +306,7 @@ class TrainTab:
 
     @staticmethod
     def render(view: RunView | None) -> list:
-        return [run_view.status_markdown(view), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
+        return [run_view.status_markdown(view) + trainer_markdown(view.path if view else None), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
                 run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
                 run_view.readable_log(view.log_tail) if view else ""]
 
@@ -320,7 +328,24 @@ class TrainTab:
 
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
-        return [cfg.rloo.get(k, FORM_DEFAULTS[k]) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+        return [cfg.rloo_value(k) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+
+
+def trainer_markdown(run_dir: str | Path | None) -> str:
+    """What the watched run's trainer used, from its trainer_args.json (read back from the built trainer): the batch
+    plan and the step's other arguments, and any value the trainer holds other than the settings gave it. "" before
+    the trainer is built (or for a run from an earlier version, which has no such file)."""
+    recorded = runs.read_json(Path(run_dir) / runs.TRAINER_ARGS_FILE) if run_dir else None
+    held = (recorded or {}).get("args")
+    if not held:
+        return ""
+    try:
+        line = effective_line(held, int(held.get("world_size") or 1))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    changed = "".join(f"  \n⚠️ The trainer ({recorded.get('trainer')}) uses {key} = {used!r}, not the {given!r} the settings give."
+                      for key, (given, used) in (recorded.get("changed") or {}).items())
+    return f"\n\n**As the trainer runs it:** {line}{changed}"
 
 
 def file_marks(run_dir: str | Path | None,
@@ -362,7 +387,7 @@ def time_markdown(m: "trial.Measurement", est=None, device: str | None = None) -
 MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn
 
 
-def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1) -> str:
+def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dict | None = None) -> str:
     """How many times each training prompt would be seen ("54 rows × 150 steps = 37 epochs"), said before Start."""
     try:
         rows, k, batch, steps, passes = int(train_rows), int(k), int(batch), int(max_steps), int(num_iterations or 1)
@@ -370,7 +395,7 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1) -> str:
         return ""
     if rows <= 0 or k <= 0 or batch < k or steps <= 0 or passes <= 0:
         return ""
-    plan = batch_plan({"num_generations": k, "per_device_train_batch_size": batch, "num_iterations": passes})
+    plan = form_rloo(base, k, batch, passes).batch_plan()
     seen = epochs(rows, plan, steps)
     line = f"{rows} training rows × {steps} steps × {plan.new_prompts_per_step:g} new prompts per step = {epochs_words(seen, bold=True)}."
     if seen > MANY_EPOCHS:

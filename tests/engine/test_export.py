@@ -147,6 +147,7 @@ def test_model_card_without_and_with_an_evaluation(trained_run, tmp_path):
     assert f"base model (local folder): {trained_run[1].resolve()}" in card
     for text in ("| num_generations (completions per prompt) | 4 |", "| beta (KL penalty) | 0.0 |", "| learning_rate | 0.02 |",
                  "| max_steps | 4 |", "| max_completion_length | 12 |", "| `numeric_answer` | 1 |",
+                 "| gradient_accumulation_steps | 1 |", "| optim | adamw_torch_fused |", "| warmup_steps | 0 |",
                  "| `think_length` | 0.2 | params: {", '"min_tokens": 2', "| `rewards.py: short_answer` | 0.5 |",
                  "LoRA (r=8, alpha=16", f"Not evaluated yet for these weights (final); run `rloo-studio eval {run_dir}`",
                  "PeftModel.from_pretrained"):
@@ -443,7 +444,8 @@ def test_script_export_of_the_demo_is_self_contained(tmp_path):
 
 def test_script_template_matches_the_studio_defaults():
     """train.py copies RLOO Studio's RLOOConfig defaults; they must not drift apart."""
-    from rloo_studio.config import RLOO_DEFAULTS
+    from rloo_studio.config import RunConfig
     from rloo_studio.engine import script_template
 
-    assert script_template.RLOO_DEFAULTS == RLOO_DEFAULTS
+    # Every effective value a config without an `rloo:` section trains with, each passed explicitly.
+    assert script_template.RLOO_DEFAULTS == RunConfig().effective_rloo()

@@ -22,5 +22,7 @@ def test_gpu_check_dry_run_runs_both_backends_and_writes_its_results(tmp_path, m
     record = data["records"][0]
     assert record["unsloth"]["backend_used"] == "unsloth" and record["transformers"]["backend_used"] == "transformers"
     assert record["unsloth"]["steps_measured"] == 2 and record["speedup_unsloth_vs_transformers"] > 0
+    # Both runs recorded the arguments their trainers hold, and they are the same.
+    assert record["trainer_args_differ"] == {} and record["unsloth"]["trainer_args"]["gradient_accumulation_steps"] == 1
     assert "skipped" in data["gpu_tests"]["summary"]  # tests/gpu exist and skip without CUDA
     assert (committed.read_bytes() if committed.exists() else None) == committed_before  # tracked results untouched

@@ -9,7 +9,6 @@ import pytest
 from helpers import ADDITION_ROWS, only_run_dir, run_cli
 
 from rloo_studio import runs
-from rloo_studio.batching import batch_plan
 from rloo_studio.config import RunConfig
 from rloo_studio.trial import run_steps, trial_steps
 
@@ -59,9 +58,9 @@ def test_a_trial_that_fails_says_what_the_run_would_say(workspace, tmp_path):
 
 def test_trial_and_run_steps_follow_the_generation_cycle_and_the_epochs():
     # Two passes over each generation batch: a cycle is 2 steps, so the trial trains 4 and times the last 2.
-    assert trial_steps(batch_plan({"num_iterations": 2})) == (4, 2)
-    assert trial_steps(batch_plan({})) == (2, 1)
+    assert trial_steps(RunConfig(rloo={"num_iterations": 2}).batch_plan()) == (4, 2)
+    assert trial_steps(RunConfig().batch_plan()) == (2, 1)
     cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": -1, "num_train_epochs": 3,
                                                                                "per_device_train_batch_size": 8, "num_generations": 4}})
-    assert run_steps(cfg, batch_plan(cfg.rloo), 39) == 59  # 3 epochs x 39 rows / 2 prompts per step, rounded up
-    assert run_steps(cfg, batch_plan(cfg.rloo), None) is None
+    assert run_steps(cfg, cfg.batch_plan(), 39) == 59  # 3 epochs x 39 rows / 2 prompts per step, rounded up
+    assert run_steps(cfg, cfg.batch_plan(), None) is None

@@ -346,7 +346,7 @@ def test_an_interrupted_wait_ends_the_scoring_child_and_removes_the_copy(tmp_pat
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     children, ticks = [], []
     start = preview.start_scorer
-    monkeypatch.setattr(preview, "start_scorer", lambda: children.append(start()) or children[-1])
+    monkeypatch.setattr(preview, "start_scorer", lambda **kw: children.append(start(**kw)) or children[-1])
 
     def clock():  # the wait's look at the time limits: interrupted once the reward has been running a while
         if threading.current_thread() is threading.main_thread():

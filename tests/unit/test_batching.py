@@ -8,7 +8,8 @@ import doctest
 import pytest
 
 import rloo_studio.batching as batching
-from rloo_studio.batching import at_cycle_boundary, batch_plan, summary_line
+from rloo_studio.batching import at_cycle_boundary, summary_line
+from rloo_studio.config import RunConfig
 from rloo_studio.rewards.scoring import advantage_caveat
 
 
@@ -17,7 +18,7 @@ def test_doctests():
 
 
 def test_accumulation_and_processes_multiply_the_per_device_batch():
-    plan = batch_plan({"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2}, processes=3)
+    plan = RunConfig(rloo={"per_device_train_batch_size": 8, "num_generations": 4, "gradient_accumulation_steps": 2}).batch_plan(processes=3)
     assert (plan.completions_per_step, plan.prompts_per_step) == (48, 12)
     assert plan.steps_per_generation == 2 and plan.generation_batch == 48 and plan.steps_per_cycle == 1
     line = summary_line(plan)
@@ -26,11 +27,11 @@ def test_accumulation_and_processes_multiply_the_per_device_batch():
 
 
 def test_generation_cycles_from_num_iterations_and_steps_per_generation():
-    two_passes = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    two_passes = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2}).batch_plan()
     assert two_passes.steps_per_cycle == 2
     assert "every 2 steps (4 at once, each batch used for 2 passes): rewards are logged on those steps only" in summary_line(two_passes)
     # generation_batch_size as RLOOConfig reads it: steps_per_generation = 16 // (4 x 1)
-    big = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "generation_batch_size": 16})
+    big = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4, "generation_batch_size": 16}).batch_plan()
     assert (big.steps_per_generation, big.steps_per_cycle, big.generation_batch) == (4, 4, 16)
     assert "1 prompt × 4 completions" in summary_line(big) and "every 4 steps (16 at once)" in summary_line(big)
 
@@ -43,7 +44,7 @@ def test_generation_cycles_from_num_iterations_and_steps_per_generation():
     ({"gradient_accumulation_steps": 2, "steps_per_generation": 3}, [3, 6]),           # cycle of 1.5 steps
 ])
 def test_cycle_boundaries(rloo, boundaries):
-    plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, **rloo})
+    plan = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4, **rloo}).batch_plan()
     assert [s for s in range(1, 7) if at_cycle_boundary(s, plan)] == boundaries
 
 
@@ -56,11 +57,11 @@ def test_a_resume_starts_from_the_last_checkpoint_that_ends_a_cycle(tmp_path):
         (folder / "adapter_config.json").write_text("{}")
         (folder / "adapter_model.safetensors").write_bytes(b"weights")
         (folder / "trainer_state.json").write_text("{}")
-    two_passes = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2})
+    two_passes = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 2}).batch_plan()
     assert resume_checkpoint(tmp_path, two_passes) == (4, tmp_path / "checkpoints" / "checkpoint-4")
-    defaults = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4})
+    defaults = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4}).batch_plan()
     assert resume_checkpoint(tmp_path, defaults) == (5, tmp_path / "checkpoints" / "checkpoint-5")
-    three = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "steps_per_generation": 3})
+    three = RunConfig(rloo={"per_device_train_batch_size": 4, "num_generations": 4, "steps_per_generation": 3}).batch_plan()
     assert resume_checkpoint(tmp_path, three) is None  # no checkpoint ends a cycle: start from step 0
 
 
@@ -79,8 +80,8 @@ def test_train_tab_line_and_samples_table_words():
     from rloo_studio.ui import run_view
     from rloo_studio.ui.train_tab import batch_summary
 
-    assert batch_summary(4, 16, 2) == summary_line(batch_plan({"num_generations": 4, "per_device_train_batch_size": 16,
-                                                                "num_iterations": 2}))
+    assert batch_summary(4, 16, 2).startswith(summary_line(RunConfig(rloo={"num_generations": 4, "per_device_train_batch_size": 16,
+                                                                           "num_iterations": 2}).batch_plan()))
     assert "4 prompts × 4 completions" in batch_summary(4, 16, 2) and batch_summary(None, 16, 1) == ""
     samples = [{"step": 1, "prompt": "p", "answer": "a", "rewards": {"r": 1.0}, "total": 1.0, "kl_penalty": 0.01234567,
                 "advantage": 0.5},

@@ -168,20 +168,19 @@ def test_the_judge_share_is_its_seconds_over_the_training_seconds():
 
 def test_a_time_trial_says_the_judges_share_of_the_timed_steps(tmp_path):
     from rloo_studio import runs, trial
-    from rloo_studio.batching import batch_plan
 
     cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": 10}})
     # The warm-up step's judge time (loading the judge) is not the run's: only the timed step counts.
     runs.append_jsonl(tmp_path / runs.METRICS_FILE, _row(1, 30.0, 25.0))
     runs.append_jsonl(tmp_path / runs.METRICS_FILE, _row(2, 8.0, 2.0))
-    m = trial._measurement(cfg, batch_plan(cfg.rloo), tmp_path, 2, 1, 100.0, None, None)
+    m = trial._measurement(cfg, cfg.batch_plan(), tmp_path, 2, 1, 100.0, None, None)
     assert m.judge_share == 0.25
     assert "the judge takes 25 % of each step's time (about 2.5 s of 10.0 s)" in trial.summary_lines(m)
     plain = tmp_path / "no-judge"
     plain.mkdir()
     for row in (_row(1, 30.0), _row(2, 8.0)):
         runs.append_jsonl(plain / runs.METRICS_FILE, row)
-    without = trial._measurement(cfg, batch_plan(cfg.rloo), plain, 2, 1, 100.0, None, None)
+    without = trial._measurement(cfg, cfg.batch_plan(), plain, 2, 1, 100.0, None, None)
     assert without.judge_share is None and not any("judge" in line for line in trial.summary_lines(without))
 
 

@@ -1,14 +1,14 @@
-"""The TRL defaults the app shows and estimates with when TRL is not imported are TRL's own."""
+"""The TRL defaults a run passes to RLOOConfig explicitly (and the app shows when TRL is not imported) are TRL's own."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from rloo_studio.config import TRL_FALLBACK_DEFAULTS
+from rloo_studio.config import TRL_DEFAULTS
 
 
-def test_the_fallback_defaults_are_the_installed_trls():
+def test_the_pinned_defaults_are_the_installed_trls():
     import trl
 
     defaults = {f.name: f.default for f in dataclasses.fields(trl.RLOOConfig)}
-    assert {key: defaults[key] for key in TRL_FALLBACK_DEFAULTS} == TRL_FALLBACK_DEFAULTS
+    assert {key: defaults[key] for key in TRL_DEFAULTS} == TRL_DEFAULTS

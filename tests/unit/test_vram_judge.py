@@ -7,7 +7,6 @@ import json
 import pytest
 
 from helpers import run_cli
-from rloo_studio.batching import batch_plan
 from rloo_studio.config import RunConfig
 from rloo_studio.rewards.judge import judge_calls_per_step
 from rloo_studio import vram
@@ -116,7 +115,8 @@ def test_judge_calls_per_step_are_the_new_completions_for_each_judge(tmp_path, r
     data = {"model": {"name_or_path": "Qwen/Qwen3-0.6B"}, "rloo": rloo,
             "rewards": [{"name": "think_format"}] + [{"judge": {"url": "http://127.0.0.1:11434/v1", "model": "m"},
                                                        "rubric": RUBRIC}] * judges}
-    assert judge_calls_per_step(RunConfig.from_dict(data, base_dir=tmp_path).rewards, batch_plan(rloo)) == calls
+    cfg = RunConfig.from_dict(data, base_dir=tmp_path)
+    assert judge_calls_per_step(cfg.rewards, cfg.batch_plan()) == calls
 
 
 def test_estimate_command_shows_the_judge_calls_per_step(tmp_path):
