@@ -73,7 +73,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
     `chat_template_kwargs` (the run's `rloo.chat_template_kwargs`) reach reward models, which TRL renders with them.
     """
     loaded: list[LoadedReward] = []
-    extra = tuple(c for c in dataset_columns if c != "prompt")
+    extra = tuple(dataset_columns)  # all of them: the loader keeps those that reach rewards (data.reward_columns)
     for spec in specs:
         if spec.name:
             if spec.name not in BUILTIN_REWARDS:
