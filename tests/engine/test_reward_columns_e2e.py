@@ -1,0 +1,80 @@
+"""The person's own CSV (`question,order_id`, prompt column `question`) through every road that calls the rewards, each
+a real `rloo-studio` command on the tiny local model: the preview, the difficulty scan, training (TRL's RLOOTrainer
+calls the rewards) and evaluation. A probe reward records the names of the keyword arguments of every call; a reward
+reading `order_id` runs beside it. Every road must pass the same ones: TRL's own and every column by its own name, the
+prompt column as the data holds it (data.reward_kwargs; unit tests in tests/unit/test_reward_columns.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from helpers import only_run_dir, run_cli
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = [f"Where is order {letter}-{n}?" for letter in "ABCD" for n in range(1, 5)]  # 16 rows
+EXPECTED = sorted(["prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "question", "order_id"])
+
+REWARDS = '''import json, pathlib
+
+KEYS_FILE = pathlib.Path(__file__).with_name("keys.jsonl")
+
+
+def polite(completions, order_id, **kwargs):
+    texts = [c if isinstance(c, str) else c[0]["content"] for c in completions]
+    return [1.0 if str(o) in t else 0.0 for t, o in zip(texts, order_id)]
+
+
+def probe(completions, **kwargs):
+    with open(KEYS_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"keys": sorted(["completions", *kwargs]), "question": kwargs.get("question")}) + "\\n")
+    return [float(len(c if isinstance(c, str) else c[0]["content"])) for c in completions]
+'''
+
+
+@pytest.fixture(scope="module")
+def roads(tmp_path_factory, tiny_model_dir) -> dict[str, list[dict]]:
+    """{road: the probe's recorded calls} for preview, scan, train and eval, run one after the other."""
+    folder = tmp_path_factory.mktemp("columns")
+    (folder / "orders.csv").write_text("question,order_id\n" + "".join(f"{q},{q.split()[-1][:-1]}\n" for q in QUESTIONS),
+                                       encoding="utf-8")
+    # The probe writes keys.jsonl next to the file it is loaded from: the run's copy of rewards.py lives in the run folder.
+    (folder / "rewards.py").write_text(REWARDS, encoding="utf-8")
+    config = folder / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"name_or_path": str(tiny_model_dir), "backend": "auto", "max_seq_length": 128},
+        "lora": {"r": 8, "alpha": 16},
+        "data": {"source": "orders.csv", "prompt_column": "question", "test_fraction": 0.25},
+        "rewards": [{"file": "rewards.py", "function": "polite"}, {"file": "rewards.py", "function": "probe", "weight": 0.01}],
+        "rloo": {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 8, "max_steps": 1,
+                 "save_steps": 1, "beta": 0.0},
+        "output": {"runs_dir": "runs", "samples_per_step": 2},
+    }, sort_keys=False))
+    found: dict[str, list[dict]] = {}
+
+    def road(name: str, *args) -> None:
+        result = run_cli(*args, cwd=folder)
+        assert result.returncode == 0, (name, result.stderr[-3000:])
+        files = [folder / "keys.jsonl", *folder.glob("runs/*/keys.jsonl")]
+        found[name] = [json.loads(line) for f in files if f.is_file() for line in f.read_text().splitlines()]
+        for f in files:
+            f.unlink(missing_ok=True)
+
+    road("preview", "preview", config, "--num-prompts", "2", "--json")
+    road("scan", "scan", config, "--limit", "2", "--runs-dir", folder / "scans", "--json")
+    road("train", "train", config)
+    road("eval", "eval", only_run_dir(folder / "runs"), "--limit", "2")
+    return found
+
+
+@pytest.mark.parametrize("name", ["preview", "scan", "train", "eval"])
+def test_every_road_passes_every_column_by_its_own_name(roads, name):
+    calls = roads[name]
+    assert calls, f"{name}: the probe reward was never called"
+    for call in calls:
+        assert call["keys"] == EXPECTED, (name, call["keys"])
+        # The prompt column's own values, as the data holds them (not the chat messages TRL passes as `prompts`).
+        assert all(q in QUESTIONS for q in call["question"]), (name, call["question"])
