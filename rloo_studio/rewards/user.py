@@ -138,9 +138,9 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
         raise RewardError(
             f"{filename}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which no column of the data provides"
             f"{did_you_mean(never_passed[0], columns)}",
-            f"every reward receives {', '.join(TRL_REWARD_ARGS)} and the data's columns by name "
-            f"({', '.join(columns) or 'none'}){notes}",
-            f"rename the parameter to one of those columns, or add a column `{never_passed[0]}` to the data",
+            f"every reward receives {', '.join(TRL_REWARD_ARGS)} and each of the data's columns by its name{notes}",
+            f"rename the parameter to one of the data's columns ({', '.join(columns) or 'none'}), or add a column "
+            f"`{never_passed[0]}` to the data",
         )
     if not has_var_kw:
         unaccepted = sorted(passed - set(params))

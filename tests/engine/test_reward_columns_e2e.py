@@ -78,3 +78,25 @@ def test_every_road_passes_every_column_by_its_own_name(roads, name):
         assert call["keys"] == EXPECTED, (name, call["keys"])
         # The prompt column's own values, as the data holds them (not the chat messages TRL passes as `prompts`).
         assert all(q in QUESTIONS for q in call["question"]), (name, call["question"])
+
+
+def test_preview_exits_1_when_a_reward_fails_and_warns_of_one_that_scores_none(tmp_path):
+    """`rloo-studio preview` exited 0 when a reward failed on every completion, and said nothing of a reward that
+    returned None for all of them."""
+    from rloo_studio.paths import DEMO_MODEL_DIR
+
+    (tmp_path / "orders.csv").write_text("question,order_id\nWhere is order A-1?,A-1\n", encoding="utf-8")
+    (tmp_path / "completions.jsonl").write_text(
+        "".join(json.dumps({"prompt": "Where is order A-1?", "completion": c}) + "\n" for c in ("A-1 ships.", "Soon.")))
+    (tmp_path / "rewards.py").write_text("def broken(completions, order_id, **kwargs):\n    return [o[9] for o in order_id]\n\n"
+                                         "def never(completions, **kwargs):\n    return [None for _ in completions]\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                                      "data": {"source": "orders.csv", "prompt_column": "question"},
+                                      "rewards": [{"file": "rewards.py"}]}))
+    result = run_cli("preview", config, "--completions", tmp_path / "completions.jsonl", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "error: reward function `broken` failed on the previewed completions" in result.stderr
+    assert "Why: a reward function that raises fails its whole batch" in result.stderr and "What to do: fix it" in result.stderr
+    assert "Learnability: Not known: no function scored any completion (`broken`, `never`)" in result.stdout, result.stdout
+    assert "Warning: `never` returned None for all 2 completions" in result.stdout, result.stdout

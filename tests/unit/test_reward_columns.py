@@ -199,3 +199,22 @@ def test_a_reward_returning_none_for_everything_is_warned_of():
     result = _score(source, [["a", "bb"], ["c", "dd"]])
     assert [w for w in result["warnings"] if "`never` returned None for all 4 completions" in w], result["warnings"]
     assert result["learnability"]["verdict"].startswith("Without `never`, which scored no completion: every prompt's")
+
+
+def test_preflight_refuses_a_parameter_no_column_provides_before_anything_runs(tmp_path):
+    """`rloo-studio train` checks the rewards against the loaded data's columns before a model is loaded."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.engine.preflight import preflight
+    from rloo_studio.errors import ConfigError
+    from rloo_studio.paths import DEMO_MODEL_DIR
+
+    _person_csv(tmp_path)
+    (tmp_path / "rewards.py").write_text("def polite(completions, order_number, **kwargs):\n    return [0.0 for _ in completions]\n")
+    cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                               "data": {"source": "orders.csv", "prompt_column": "question"},
+                               "rewards": [{"file": "rewards.py"}]}, base_dir=str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        preflight(cfg)
+    [problem] = caught.value.problems
+    assert "`polite` needs order_number, which no column of the data provides — did you mean `order_id`?" in problem, problem
+    assert "(question, order_id)" in problem

@@ -1,0 +1,32 @@
+"""What the page says the rewards receive: the Rewards tab's panel lists exactly the columns every call passes
+(data.reward_columns, the prompt column included), the Data tab's sentence says which column reaches them otherwise,
+and the preview's findings say when a function scored nothing."""
+
+from __future__ import annotations
+
+from rloo_studio.ui.rewards_tab import preview_tables, receives_markdown
+
+
+def test_the_panel_lists_every_column_the_rewards_receive_the_prompt_column_included():
+    """Before, the panel left the prompt column out (`question`), which every call now passes."""
+    panel = receives_markdown(["question", "order_id"], "question")
+    assert "every data column by its name: `question` (the prompts, as the data holds them), `order_id`" in panel, panel
+    demo = receives_markdown(["prompt", "answer", "kind"], "prompt")
+    assert "by its name: `answer`, `kind`" in demo and "not by its name: `prompt` — reaches them as `prompts`" in demo, demo
+
+
+def test_the_data_tabs_sentence_names_the_column_that_is_not_passed_by_name():
+    from rloo_studio.ui.data_tab import columns_sentence
+
+    assert columns_sentence(["question", "order_id"]).startswith("Every column, the prompt column included, reaches")
+    assert "`prompt` reaches them as `prompts`" in columns_sentence(["prompt", "answer"])
+
+
+def test_the_preview_says_when_a_function_scored_nothing():
+    result = {"functions": {"never": {"weight": 1.0, "mean": None, "std": None, "min": None, "max": None, "none": 2, "errors": []}},
+              "rows": [{"group": 0, "prompt": "p", "completion": c, "rewards": {"never": None}, "reasons": {}, "total": None,
+                        "baseline": None, "advantage": 0.0} for c in ("a", "b")],
+              "learnability": {"no_signal_share": 1.0, "verdict": "Not known: no function scored any completion (`never`)."},
+              "warnings": ["`never` returned None for all 2 completions"], "probes": []}
+    _table, _summary, findings = preview_tables(result)
+    assert "⚠️ **Scored nothing:** `never` returned None for all 2 completions" in findings, findings
