@@ -452,8 +452,8 @@ def pinned_report(groups: list[dict], result: dict) -> str:
         shown = "None" if total is None else f"{total:.3f}"
         why = "; ".join(f"`{n}` raised {raised[n]}" for n in broken)
         if broken and g.get("missing"):  # a column the example gave no value for reached the reward as None
-            why += (f" (this example gives no {', '.join(f'`{c}`' for c in g['missing'])}: write e.g. "
-                    f"`{g['missing'][0]}=…` in its answer cell)")
+            why += (f" (this example gives no value for {', '.join(f'`{c}`' for c in g['missing'])}: if the function reads "
+                    f"it, write e.g. `{g['missing'][0]}=…` in its answer cell)")
         lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
                      + (f" — {why}" if why else ""))
     return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)

@@ -30,3 +30,13 @@ def test_the_preview_says_when_a_function_scored_nothing():
               "warnings": ["`never` returned None for all 2 completions"], "probes": []}
     _table, _summary, findings = preview_tables(result)
     assert "⚠️ **Scored nothing:** `never` returned None for all 2 completions" in findings, findings
+
+
+def test_a_pin_failed_by_a_column_it_gives_no_value_for_says_which_to_give():
+    from rloo_studio.ui.rewards_tab import pinned_groups, pinned_report
+
+    [group] = pinned_groups([["Where is my order?", "It ships.", "", 1, 1]], ["question", "order_id"], "answer", "question")
+    result = {"functions": {"polite": {"errors": [{"error": "TypeError: 'NoneType' object is not subscriptable"}]}},
+              "rows": [{"total": None, "rewards": {"polite": None}}]}
+    report = pinned_report([group], result)
+    assert "this example gives no value for `order_id`: if the function reads it, write e.g. `order_id=…`" in report, report
