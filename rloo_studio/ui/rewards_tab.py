@@ -324,6 +324,9 @@ class RewardsTab:
         elif result["functions"]:
             message = (f"✅ {len(result['functions'])} function(s) found: " + ", ".join(f"`{n}`" for n in result["functions"]) +
                        ". Tick **use** to train with one.")
+            if not columns:  # nothing to check a parameter named after a column against: say so rather than pass it
+                message += (" The data's columns are not known yet (*Preview* in the Data tab): parameters other than TRL's "
+                            "are checked against them then, and again before a preview, a pinned check or training.")
         else:
             message = "No functions yet."
         return message, table

@@ -40,3 +40,14 @@ def test_a_pin_failed_by_a_column_it_gives_no_value_for_says_which_to_give():
               "rows": [{"total": None, "rewards": {"polite": None}}]}
     report = pinned_report([group], result)
     assert "this example gives no value for `order_id`: if the function reads it, write e.g. `order_id=…`" in report, report
+
+
+def test_check_the_code_refuses_a_parameter_no_column_provides_and_says_when_it_could_not_check():
+    from rloo_studio.ui.rewards_tab import RewardsTab
+
+    code = "def polite(completions, order_number, **kwargs):\n    return [0.0 for _ in completions]\n"
+    message, _table = RewardsTab.check_code(code, [], ["question", "order_id"])
+    assert "needs order_number, which no column of the data provides — did you mean `order_id`?" in message, message
+    assert "rename the parameter to one of the data's columns (question, order_id)" in message
+    unchecked, _table = RewardsTab.check_code(code, [], [])
+    assert "1 function(s) found" in unchecked and "The data's columns are not known yet" in unchecked, unchecked
