@@ -338,10 +338,13 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file=runs.REWARDS_FILE, weight=1.0)]
-        from .engine.sampling import pick_rows, read_completions_file, sample_groups
+        from .engine.sampling import (data_column_names, pick_rows, read_completions_file, sample_groups, typed_rows,
+                                      with_every_column)
 
         if args.completions:
             groups, k = read_completions_file(args.completions)
+            columns = data_column_names(cfg)
+            groups = [{**g, "row": with_every_column(g["row"], columns)} for g in groups]
             from .engine.model import resolve_model_source
 
             try:
@@ -352,7 +355,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
                        "tokenizer": tokenizer}
         else:
             if args.prompt:
-                rows = [{cfg.data.prompt_column: args.prompt, **({"answer": args.answer} if args.answer is not None else {})}]
+                rows = typed_rows(cfg, args.prompt, args.answer)
             else:
                 rows = pick_rows(cfg, args.num_prompts, args.seed)
             sampled = sample_groups(cfg, rows, quiet, args.seed)
@@ -366,7 +369,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
         return _fail(StudioError(result["problems"][0].split("\n")[0], "\n".join(result["problems"][0].split("\n")[1:]).replace("Why: ", ""), ""))
     if args.json:
         print(json.dumps(result, default=str))
-        return EXIT_OK
+        return _preview_exit(result)
     names = list(result["functions"])
     print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
     for i, row in enumerate(result["rows"]):
@@ -396,7 +399,23 @@ def cmd_preview(args: argparse.Namespace) -> int:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:
         print("Hack probes: no function scores empty, tag-only, repeated, rambling or echoed completions as well as real ones.")
-    return EXIT_OK
+    for warning in result.get("warnings", []):
+        print(f"Warning: {warning}")
+    return _preview_exit(result)
+
+
+def _preview_exit(result: dict) -> int:
+    """EXIT_FAILED, with what failed, when a reward function failed (training would stop at its first batch); else EXIT_OK.
+    A function that returned None for every completion is a warning in the output, not a failure."""
+    failed = [name for name, f in result.get("functions", {}).items() if f.get("errors")]
+    if not failed:
+        return EXIT_OK
+    names = ", ".join(f"`{n}`" for n in failed)
+    exc = StudioError(f"reward function {names} failed on the previewed completions, so it scored none of them",
+                      "a reward function that raises fails its whole batch: training would stop at its first step",
+                      "fix it (the preview's output shows its error and the line), then preview again")
+    print(f"\nerror: {exc.message()}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 # ---- scan ---------------------------------------------------------------------------------------

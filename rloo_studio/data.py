@@ -3,8 +3,10 @@
 Sources: the name `demo` (the bundled task under assets/demo-data/), a local .jsonl/.json/.csv/
 .parquet file (read here, so a broken line is reported by number), or a Hugging Face dataset id.
 `load_rows` needs no model; `to_trl_dataset` turns rows into the `prompt` column TRL expects —
-chat messages (TRL applies the tokenizer's chat template) or plain text — and keeps every other
-column, which TRL passes to the reward functions by name.
+chat messages (TRL applies the tokenizer's chat template) or plain text — and keeps every column
+`reward_columns` names, which TRL passes to the reward functions by name. `reward_kwargs` builds the
+same keyword arguments for every call of a reward outside training (preview, pinned examples,
+scan, evaluation): the one rule of what rewards receive.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from .config import DataConfig, did_you_mean
 from .errors import DataError
@@ -27,6 +29,13 @@ LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 HEADERLESS_WHAT = "the CSV file has no header row"
 _NUMBER = re.compile(r"[-+]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?")
 FILE_LIKE_SUFFIXES = LOCAL_SUFFIXES + (".txt", ".tsv", ".xlsx", ".xls", ".arrow", ".gz", ".zip")
+
+
+# The keyword arguments TRL's RLOOTrainer gives every reward function of its own, whatever the data.
+TRL_REWARD_ARGS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
+# Dataset columns TRL's RLOOTrainer (_calculate_rewards) keeps back from the rewards: `prompt` reaches them as
+# `prompts`, in the shape training gives it (chat messages or text); the other two are names of its own.
+TRL_KEPT_COLUMNS = ("prompt", "completion", "completion_ids")
 
 
 @dataclass
@@ -297,8 +306,44 @@ def build_prompt(value: Any, cfg: DataConfig, chat: bool):
     return f"{cfg.system_prompt}\n\n{text}" if cfg.system_prompt else text
 
 
+def data_columns(rows: Iterable[dict]) -> list[str]:
+    """The columns of `rows`, in the order they first appear (a row may lack some)."""
+    return list(dict.fromkeys(k for row in rows for k in row))
+
+
+def reward_columns(columns: Iterable[str]) -> list[str]:
+    """The data columns every reward function receives as keyword arguments of their own names: all of them, the
+    prompt column included (its value as the data holds it), except those TRL keeps back (TRL_KEPT_COLUMNS) and those
+    named like TRL's own arguments (TRL_REWARD_ARGS: TRL's value would take their place, or its call would fail)."""
+    return [c for c in dict.fromkeys(columns) if c not in TRL_KEPT_COLUMNS and c not in TRL_REWARD_ARGS]
+
+
+def unpassed_columns(columns: Iterable[str]) -> dict[str, str]:
+    """{column: why no reward receives it by its name} for the columns `reward_columns` leaves out."""
+    why = {"prompt": "reaches them as `prompts`, in the shape training gives it",
+           "completion": "a name TRL keeps for itself", "completion_ids": "a name TRL keeps for itself"}
+    return {c: why.get(c, f"TRL passes its own `{c}` instead") for c in dict.fromkeys(columns) if c not in reward_columns([c])}
+
+
+def reward_kwargs(prompts: Sequence, completions: Sequence, completion_ids: Sequence, rows: Sequence[dict],
+                  columns: Iterable[str], trainer_state: Any) -> dict[str, Any]:
+    """The keyword arguments of one reward call outside training, as TRL's RLOOTrainer builds them in training: its own
+    (prompts, completions, completion_ids, trainer_state, log_extra, log_metric), then every column of
+    `reward_columns(columns)` as one value per completion, taken from that completion's data row (None where the row
+    lacks it). `rows` are the data's rows as loaded (the prompt column included), one per completion."""
+    def no_log(*args, **kwargs) -> None:  # TRL's log_extra / log_metric write to its completions table and logs
+        return None
+
+    kwargs: dict[str, Any] = {"prompts": list(prompts), "completions": list(completions), "completion_ids": list(completion_ids),
+                              "trainer_state": trainer_state, "log_extra": no_log, "log_metric": no_log}
+    for column in reward_columns(columns):
+        kwargs[column] = [row.get(column) for row in rows]
+    return kwargs
+
+
 def to_trl_dataset(rows: list[dict], cfg: DataConfig, tokenizer):
-    """A datasets.Dataset with TRL's `prompt` column plus every original column (for the rewards)."""
+    """A datasets.Dataset with TRL's `prompt` column plus every column of `reward_columns` (the prompt column
+    included, under its own name), which TRL passes to the rewards by name."""
     import datasets
 
     chat = use_chat_format(cfg, tokenizer)
@@ -306,9 +351,11 @@ def to_trl_dataset(rows: list[dict], cfg: DataConfig, tokenizer):
         raise DataError("data.prompt_format is `chat` but the tokenizer has no chat template",
                         "chat prompts are turned into text by the tokenizer's template",
                         "use prompt_format: plain, or a model with a chat template")
+    # Every row gets every column (None where it lacks one): a table takes its columns from its first record.
+    columns = reward_columns(data_columns(rows))
     records = []
     for row in rows:
-        record = {k: v for k, v in row.items() if k != "prompt"}
+        record = {c: row.get(c) for c in columns}
         record["prompt"] = build_prompt(row[cfg.prompt_column], cfg, chat)
         records.append(record)
     try:

@@ -155,3 +155,16 @@ def workspace(tmp_path, tiny_model_dir):
 def runs_dir(tmp_path) -> Path:
     """Where the app under test keeps its runs."""
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def outside_the_sandbox(monkeypatch):
+    """Reward code in this test reports what it was given by writing a file where the test reads it: outside the reward
+    sandbox, which allows no such write (its files are read-only; tests/unit/test_sandbox.py). For tests of what rewards
+    receive, not of the sandbox. Children inherit it through the environment."""
+    from rloo_studio import sandbox
+
+    monkeypatch.setenv(sandbox.SANDBOX_ENV, "off")
+    monkeypatch.setattr(sandbox, "_status", None)
+    yield
+    monkeypatch.setattr(sandbox, "_status", None)

@@ -49,6 +49,7 @@ from pathlib import Path
 
 from .. import runs, stats
 from ..config import RunConfig
+from ..data import data_columns, reward_kwargs
 from ..errors import StudioError
 from ..rewards import build_rewards
 from ..rewards.builtin import numeric_answer, think_format
@@ -123,15 +124,14 @@ def select_checkpoints(run_dir: str | Path, checkpoint: str | None = runs.FINAL)
 
 
 def score_completions(rewards, prompts, texts, ids, rows, conversational: bool, wrap=None) -> dict:
-    """{reward name: values} for one completion per prompt, each reward called as TRL calls it (the rows' columns as
-    keywords); `wrap(reward)` gives the checked callable (default: `guard` without a time limit)."""
+    """{reward name: values} for one completion per prompt (the data's `rows`, as loaded), each reward called as TRL calls
+    it, with `data.reward_kwargs`; `wrap(reward)` gives the checked callable (default: `guard` without a time limit)."""
     completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else texts
-    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
     wrap = wrap or (lambda r: guard(r.func, r.name, r.source_file))
+    kwargs = reward_kwargs(prompts, completions, ids, rows, data_columns(rows), TrainerStateStub())
     values = {}
     for r in rewards:
-        values[r.name] = wrap(r)(prompts=prompts, completions=completions, completion_ids=ids, trainer_state=TrainerStateStub(),
-                                log_extra=lambda *a, **k: None, log_metric=lambda *a, **k: None, **columns)
+        values[r.name] = wrap(r)(**kwargs)
     return values
 
 
@@ -364,7 +364,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     tokenizer = base.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
     select_prompts = list(to_trl_dataset(select_rows, cfg.data, tokenizer)["prompt"]) if select_rows else None
-    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, list(rows[0]), chat_template_kwargs=chat_template_kwargs(cfg))
+    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, data_columns(rows), chat_template_kwargs=chat_template_kwargs(cfg))
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
     max_new_tokens = int(max_new_tokens or cfg.rloo_value("max_completion_length"))

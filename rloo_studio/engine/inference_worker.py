@@ -45,15 +45,14 @@ def _preview(request: dict, send) -> dict:
     """Sample the preview's completions with the (warm) base model: engine.sampling.sample_groups, as the CLI does."""
     from ..config import RunConfig
     from . import warm
-    from .sampling import pick_rows, sample_groups
+    from .sampling import pick_rows, sample_groups, typed_rows
 
     cfg = RunConfig.from_dict(request["config"], request.get("base_dir") or ".")
     seed = int(request.get("seed", 0))
     if request.get("rows"):  # the difficulty scan: these rows of the data, in order
         rows = list(request["rows"])
     elif request.get("prompt"):
-        answer = request.get("answer")
-        rows = [{cfg.data.prompt_column: request["prompt"], **({"answer": answer} if answer not in (None, "") else {})}]
+        rows = typed_rows(cfg, request["prompt"], request.get("answer"))
     else:
         rows = pick_rows(cfg, int(request.get("num_prompts", 4)), seed)
     sampled = sample_groups(cfg, rows, lambda msg: send({"event": "progress", "message": msg}), seed)

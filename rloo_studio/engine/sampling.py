@@ -27,6 +27,29 @@ def pick_rows(cfg: RunConfig, num_prompts: int, seed: int = 0) -> list[dict]:
     return random.Random(seed).sample(rows, min(num_prompts, len(rows)))
 
 
+def data_column_names(cfg: RunConfig) -> list[str]:
+    """The data's columns, for written prompts and completions that name only some: [] when the data cannot be read
+    (its own problem is reported where it is read for sampling or training)."""
+    from ..data import load_rows
+
+    try:
+        return load_rows(cfg.data, cfg.base_dir).columns
+    except StudioError:
+        return []
+
+
+def with_every_column(row: dict, columns: list[str]) -> dict:
+    """A written row with every data column (None where it gives none): rewards get the keyword arguments they get in
+    training (`data.reward_kwargs`), and one that reads a column the row lacks fails where the preview shows it."""
+    return {**{c: None for c in columns}, **row}
+
+
+def typed_rows(cfg: RunConfig, prompt: str, answer: str | None = None) -> list[dict]:
+    """The one data row of a prompt typed for the preview: the prompt, the answer, and every other column of the data."""
+    typed = {cfg.data.prompt_column: prompt, **({"answer": answer} if answer not in (None, "") else {})}
+    return [with_every_column(typed, data_column_names(cfg))]
+
+
 def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> dict:
     """What scoring needs of the sampled completions for `rows` (`rewards.preview.scoring_request` takes it):
 
@@ -59,7 +82,7 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
         if "out of memory" not in str(exc).lower() and type(exc).__name__ != "OutOfMemoryError":
             raise
         raise preview_out_of_memory(cfg, len(prompts), exc) from None
-    groups = [{"prompt": prompts[i], "row": {c: v for c, v in rows[i].items() if c != cfg.data.prompt_column},
+    groups = [{"prompt": prompts[i], "row": dict(rows[i]),  # every column, the prompt's too: rewards get them all
                "completions": out.texts[i * k:(i + 1) * k], "completion_ids": out.completion_ids[i * k:(i + 1) * k]}
               for i in range(len(prompts))]
     for group in groups:

@@ -82,7 +82,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
     """
     loaded: list[LoadedReward] = []
     box = None
-    extra = tuple(c for c in dataset_columns if c != "prompt")
+    extra = tuple(dataset_columns)  # all of them: the loader keeps those that reach rewards (data.reward_columns)
     for spec in specs:
         if spec.name:
             if spec.name not in BUILTIN_REWARDS:

@@ -11,10 +11,11 @@ many `None` and the errors; the share of prompt groups whose completions all got
 The person's reward code runs in a child process (`score_in_child`) with a time limit and, on
 Linux, a memory limit (PREVIEW_MEMORY_LIMIT_GIB), so a hang, `sys.exit`, a crash or a runaway
 allocation in it never takes the app down: the parent reports which function was running. Return
-values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them: keyword arguments `prompts`,
+values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them, with the keyword arguments `data.reward_kwargs` builds: `prompts`,
 `completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
 `completion_ids` (the sampled ids, end token included, when the group brings them; see
-`written_completion_ids` for text), `trainer_state`, and every dataset column by name.
+`written_completion_ids` for text), `trainer_state`, and every data column by name (`data.reward_columns`: the
+request's `columns`, the data's, and the prompt column, `prompt_column`, holding the prompt as written).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 from ..config import RewardSpec
-from ..data import build_prompt, use_chat_format
+from ..data import build_prompt, reward_kwargs, use_chat_format
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import PIPE, Child
@@ -207,6 +208,7 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
     return {"groups": sampled["groups"], "num_generations": int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
             "conversational": bool(sampled.get("conversational")), "tokenizer": sampled.get("tokenizer"),
             "think_end_token_id": sampled.get("think_end_token_id"),
+            "prompt_column": cfg.data.prompt_column,
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
             "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages"),
@@ -240,7 +242,12 @@ def _score(request: dict) -> dict:
     conversational = bool(request.get("conversational"))
     base_dir = request.get("base_dir", ".")
     specs = [RewardSpec(**s) for s in request["rewards"]]
-    columns = sorted({c for g in groups for c in (g.get("row") or {})})
+    prompt_column = request.get("prompt_column")
+    if prompt_column:  # the prompt column reaches rewards by its name too, as written (before any shaping)
+        groups = [{**g, "row": {**(g.get("row") or {}), prompt_column: (g.get("row") or {}).get(prompt_column) or g["prompt"]}}
+                  for g in groups]
+    # The data's columns (the request names them; a group's row may lack some, as a data row may): every one is passed.
+    columns = list(dict.fromkeys([*(request.get("columns") or ()), *(c for g in groups for c in (g.get("row") or {}))]))
     tokenizer = _TokenizerOnDemand(request.get("tokenizer"))
     if request.get("data") is not None:
         # Hand-written prompts and completions (pinned examples): shaped as training shapes the data's, by the same
@@ -258,15 +265,9 @@ def _score(request: dict) -> dict:
                             chat_template_kwargs=request.get("chat_template_kwargs"))
 
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
-        kwargs: dict[str, Any] = {
-            "prompts": prompts, "completions": [_as_completion(c, conversational) for c in completions],
-            "completion_ids": ids if ids is not None else [written_completion_ids(c, tokenizer.get()) for c in completions],
-            "trainer_state": TrainerStateStub(),
-            "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None,  # TRL passes these too
-        }
-        for column in columns:
-            kwargs[column] = [r.get(column) for r in rows]
-        return kwargs
+        return reward_kwargs(prompts, [_as_completion(c, conversational) for c in completions],
+                             ids if ids is not None else [written_completion_ids(c, tokenizer.get()) for c in completions],
+                             rows, columns, TrainerStateStub())
 
     prompts, completions, rows, ids = [], [], [], []
     for g in groups:
@@ -324,7 +325,8 @@ def _score(request: dict) -> dict:
     result = {
         "functions": {n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
         "rows": table,
-        "learnability": _learnability(flat, k),
+        "learnability": _learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals)),
+        "warnings": list(unscored_functions(per_function, errors).values()),
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages"),
                                            request.get("reward_clip_range")),
@@ -403,9 +405,27 @@ def _prompt_text(prompt) -> str:
     return str(prompt)
 
 
-def _learnability(flat: list[bool], k: int) -> dict:
+def unscored_functions(per_function: dict[str, list], errors: dict[str, list]) -> dict[str, str]:
+    """{function: what went wrong} for each function that scored no completion: it failed (a call that raises fails its
+    whole batch, in training too) or returned None for every one."""
+    found = {}
+    for name, values in per_function.items():
+        if errors.get(name):
+            found[name] = (f"`{name}` failed, so it scored none of the {len(values)} completions (its error is below); in "
+                           "training the run would stop at its first batch — fix the function, then preview again")
+        elif values and all(v is None for v in values):
+            found[name] = (f"`{name}` returned None for all {len(values)} completions: None means “cannot score this one”, so "
+                           "it gives RLOO nothing to learn from — check what it expects of the completions and the columns "
+                           "(the table shows what it received)")
+    return found
+
+
+def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = None, scored_none: bool = False) -> dict:
     share = sum(flat) / len(flat) if flat else 0.0
-    if share == 0:
+    failed = ", ".join(f"`{n}`" for n in unscored or {})
+    if scored_none:  # no total at all: "the same total reward" would be said of nothing
+        verdict = f"Not known: no function scored any completion ({failed}); fix that and preview again."
+    elif share == 0:
         verdict = "Every prompt's completions got different rewards: each one gives RLOO something to learn from."
     elif share <= LEARNABILITY_WARN:
         verdict = (f"{100 * share:.0f}% of the prompts gave all {k} completions the same total reward, so they teach nothing; "
@@ -414,6 +434,8 @@ def _learnability(flat: list[bool], k: int) -> dict:
         verdict = (f"{100 * share:.0f}% of the prompts gave all {k} completions the same total reward: most of each step teaches "
                    "nothing. Try more completions per prompt, a higher temperature, a graded reward instead of a 0/1 one "
                    "(partial credit), or prompts that are neither too easy nor too hard for this model.")
+    if unscored and not scored_none:
+        verdict = f"Without {failed}, which scored no completion: {verdict[0].lower()}{verdict[1:]}"
     return {"no_signal_share": share, "groups": len(flat), "no_signal_groups": sum(flat), "verdict": verdict}
 
 

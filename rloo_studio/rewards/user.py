@@ -19,10 +19,9 @@ import types
 from pathlib import Path
 from typing import Callable
 
+from ..config import did_you_mean
+from ..data import TRL_REWARD_ARGS, reward_columns, unpassed_columns
 from ..errors import RewardError
-
-# Arguments TRL passes to every reward function; a function without **kwargs must accept them all.
-TRL_REWARD_ARGS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
 
 
 def public_function_names(source: str, filename: str = "<rewards>") -> list[str]:
@@ -48,8 +47,9 @@ def load_reward_source(source: str, filename: str = "<rewards>", names: list[str
                        extra_args: tuple[str, ...] = ()) -> dict[str, Callable]:
     """Execute reward source and return {name: function} for the public functions (or `names`).
 
-    `extra_args` are the dataset columns TRL will pass too; a function without **kwargs must
-    accept those as well or TRL's call would fail mid-training.
+    `extra_args` are the data's columns (all of them; `data.reward_columns` says which reach rewards): a
+    function without **kwargs must accept those as well or TRL's call would fail mid-training, and one
+    that requires a parameter no column provides is refused.
     """
     tree = _parse(source, filename)
     defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")]
@@ -128,14 +128,19 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
     if required_positional:
         raise RewardError(f"{filename}:{line}: `{name}` has positional-only parameters {required_positional}",
                           "TRL passes every argument by keyword", f"write it as `def {name}(completions, **kwargs):`")
-    passed = set(TRL_REWARD_ARGS) | set(extra_args)
+    columns = reward_columns(extra_args)
+    passed = set(TRL_REWARD_ARGS) | set(columns)
     never_passed = [p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                     and p.default is p.empty and p.name not in passed]
     if never_passed and extra_args:
+        kept = unpassed_columns(extra_args)
+        notes = "".join(f"; the column `{c}` {kept[c]}" for c in never_passed if c in kept)
         raise RewardError(
-            f"{filename}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which TRL will not pass",
-            f"TRL passes {', '.join(TRL_REWARD_ARGS)} and the dataset columns ({', '.join(extra_args)})",
-            "give those parameters a default, or rename them to a dataset column",
+            f"{filename}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which no column of the data provides"
+            f"{did_you_mean(never_passed[0], columns)}",
+            f"every reward receives {', '.join(TRL_REWARD_ARGS)} and each of the data's columns by its name{notes}",
+            f"rename the parameter to one of the data's columns ({', '.join(columns) or 'none'}), or add a column "
+            f"`{never_passed[0]}` to the data",
         )
     if not has_var_kw:
         unaccepted = sorted(passed - set(params))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
-from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child
+from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from . import text
 from .rewards_tab import receives_markdown
 from .wording import page_words
@@ -203,7 +203,7 @@ class DataTab:
         if cols:
             held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
             lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
-                         ". Every column reaches your reward functions as a keyword argument of the same name.")
+                         ". " + columns_sentence(cols))
         lines += notes
         for problem in result["problems"]:
             if first_row and problem.startswith(HEADERLESS_WHAT):
@@ -226,3 +226,12 @@ def held_out_defaults(kind: str) -> tuple[str, float]:
 def likely_column(columns: list[str], names: tuple[str, ...]) -> str | None:
     by_name = {c.strip().lower(): c for c in columns}
     return next((by_name[n] for n in names if n in by_name), None)
+
+
+def columns_sentence(columns: list[str]) -> str:
+    """What reaches the reward functions of these columns, in one sentence (`data.reward_columns`, the one rule)."""
+    unpassed = unpassed_columns(columns)
+    if not unpassed:
+        return "Every column, the prompt column included, reaches your reward functions as a keyword argument of the same name."
+    return ("Every other column reaches your reward functions as a keyword argument of the same name; " +
+            "; ".join(f"`{c}` {why}" for c, why in unpassed.items()) + ".")

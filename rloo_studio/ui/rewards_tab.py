@@ -23,6 +23,7 @@ import gradio as gr
 
 from .. import runs
 from ..config import RunConfig
+from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..jobs import absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
@@ -120,7 +121,7 @@ class RewardsTab:
 
         gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
         self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
-                                   value=[EXAMPLE_PIN], elem_id="pinned", label="prompt · completion · answer · expected total from · to")
+                                   value=[EXAMPLE_PIN], elem_id="pinned", label="prompt · completion · answer (or column=value; …) · expected total from · to")
         self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
@@ -189,10 +190,12 @@ class RewardsTab:
                 (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
                 finished = run_cli(["preview", str(folder / runs.CONFIG_FILE), "--json", "--timeout", str(preview_timeout(cfg)),
                                     "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
-                if finished.returncode != 0 or not finished.stdout.strip():
+                # Exit code 1 with a result: a reward function failed, and the table shows where (cmd_preview).
+                answer = (finished.stdout.strip().splitlines() or [""])[-1]
+                if finished.returncode not in (0, 1) or not answer.startswith("{"):
                     message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
                     return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
-                result = json.loads(finished.stdout.strip().splitlines()[-1])
+                result = json.loads(answer)
             else:  # sampled in the inference worker, which keeps the model loaded between previews
                 progress(0.05, desc="Asking the model worker…" if worker.alive else "Starting the model worker…")
                 try:
@@ -221,12 +224,12 @@ class RewardsTab:
         pinned_checks = PinnedChecks()
 
         def check_pinned(state, pinned, values: list, again: bool) -> str:
-            groups = pinned_groups(pinned)
-            if not groups:
+            if not pinned_groups(pinned):
                 return "No pinned examples yet: add rows with a prompt and a completion."
             cfg, problems = form.config_from(state, list(values))
             if cfg is None or problems:
                 return form.problems_markdown(problems)
+            groups = pinned_groups(pinned, known_columns(cfg), answer_column(cfg), cfg.data.prompt_column)
             unreachable = unreachable_servers(cfg)
             if unreachable:
                 return "⚠️ Pinned examples not checked: " + "  \n".join(unreachable)
@@ -321,6 +324,9 @@ class RewardsTab:
         elif result["functions"]:
             message = (f"✅ {len(result['functions'])} function(s) found: " + ", ".join(f"`{n}`" for n in result["functions"]) +
                        ". Tick **use** to train with one.")
+            if not columns:  # nothing to check a parameter named after a column against: say so rather than pass it
+                message += (" The data's columns are not known yet (*Preview* in the Data tab): parameters other than TRL's "
+                            "are checked against them then, and again before a preview, a pinned check or training.")
         else:
             message = "No functions yet."
         return message, table
@@ -353,27 +359,75 @@ def lint_markdown(code: str) -> str:
 
 
 def receives_markdown(columns: list[str], prompt_column: str | None) -> str:
-    """The side panel: what TRL passes to each reward function for the current data."""
-    extra = [c for c in columns if c != (prompt_column or "prompt")]
-    cols = ", ".join(f"`{c}`" for c in extra) if extra else "(load the data in the Data tab to list them)"
+    """The side panel: what each reward function receives for the current data — exactly the keyword arguments every
+    call of it gets, in training as in the preview (`data.reward_columns`)."""
+    passed = reward_columns(columns)
+    cols = ", ".join(f"`{c}`" + (" (the prompts, as the data holds them)" if c == prompt_column else "") for c in passed)
+    unpassed = "".join(f"\n- not by its name: `{c}` — {why}" for c, why in unpassed_columns(columns).items())
     return (
         "**What each function receives** (by keyword, one entry per completion):\n\n"
         "- `completions` — the model's text; with chat prompts a list like `[{\"role\": \"assistant\", \"content\": \"...\"}]`\n"
-        "- `prompts` — the prompt each completion answers (text or chat messages)\n"
+        "- `prompts` — the prompt each completion answers, as the model saw it (text or chat messages)\n"
         "- `completion_ids` — the completion's token ids (count tokens, find `</think>`)\n"
         "- `trainer_state` — `global_step`, `epoch`, … (for schedules)\n"
-        f"- every dataset column by name: {cols}\n\n"
+        + (f"- every data column by its name: {cols}" if columns else "- every data column by its name (load the data in the Data "
+                                                                     "tab to list them)")
+        + unpassed + "\n\n"
         "Return one `float` per completion, or `None` to leave one out. Accept `**kwargs` so new arguments do not break it."
     )
 
 
-def pinned_groups(table) -> list[dict]:
+def pinned_groups(table, columns: list[str] | tuple = (), answer: str = "answer", prompt_column: str | None = None) -> list[dict]:
+    """The pinned examples as scoring groups: each one's prompt, completion, expected range and the data row it stands
+    for (`pinned_row`), with `missing`: the data's `columns` it gives no value for (its prompt fills `prompt_column`)."""
     groups = []
     for row in _rows(table):
         if len(row) >= 2 and str(row[0] or "").strip() and str(row[1] or "").strip():
-            groups.append({"prompt": str(row[0]), "row": {"answer": str(row[2])} if len(row) > 2 and row[2] not in (None, "") else {},
-                           "completions": [str(row[1])], "range": (row[3] if len(row) > 3 else None, row[4] if len(row) > 4 else None)})
+            given = pinned_row(row[2] if len(row) > 2 else None, columns, answer)
+            groups.append({"prompt": str(row[0]), "row": given, "completions": [str(row[1])],
+                           "range": (row[3] if len(row) > 3 else None, row[4] if len(row) > 4 else None),
+                           "missing": [c for c in reward_columns(columns) if c not in given and c != prompt_column]})
     return groups
+
+
+def pinned_row(cell, columns: list[str] | tuple, answer: str = "answer") -> dict:
+    """The data row a pinned example's third cell gives: `column=value` pairs separated by `;` when each names one of the
+    data's `columns` (`order_id=A-17; answer=75`), else the whole cell as the `answer` column's value; {} when empty.
+    The prompt column is the example's prompt (the scoring request's `prompt_column`)."""
+    text_ = "" if cell is None else str(cell).strip()
+    if not text_:
+        return {}
+    pairs = [part.split("=", 1) for part in text_.split(";") if part.strip()]
+    if columns and all(len(p) == 2 and p[0].strip() in columns for p in pairs):
+        return {name.strip(): value.strip() for name, value in pairs}
+    return {answer: text_}
+
+
+def answer_column(cfg: RunConfig) -> str:
+    """The column a pinned example's plain answer fills: the one the rewards compare answers with (`answer` unless set)."""
+    return next((str(s.params["answer_column"]) for s in cfg.rewards if s.params.get("answer_column")), "answer")
+
+
+_columns_read: dict = {}  # (source, base dir) -> (the file's change time and size, its columns): read again only when it changes
+
+
+def known_columns(cfg: RunConfig) -> list[str]:
+    """The data's columns for the pinned examples: read here for the demo or a local file (small, no model library);
+    a hub dataset's are not read in the app's process ([] then: the examples pass the columns they name)."""
+    if is_hub_source(cfg.data.source, cfg.base_dir):
+        return []
+    path = Path(cfg.data.source).expanduser()
+    path = path if path.is_absolute() else Path(cfg.base_dir) / path
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+    key = (cfg.data.source, str(cfg.base_dir))
+    if key in _columns_read and _columns_read[key][0] == stamp and stamp is not None:
+        return _columns_read[key][1]
+    try:
+        columns = load_rows(cfg.data, cfg.base_dir).columns
+    except StudioError:
+        return []
+    _columns_read[key] = (stamp, columns)
+    return columns
 
 
 def saved_pins(draft: str | None) -> list[list]:
@@ -400,6 +454,9 @@ def pinned_report(groups: list[dict], result: dict) -> str:
         passed += ok
         shown = "None" if total is None else f"{total:.3f}"
         why = "; ".join(f"`{n}` raised {raised[n]}" for n in broken)
+        if broken and g.get("missing"):  # a column the example gave no value for reached the reward as None
+            why += (f" (this example gives no value for {', '.join(f'`{c}`' for c in g['missing'])}: if the function reads "
+                    f"it, write e.g. `{g['missing'][0]}=…` in its answer cell)")
         lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
                      + (f" — {why}" if why else ""))
     return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)
@@ -429,6 +486,8 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"
         findings.append(f"{icon} **Learnability:** {learn['verdict']}")
+    for warning in result.get("warnings", []):  # a function that scored no completion (failed, or None for all)
+        findings.append(f"⚠️ **Scored nothing:** {warning}")
     if result.get("advantage_note"):
         findings.append(f"ℹ️ **Advantages in training:** {result['advantage_note']}")
     for name, f in result.get("functions", {}).items():
@@ -542,7 +601,9 @@ class PinnedChecks:
     def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
         """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
         # "data": the scoring child shapes the written text as training shapes the data (chat messages or plain text).
-        request = {"groups": [{k: v for k, v in g.items() if k != "range"} for g in groups], "num_generations": 1,
+        # "columns", "prompt_column": every data column reaches the rewards by name, as in training (data.reward_kwargs).
+        request = {"groups": [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups], "num_generations": 1,
+                   "columns": known_columns(cfg), "prompt_column": cfg.data.prompt_column,
                    "data": {"prompt_format": cfg.data.prompt_format, "system_prompt": cfg.data.system_prompt},
                    "chat_template_kwargs": cfg.chat_template_kwargs(), "probes": False, "source": source,
                    "rewards": [dict(s.__dict__) for s in cfg.rewards],

@@ -1,10 +1,11 @@
 """A new user's own CSV in a real browser (Playwright driving Debian's Chromium, 1400 px wide): the steps before Start.
 
 The first half of the scenario of "the non-expert's path": the bundled demo model with the person's
-own 60-row CSV — a header-less file and one with other columns first, then a good upload; a preset
-that must not replace the data; one builtin and one hand-written reward (first with a name the lint
-flags, so Start is refused, with the page's words for a batch that k does not divide); a pinned
-example that fails while the function raises on it; the preview, whose completions table must show
+own 60-row CSV — a header-less file and one with other columns first, then a good upload with a ticket
+id column; a preset that must not replace the data; one builtin and one hand-written reward that reads the
+prompt column and the ticket by name (first with a name the lint flags, so Start is refused, with the page's
+words for a batch that k does not divide); a pinned example that gives the ticket as `ticket=T-7` and passes
+only if it arrives, and one that fails while the function raises on it; the preview, whose completions table must show
 every column, advantage included, without sideways scrolling and with no header word broken. Each
 point of the scenario is asserted where it shows (the `# N ·` comments). Training, reload, Stop/Resume,
 Chat, Evaluate and Export are covered through the API in tests/ui; refusals in sight by
@@ -29,12 +30,17 @@ pytestmark = BROWSER_MARKS
 
 GOOD_ROWS = [(f"What is {a} + {b}?", a + b) for a, b in [(i * 7 % 50 + 3, i * 11 % 40 + 5) for i in range(60)]]
 LINT_ERROR = "def polite(completions, **kwargs):\n    return [lenn(c) for c in completions]\n"
-# Raises on the pinned example below, scores everything else: the pin must fail, not pass without it.
-REWARD = ('def polite(completions, **kwargs):\n'
+# Reads two columns by name, the prompt column `question` and the ticket id (every road passes every column: pinned
+# examples, the preview, training). Raises on the second pinned example below, scores everything else: that pin must
+# fail, not pass without it. 1.0 more when the completion names the row's ticket.
+REWARD = ('def polite(completions, question, ticket, **kwargs):\n'
           '    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]\n'
           '    if any("BOOM" in t for t in texts):\n'
           '        raise ValueError("BOOM is not an answer")\n'
-          '    return [0.1 for t in texts]\n')
+          '    assert all(q for q in question), question\n'
+          '    return [0.1 + (1.0 if k and k in t else 0.0) for t, k in zip(texts, ticket)]\n')
+# The ticket given in the answer cell as column=value: numeric_answer 1 + polite 1.1 lies in 2..10 only if it arrives.
+TICKET_PIN = ["What is 2 + 2?", "Ticket T-7: 4", "ticket=T-7; answer=4", "2", "10"]
 PIN = ["What is 2 + 2?", "BOOM", "4", "0", "10"]
 
 # A table's layout as the person sees it: its scrolling box, and each header's box and words (a word broken over two
@@ -147,7 +153,7 @@ def test_own_csv_up_to_start(studio):
     other = tmp_path / "qa-other.csv"
     other.write_text("Q,A\n" + "".join(f"{q},{a}\n" for q, a in GOOD_ROWS[:20]))
     good = tmp_path / "sums.csv"
-    good.write_text("question,answer\n" + "".join(f"{q},{a}\n" for q, a in GOOD_ROWS))
+    good.write_text("question,answer,ticket\n" + "".join(f"{q},{a},T-{i}\n" for i, (q, a) in enumerate(GOOD_ROWS)))
 
     expect(page.locator("#preset-notes")).to_contain_text("Full fine-tuning", timeout=120_000)  # 10 · the preset's method, explained
     expect(page.locator("#run-banner")).to_be_hidden()
@@ -169,6 +175,7 @@ def test_own_csv_up_to_start(studio):
     page.locator("#answer-column input").press("Enter")
     page.locator("#preview-data").click()
     expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")  # 2 · a tenth held out
+    expect(page.locator("#data-summary")).to_contain_text("Every column, the prompt column included, reaches your reward functions")
     shot(page, "2-data")
 
     # 2 · A preset sets model and training only: the data stays.
@@ -182,6 +189,7 @@ def test_own_csv_up_to_start(studio):
     # 3 · Rewards: the builtin numeric_answer (ticked by the preset) and the person's own function.
     page.get_by_role("tab", name="3 · Rewards").click()
     expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
+    expect(page.locator("#reward-receives")).to_contain_text("question (the prompts, as the data holds them), answer, ticket")
     _type_code(page, LINT_ERROR)
     expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
     page.locator("#check-code").click()
@@ -212,14 +220,19 @@ def test_own_csv_up_to_start(studio):
     page.locator("#check-code").click()
     result = page.locator("#pinned-result")
     expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)  # the starting example, before the one that raises
-    page.locator("#pinned-add").click()
-    expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
-    for column, value in enumerate(PIN):
-        fill_cell(page, "#pinned", 1, column, value)
+    for row, pin in ((1, TICKET_PIN), (2, PIN)):
+        page.locator("#pinned-add").click()
+        expect(page.locator(f"#pinned [data-testid=cell-{row}-0]")).to_be_visible()
+        for column, value in enumerate(pin):
+            fill_cell(page, "#pinned", row, column, value)
+        if row == 1:  # the ticket of the answer cell reached `polite`
+            expect(page.locator("#pinned")).to_contain_text("T-7")
+            page.locator("#check-code").click()
+            expect(result).to_contain_text("2/2 pinned examples pass", timeout=300_000)
     expect(page.locator("#pinned")).to_contain_text("BOOM")
     page.locator("#check-code").click()
     # A reward function scores a batch: raising on one completion fails every pin scored with it.
-    expect(result).to_contain_text("0/2 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
+    expect(result).to_contain_text("0/3 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
     expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
 
     # Preview: k = 4 completions of one prompt, scored by every ticked function.

@@ -19,17 +19,10 @@ from rloo_studio.procs import pid_alive
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the grandchildren here are started the POSIX way")
 
 
-@pytest.fixture(autouse=True)
-def without_the_sandbox(monkeypatch):
-    """These rewards write their grandchildren's pids to a file and the test looks for those pids on this machine:
-    outside the reward sandbox, which allows neither (its files are read-only, its processes have pids of their own
-    namespace, and they all end with it: tests/unit/test_sandbox.py). What is tested here is Child's own ending."""
-    from rloo_studio import sandbox
-
-    monkeypatch.setenv(sandbox.SANDBOX_ENV, "off")
-    monkeypatch.setattr(sandbox, "_status", None)
-    yield
-    monkeypatch.setattr(sandbox, "_status", None)
+# These rewards write their grandchildren's pids to a file and the test looks for those pids on this machine: outside
+# the reward sandbox, which allows neither (read-only files; pids of its own namespace, all ending with it:
+# tests/unit/test_sandbox.py). What is tested here is Child's own ending.
+pytestmark = [pytestmark, pytest.mark.usefixtures("outside_the_sandbox")]
 
 # A background process started the plain way: it inherits the child's stdout and stderr, and so holds its pipes.
 GRANDCHILD = "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])"
