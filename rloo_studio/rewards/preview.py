@@ -234,6 +234,7 @@ def score(request: dict) -> dict:
 
 def _score(request: dict) -> dict:
     from . import build_rewards
+    from .judge import judge_checks
 
     groups = request["groups"]
     k = int(request["num_generations"])
@@ -329,6 +330,9 @@ def _score(request: dict) -> dict:
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
+        # The judge's own check (empty and read-back answers), on every check, pinned examples too; bounded by the judge's
+        # own time limit. A judge that failed on the completions is reported by its error instead.
+        "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups),
         "tokenizer_loaded": tokenizer.loaded,
     }
     return result
