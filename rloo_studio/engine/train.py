@@ -584,6 +584,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..batching import batch_plan
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
+    from ..rewards.thinking import prompt_opens_think
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs
     from .model import count_4bit_layers, load_model
@@ -631,7 +632,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
     rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
-                            chat_template_kwargs=chat_template_kwargs(cfg))
+                            chat_template_kwargs=chat_template_kwargs(cfg),
+                            prompt_opens_think=prompt_opens_think(train_ds["prompt"], loaded.tokenizer, chat_template_kwargs(cfg)))
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
     try:
         rloo_config = trl.RLOOConfig(**args)

@@ -40,7 +40,8 @@ from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
 from ..runs import REWARDS_FILE
-from .builtin import NEEDS_THINK_END_TOKEN_ID
+from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
+from .thinking import prompt_opens_think
 from .scoring import advantage_caveat, all_equal_groups, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
@@ -207,7 +208,7 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
     come along, so the preview says what training will add to these advantages."""
     return {"groups": sampled["groups"], "num_generations": int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
             "conversational": bool(sampled.get("conversational")), "tokenizer": sampled.get("tokenizer"),
-            "think_end_token_id": sampled.get("think_end_token_id"),
+            "think_end_token_id": sampled.get("think_end_token_id"), "prompt_opens_think": sampled.get("prompt_opens_think"),
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
             "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages")}
@@ -255,8 +256,13 @@ def _score(request: dict) -> dict:
         specs = [RewardSpec(**{**s.__dict__, "params": {"think_end_token_id": think_id, **s.params}})
                  if s.name in NEEDS_THINK_END_TOKEN_ID else s for s in specs]
     needs_tokenizer = any(s.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in s.params for s in specs)
+    opened = request.get("prompt_opens_think")  # found by the sampler; for written text, from the template here
+    if opened is None and any(s.name in NEEDS_PROMPT_OPENS_THINK for s in specs):
+        chats = [g["prompt"] for g in groups]
+        opened = prompt_opens_think(chats, tokenizer.get() if chats and isinstance(chats[0], list) else None,
+                                    request.get("chat_template_kwargs"))
     rewards = build_rewards(specs, base_dir, tokenizer.get() if needs_tokenizer else None, columns,
-                            chat_template_kwargs=request.get("chat_template_kwargs"))
+                            chat_template_kwargs=request.get("chat_template_kwargs"), prompt_opens_think=bool(opened))
 
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         kwargs: dict[str, Any] = {
