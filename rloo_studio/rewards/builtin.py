@@ -7,10 +7,11 @@ builtin's name, so TRL logs it under that name. ``None`` means "not applicable".
 This module stops there: it does not load user reward code, does not weigh or combine
 rewards, and knows nothing about tokenizers beyond what is handed in as parameters
 (``think_end_token_id``; ``prompt_opens_think``, from `rewards.thinking`) or by TRL (``completion_ids``).
+It imports nothing from the package: the exported training script carries a copy of it.
 
 ``prompt_opens_think``: the run's chat template ends its prompts inside ``<think>`` (a thinking
 template), so each completion starts inside the thought, without the tag. The builtins that read
-the tags then read ``<think>`` + completion (`_read`), the text as the model continued it: a
+the tags then read ``<think>`` + completion (`seen_completion`), the text as the model continued it: a
 completion cut off mid-thought is an unclosed thought, with no answer, as it would be had the
 model written the tag. One parameter per builtin, filled in by the caller (`build_rewards`), so
 TRL's completions themselves stay as TRL makes them.
@@ -24,8 +25,6 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-
-from .thinking import seen_completion
 
 RewardFunc = Callable[..., list[float | None]]
 
@@ -71,6 +70,19 @@ def completion_text(completion: Any) -> str:
             parts.append("".join(str(t) for t in texts if t))
     # Separate assistant turns (tool-calling rollouts) so words of two turns never fuse.
     return "\n".join(parts)
+
+
+THINK_START, THINK_END = "<think>", "</think>"
+
+
+def seen_completion(text: str, opened: bool) -> str:
+    """A completion's text as the model continued it: after ``<think>`` when the prompt opened the thought
+    (``opened``), unless the completion opens one itself.
+
+    >>> seen_completion("6*7=42", True), seen_completion("6*7=42", False), seen_completion("<think>x</think>4", True)
+    ('<think>6*7=42', '6*7=42', '<think>x</think>4')
+    """
+    return THINK_START + text if opened and not text.lstrip().startswith(THINK_START) else text
 
 
 def _read(completion: Any, prompt_opens_think: bool) -> str:

@@ -4,16 +4,18 @@ Thinking templates (DeepSeek-R1 distills, QwQ, Qwen3-Thinking-2507) end the gene
 model continues inside its thought, so its completion has no opening tag, and one cut off by the token budget
 mid-thought has no tag at all. `prompt_opens_think` decides it once per run, from the tokenizer's chat template and
 the run's `chat_template_kwargs` (Qwen3's `enable_thinking: false` renders a closed, empty thought instead), by
-rendering a conversation as TRL renders chat prompts (engine/generate.py): with the generation prompt. It lives
-here, not in the engine, because the reward preview's scoring child decides it too, for pinned examples. The builtins then read the
-completion as the model continued it, `<think>` + completion (`seen_completion`, through their `prompt_opens_think`
-parameter, which `build_rewards` fills in). The completions TRL passes to reward functions stay as TRL makes them:
-user rewards receive exactly those, as in training.
+rendering a conversation as TRL renders chat prompts (engine/generate.py): with the generation prompt. It lives in
+the rewards package, not the engine, because the reward preview's scoring child decides it too, for pinned examples.
+
+The builtins then read the completion as the model continued it, `<think>` + completion (`builtin.seen_completion`,
+through their `prompt_opens_think` parameter, which `build_rewards` fills in). The completions TRL passes to reward
+functions stay as TRL makes them: user rewards receive exactly those, as in training.
 """
 
 from __future__ import annotations
 
-THINK_START, THINK_END = "<think>", "</think>"
+from .builtin import THINK_END, THINK_START
+
 # Any conversation shows what the generation prompt adds; this one holds no tag of its own.
 _PROBE_CHAT = [{"role": "user", "content": "What is 2 + 2?"}]
 
@@ -42,13 +44,3 @@ def prompt_opens_think(prompts, tokenizer, template_kwargs: dict | None = None) 
         return False
     rendered = tokenizer.apply_chat_template(_PROBE_CHAT, add_generation_prompt=True, tokenize=False, **(template_kwargs or {}))
     return ends_inside_thought(rendered)
-
-
-def seen_completion(text: str, opened: bool) -> str:
-    """A completion's text as the model continued it: after `<think>` when the prompt opened the thought (`opened`),
-    unless the completion opens one itself.
-
-    >>> seen_completion("6*7=42", True), seen_completion("6*7=42", False), seen_completion("<think>x</think>4", True)
-    ('<think>6*7=42', '6*7=42', '<think>x</think>4')
-    """
-    return THINK_START + text if opened and not text.lstrip().startswith(THINK_START) else text
