@@ -107,6 +107,7 @@ _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 # Anything else: 0." from a rubric "A fruit: 10. Anything else: 0."). A number and two words rarely match by chance; a
 # bare "Score: 7" repeats nothing.
 ECHO_WORDS = 2
+READ_BACK = "the reply repeats"  # how a read-back reply's reason starts (`_repeats`): a batch of them gets its own advice
 
 
 @dataclass
@@ -138,12 +139,12 @@ def _read_back(after_label: str, source: str) -> bool:
 def _repeats(text: str, rubric: str, template: str) -> str:
     """Why the reply is read back from the judge's instructions ("" when it is not): the words after any of its
     "Score:" labels repeat the rubric or the template."""
-    for label in re.finditer(r"score[*_]*[ \t]*[:=]?", text, re.IGNORECASE):
+    for label in re.finditer(r"\bscore\b[*_]*[ \t]*[:=]?", text, re.IGNORECASE):
         line = text[label.end():].split("\n", 1)[0]
         for what, source in (("the rubric", rubric), ("the prompt template", template)):
             if source and _read_back(line, source):
                 said = text[label.start():].split("\n", 1)[0].strip()
-                return f"the reply repeats {what} instead of judging ({said[:80]!r})"
+                return f"{READ_BACK} {what} instead of judging ({said[:80]!r})"
     return ""
 
 
@@ -426,6 +427,8 @@ class JudgeReward:
             raise RewardError(
                 f"the judge `{self.__name__}` gave no usable score for any of the {len(keys)} completions of this batch",
                 f"{first.problem}; its first reply was {first.reply[:200]!r}",
+                ("write the rubric as what a good answer is, not as a scoring sentence the judge can copy (\"Score 10 if "
+                 "...\"), or use a larger instruction-tuned judge model") if first.problem.startswith(READ_BACK) else
                 f"make the template ask plainly for one number from {self.low:g} to {self.high:g} (\"Score: N\"), "
                 "or use a larger instruction-tuned judge model")
         return [v.score for v in self.last_verdicts]

@@ -142,6 +142,7 @@ def test_a_judge_that_reads_the_rubric_back_scores_nothing_and_says_why():
         judge(prompts=["Name a fruit."] * 3, completions=["Apple.", "", "A car."])
     assert "gave no usable score for any of the 3 completions" in caught.value.what
     assert "the reply repeats the rubric instead of judging" in caught.value.why
+    assert caught.value.fix.startswith("write the rubric as what a good answer is, not as a scoring sentence")
     assert [v.score for v in judge.last_verdicts] == [None, None, None]
 
 
