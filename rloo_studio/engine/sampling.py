@@ -31,9 +31,10 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     """What scoring needs of the sampled completions for `rows` (`rewards.preview.scoring_request` takes it):
 
     groups: [{prompt, row, completions, completion_ids, probe_completion_ids}], conversational,
-    tokenizer (its source), think_end_token_id. The token ids and the `</think>` id come from the
-    tokenizer loaded here, so the scoring child need not load one (importing transformers takes
-    seconds: the difference between a live preview and a wait)."""
+    tokenizer (its source), think_end_token_id, prompt_opens_think (rewards.thinking). The token ids,
+    the `</think>` id and whether the prompts open a thought come from the tokenizer loaded here, so the
+    scoring child need not load one (importing transformers takes seconds: the difference between a
+    live preview and a wait)."""
     from ..data import to_trl_dataset, use_chat_format
     from ..rewards import think_end_token_id
     from ..rewards.thinking import prompt_opens_think
