@@ -439,8 +439,9 @@ class JudgeReward:
 # Answers every rubric should score lowest, in words: a judge that gives one of them high marks can be gamed by the policy.
 PROBE_KINDS = {"empty": "the empty answer", "prompt read back": "the prompt read back as the answer",
                "rubric read back": "the rubric read back as the answer"}
-# The prompts of a preview or pinned check the probes are asked about (each one judge call per probe kind): enough to
-# show a judge that likes an empty answer, few enough to keep a pinned check, run on every edit, quick.
+# The prompts of a preview the probes are asked about (each one judge call per probe kind): enough to show a judge that
+# likes an empty answer. A pinned check, run on every edit, asks about its first prompt only: a 135M judge on a busy
+# 2-core CPU took 48 s for the six calls of two prompts, its model load included.
 PROBE_PROMPTS = 2
 # High marks: a normalised score at or above the middle of the scale.
 HIGH_MARK = 0.5
@@ -451,8 +452,8 @@ def probe_completions(prompt, rubric: str) -> dict[str, str]:
     return {"empty": "", "prompt read back": prompt_text(prompt), "rubric read back": rubric}
 
 
-def probe_findings(fn: "JudgeReward", groups: Sequence[dict]) -> dict:
-    """The judge's own check on the first PROBE_PROMPTS distinct prompts of `groups` (each `{prompt, row}`): which probe
+def probe_findings(fn: "JudgeReward", groups: Sequence[dict], prompts: int = PROBE_PROMPTS) -> dict:
+    """The judge's own check on the first `prompts` distinct prompts of `groups` (each `{prompt, row}`): which probe
     answers it gives high marks (HIGH_MARK or more), and `message`, the verdict in words.
 
     The judge is asked directly (`fn.judge`), so the check leaves the reward's cache, call count and last verdicts as
@@ -460,7 +461,7 @@ def probe_findings(fn: "JudgeReward", groups: Sequence[dict]) -> dict:
     seen, asked = set(), []
     for g in groups:
         key = prompt_text(g["prompt"])
-        if key not in seen and len(seen) < PROBE_PROMPTS:
+        if key not in seen and len(seen) < prompts:
             seen.add(key)
             row = g.get("row") or {}
             reference = row.get(fn.answer_column) if fn.answer_column else None
@@ -494,9 +495,9 @@ def probe_findings(fn: "JudgeReward", groups: Sequence[dict]) -> dict:
     return {"judge": fn.__name__, "high": high, "asked": len(asked), "message": message}
 
 
-def judge_checks(rewards: Sequence, groups: Sequence[dict]) -> list[dict]:
+def judge_checks(rewards: Sequence, groups: Sequence[dict], prompts: int = PROBE_PROMPTS) -> list[dict]:
     """`probe_findings` for every judge among `rewards` (LoadedReward-like: `.func`); [] without a judge."""
-    return [probe_findings(r.func, groups) for r in rewards if isinstance(r.func, JudgeReward)]
+    return [probe_findings(r.func, groups, prompts) for r in rewards if isinstance(r.func, JudgeReward)]
 
 
 def judge_calls_per_step(specs: Sequence[RewardSpec], plan) -> float:

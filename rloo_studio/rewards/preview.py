@@ -235,7 +235,7 @@ def score(request: dict) -> dict:
 
 def _score(request: dict) -> dict:
     from . import build_rewards
-    from .judge import judge_checks
+    from .judge import PROBE_PROMPTS, judge_checks
 
     groups = request["groups"]
     k = int(request["num_generations"])
@@ -336,9 +336,10 @@ def _score(request: dict) -> dict:
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
-        # The judge's own check (empty and read-back answers), on every check, pinned examples too; bounded by the judge's
-        # own time limit. A judge that failed on the completions is reported by its error instead.
-        "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups),
+        # The judge's own check (empty and read-back answers), on every check, pinned examples too (without the general
+        # probes: on one prompt); bounded by the judge's time limit. A judge that failed is reported by its error instead.
+        "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups,
+                                     PROBE_PROMPTS if request.get("probes", True) else 1),
         "tokenizer_loaded": tokenizer.loaded,
     }
     return result

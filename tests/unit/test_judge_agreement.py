@@ -105,24 +105,33 @@ def test_the_preview_and_the_pinned_examples_run_the_judges_own_check():
     rubric = RUBRICS["helpful_concise"].text
     question = "How many days are in a week?"
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()[1:]]
-    _Replay.replies = {r["completion"]: r["reply"] for r in rows if r["prompt"] == question}
-    _Replay.replies.update({rubric: _Replay.replies.pop("(the rubric's text)"), "Seven.": "7", "Eight.": "2"})
+    _Replay.replies = {r["completion"]: r["reply"] for r in rows if r["prompt"] in (question, "Name a fruit.")
+                       and r["rubric"] == "helpful_concise"}
+    # Written here (not the judge's): the real answers' scores, and the second prompt read back.
+    _Replay.replies.update({rubric: _Replay.replies.pop("(the rubric's text)"), "Seven.": "7", "Eight.": "2",
+                            "Name a fruit.": "3"})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Replay)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         spec = {"judge": {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "model": "smollm2"}, "rubric": rubric}
-        request = {"groups": [{"prompt": question, "row": {}, "completions": ["Seven.", "Eight."]}], "num_generations": 2,
+        request = {"groups": [{"prompt": question, "row": {}, "completions": ["Seven.", "Eight."]},
+                              {"prompt": "Name a fruit.", "row": {}, "completions": ["Apple.", "Apple."]}], "num_generations": 2,
                    "rewards": [dict(RunConfig.from_dict({"rewards": [spec]}).rewards[0].__dict__)]}
         result = score(request)
         pinned = score({**request, "num_generations": 1, "probes": False,
-                        "groups": [{"prompt": question, "row": {}, "completions": ["Seven."]}]})
+                        "groups": [{"prompt": question, "row": {}, "completions": ["Seven."]},
+                                   {"prompt": "Name a fruit.", "row": {}, "completions": ["Apple."]}]})
     finally:
         server.shutdown()
-    assert [r["rewards"]["judge_smollm2"] for r in result["rows"]] == [0.7, 0.2]
+    assert [r["rewards"]["judge_smollm2"] for r in result["rows"]] == [0.7, 0.2, 0.9, 0.9]
     [check] = result["judge_checks"]
-    assert [(h["probe"], h["score"]) for h in check["high"]] == [("empty", 9.0), ("prompt read back", 9.0)]
+    assert check["asked"] == 6  # three probes for each of the two prompts
+    assert [(h["probe"], h["score"]) for h in check["high"]] == [("empty", 9.0), ("prompt read back", 9.0), ("empty", 9.0)]
     said = "⚠️ **Judge check:** Judge `judge_smollm2` gives high marks to answers that should score lowest: the empty answer 9"
     assert said in preview_tables(result)[2]
-    assert pinned["judge_checks"] == result["judge_checks"]  # the pinned check asks too, without the general probes
-    report = pinned_report([{"completions": ["Seven."], "range": (0.5, 1.0)}], pinned)
-    assert report.startswith("**1/1 pinned examples pass**") and said in report
+    # The pinned check asks too (without the general probes), on its first prompt only: it runs on every edit.
+    [pinned_check] = pinned["judge_checks"]
+    assert pinned_check["asked"] == 3 and pinned_check["high"] == check["high"][:2]
+    report = pinned_report([{"completions": ["Seven."], "range": (0.5, 1.0)}, {"completions": ["Apple."], "range": (0, 1)}],
+                           pinned)
+    assert report.startswith("**2/2 pinned examples pass**") and said in report
