@@ -395,6 +395,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
         print(f"Agreement: {agreement_sentence(result['agreement'])}")
     if result.get("advantage_note"):
         print(f"Advantages in training: {result['advantage_note']}")
+    for check in result.get("judge_checks") or []:
+        print(f"Judge check: {check['message']}")
     for probe in result["probes"]:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:

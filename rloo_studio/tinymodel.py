@@ -27,10 +27,17 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# A thinking template's shape (Qwen3-Thinking-2507, DeepSeek-R1 distills): the generation prompt opens the thought, so the
+# model's completion starts inside it; `enable_thinking: false` closes an empty one instead, as Qwen3's template does.
+THINKING_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "<|im_start|>assistant\n{% endif %}",
+    "<|im_start|>assistant\n{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% else %}<think>\n{% endif %}{% endif %}")
 
 
-def build_char_tokenizer(extra_chars: str = ""):
-    """A fast tokenizer with one token per printable ASCII character (plus `extra_chars`)."""
+def build_char_tokenizer(extra_chars: str = "", chat_template: str = CHAT_TEMPLATE):
+    """A fast tokenizer with one token per printable ASCII character (plus `extra_chars`); `chat_template` may be
+    THINKING_CHAT_TEMPLATE, for a model whose prompts open its thought."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -43,7 +50,7 @@ def build_char_tokenizer(extra_chars: str = ""):
     core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS])
     core.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS + ROLE_TOKENS])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=PAD_TOKEN)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 

@@ -353,6 +353,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         progress({"event": "skip", "name": s["name"], "why": s["why"]})
 
     from ..data import to_trl_dataset, use_chat_format
+    from ..rewards.thinking import prompt_opens_think
     from .generate import chat_template_kwargs, end_token_ids, generate_completions
     from .model import load_model
     from .stack import import_training_stack
@@ -364,7 +365,10 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     tokenizer = base.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
     select_prompts = list(to_trl_dataset(select_rows, cfg.data, tokenizer)["prompt"]) if select_rows else None
-    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, data_columns(rows), chat_template_kwargs=chat_template_kwargs(cfg))
+    # A thinking template opens <think> in the prompt: the rewards, the accuracy and the format rate read it (rewards.thinking).
+    opened = prompt_opens_think(prompts, tokenizer, chat_template_kwargs(cfg))
+    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, data_columns(rows), chat_template_kwargs=chat_template_kwargs(cfg),
+                            prompt_opens_think=opened)
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
     max_new_tokens = int(max_new_tokens or cfg.rloo_value("max_completion_length"))
@@ -397,10 +401,10 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
             if answer_name:
                 answers = values[answer_name]
             elif "answer" in side_rows[0]:
-                answers = numeric_answer()(completions=out.texts, answer=[r["answer"] for r in side_rows])
+                answers = numeric_answer(prompt_opens_think=opened)(completions=out.texts, answer=[r["answer"] for r in side_rows])
             else:
                 answers = [None] * n
-            shaped = think_format()(completions=out.texts)
+            shaped = think_format(prompt_opens_think=opened)(completions=out.texts)
             for i in range(n):
                 texts[i].append(out.texts[i])
                 sample_totals[i].append(totals[i])

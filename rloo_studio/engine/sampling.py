@@ -54,11 +54,13 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     """What scoring needs of the sampled completions for `rows` (`rewards.preview.scoring_request` takes it):
 
     groups: [{prompt, row, completions, completion_ids, probe_completion_ids}], conversational,
-    tokenizer (its source), think_end_token_id. The token ids and the `</think>` id come from the
-    tokenizer loaded here, so the scoring child need not load one (importing transformers takes
-    seconds: the difference between a live preview and a wait)."""
+    tokenizer (its source), think_end_token_id, prompt_opens_think (rewards.thinking). The token ids,
+    the `</think>` id and whether the prompts open a thought come from the tokenizer loaded here, so the
+    scoring child need not load one (importing transformers takes seconds: the difference between a
+    live preview and a wait)."""
     from ..data import to_trl_dataset, use_chat_format
     from ..rewards import think_end_token_id
+    from ..rewards.thinking import prompt_opens_think
     from ..rewards.preview import group_probes, written_completion_ids
     from .generate import generate_completions
     from .model import resolve_model_source
@@ -90,7 +92,8 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
                                          for kind, text in group_probes(group).items()}
     return {"groups": groups, "conversational": conversational,
             "tokenizer": str(resolve_model_source(cfg.model.name_or_path, cfg.base_dir)),
-            "think_end_token_id": think_end_token_id(tokenizer)}
+            "think_end_token_id": think_end_token_id(tokenizer),
+            "prompt_opens_think": prompt_opens_think(prompts, tokenizer, cfg.chat_template_kwargs())}
 
 
 def preview_out_of_memory(cfg: RunConfig, num_prompts: int, exc: BaseException) -> OutOfMemory:

@@ -691,6 +691,7 @@ def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
     from ..rewards import build_rewards
     from ..rewards.runtime import SampleRecorder, guard
+    from ..rewards.thinking import prompt_opens_think
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs, end_token_ids
     from .model import count_4bit_layers, load_model
@@ -737,7 +738,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
     rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
-                            chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [])
+                            chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [],
+                            prompt_opens_think=prompt_opens_think(train_ds["prompt"], loaded.tokenizer, chat_template_kwargs(cfg)))
     if any(r.source_file for r in rewards):
         say(f"[rloo-studio] {sandbox_line(rewards)}", flush=True)
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from .. import sandbox
 from ..config import RewardSpec, did_you_mean
 from ..errors import RewardError, StudioError
-from .builtin import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID, describe_builtin
+from .builtin import BUILTIN_REWARDS, NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID, describe_builtin
 from .user import load_reward_file
 
 if TYPE_CHECKING:
@@ -47,9 +47,11 @@ def think_end_token_id(tokenizer) -> int | None:
     return encoded[0] if len(encoded) == 1 else None
 
 
-def _builtin(spec: RewardSpec, tokenizer, check_only: bool) -> Callable:
+def _builtin(spec: RewardSpec, tokenizer, check_only: bool, prompt_opens_think: bool = False) -> Callable:
     factory = BUILTIN_REWARDS[spec.name]
     params = dict(spec.params)
+    if spec.name in NEEDS_PROMPT_OPENS_THINK:  # the run's chat template decides (rewards.thinking) unless params say
+        params.setdefault("prompt_opens_think", prompt_opens_think)
     if spec.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in params:
         if check_only:
             params["think_end_token_id"] = 0  # stands in for the real id, to check the other params
@@ -72,8 +74,12 @@ def _builtin(spec: RewardSpec, tokenizer, check_only: bool) -> Callable:
 
 def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", tokenizer=None,
                   dataset_columns: Sequence[str] = (), check_only: bool = False,
-                  chat_template_kwargs: dict | None = None, boxed_in: Sequence[str | Path] | None = None) -> list[LoadedReward]:
+                  chat_template_kwargs: dict | None = None, boxed_in: Sequence[str | Path] | None = None,
+                  prompt_opens_think: bool = False) -> list[LoadedReward]:
     """Resolve reward specs into callables with weights; raises RewardError on the first problem.
+
+    `prompt_opens_think`: the run's prompts end inside `<think>` (`thinking.prompt_opens_think`); the builtins that read
+    the think tags read each completion after it.
 
     `chat_template_kwargs` (the run's `rloo.chat_template_kwargs`) reach reward models, which TRL renders with them.
     `boxed_in`: the folders reward code may write (the run's): a reward file's code is then loaded and called in one
@@ -88,7 +94,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
             if spec.name not in BUILTIN_REWARDS:
                 raise RewardError(f"unknown builtin reward `{spec.name}`{did_you_mean(spec.name, BUILTIN_REWARDS)}",
                                   f"the builtins are: {', '.join(BUILTIN_REWARDS)}", "fix the name, or use `file:` for your own code")
-            loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only), float(spec.weight), spec.name, None, spec.timeout_s))
+            loaded.append(LoadedReward(_builtin(spec, tokenizer, check_only, prompt_opens_think), float(spec.weight), spec.name, None, spec.timeout_s))
         elif spec.file:
             path = Path(spec.file)
             if not path.is_absolute():
@@ -182,7 +188,7 @@ def builtin_default_params(name: str) -> dict:
 
     params = dict(_PARAM_EXAMPLES.get(name, {}))
     for pname, p in inspect.signature(BUILTIN_REWARDS[name]).parameters.items():
-        if pname == "think_end_token_id" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+        if pname in ("think_end_token_id", "prompt_opens_think") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue  # filled in from the tokenizer
         if p.default is not inspect.Parameter.empty:
             params[pname] = list(p.default) if isinstance(p.default, tuple) else p.default

@@ -5,8 +5,16 @@ function ``reward(completions, **kwargs) -> list[float | None]`` whose ``__name_
 builtin's name, so TRL logs it under that name. ``None`` means "not applicable".
 
 This module stops there: it does not load user reward code, does not weigh or combine
-rewards, and knows nothing about tokenizers beyond token ids handed in as parameters
-(``think_end_token_id``) or by TRL (``completion_ids``).
+rewards, and knows nothing about tokenizers beyond what is handed in as parameters
+(``think_end_token_id``; ``prompt_opens_think``, from `rewards.thinking`) or by TRL (``completion_ids``).
+It imports nothing from the package: the exported training script carries a copy of it.
+
+``prompt_opens_think``: the run's chat template ends its prompts inside ``<think>`` (a thinking
+template), so each completion starts inside the thought, without the tag. The builtins that read
+the tags then read ``<think>`` + completion (`seen_completion`), the text as the model continued it: a
+completion cut off mid-thought is an unclosed thought, with no answer, as it would be had the
+model written the tag. One parameter per builtin, filled in by the caller (`build_rewards`), so
+TRL's completions themselves stay as TRL makes them.
 """
 
 from __future__ import annotations
@@ -62,6 +70,24 @@ def completion_text(completion: Any) -> str:
             parts.append("".join(str(t) for t in texts if t))
     # Separate assistant turns (tool-calling rollouts) so words of two turns never fuse.
     return "\n".join(parts)
+
+
+THINK_START, THINK_END = "<think>", "</think>"
+
+
+def seen_completion(text: str, opened: bool) -> str:
+    """A completion's text as the model continued it: after ``<think>`` when the prompt opened the thought
+    (``opened``), unless the completion opens one itself.
+
+    >>> seen_completion("6*7=42", True), seen_completion("6*7=42", False), seen_completion("<think>x</think>4", True)
+    ('<think>6*7=42', '6*7=42', '<think>x</think>4')
+    """
+    return THINK_START + text if opened and not text.lstrip().startswith(THINK_START) else text
+
+
+def _read(completion: Any, prompt_opens_think: bool) -> str:
+    """A completion's text as the builtins read it: `completion_text`, after ``<think>`` when the prompt opened it."""
+    return seen_completion(completion_text(completion), prompt_opens_think)
 
 
 def split_thinking(text: str, *, streaming: bool = False) -> tuple[str | None, str]:
@@ -254,7 +280,7 @@ def _parse_reference(value: Any) -> float | None:
 
 
 def numeric_answer(
-    answer_column: str = "answer", mode: str = "auto", tolerance: float = 1e-6
+    answer_column: str = "answer", mode: str = "auto", tolerance: float = 1e-6, prompt_opens_think: bool = False
 ) -> RewardFunc:
     """1.0 when the number in the answer equals the reference column within ``tolerance``, else 0.0.
 
@@ -262,9 +288,12 @@ def numeric_answer(
     ``extract_number(text, mode)``. A thought opened with ``<think>`` and never closed (cut off by
     the token budget) has no answer and scores 0.0. The reference (int, float, or a string such as
     "1,234" or "#### 42") comes from dataset column ``answer_column``; an unparsable reference gives None.
+    With ``prompt_opens_think`` (see the module docstring), a completion without ``</think>`` was cut off mid-thought: 0.0.
 
     >>> numeric_answer()(["<think>6*7</think>It is 42.", "41", "<think>6*7=42"], answer=["#### 42", 42, 42])
     [1.0, 0.0, 0.0]
+    >>> numeric_answer(prompt_opens_think=True)(["6*7</think>It is 42.", "6*7=42"], answer=[42, 42])
+    [1.0, 0.0]
     """
     _check_column_name(answer_column, "numeric_answer")
     if mode not in NUMBER_MODES:
@@ -279,7 +308,7 @@ def numeric_answer(
             if expected is None:
                 scores.append(None)
                 continue
-            answer = final_answer(completion_text(completion))
+            answer = final_answer(_read(completion, prompt_opens_think))
             got = extract_number(answer, mode) if answer is not None else None
             scores.append(1.0 if got is not None and abs(got - expected) <= tolerance else 0.0)
         return scores
@@ -287,7 +316,7 @@ def numeric_answer(
     return _named(reward, "numeric_answer")
 
 
-def exact_match(answer_column: str = "answer", normalize: bool = True) -> RewardFunc:
+def exact_match(answer_column: str = "answer", normalize: bool = True, prompt_opens_think: bool = False) -> RewardFunc:
     """1.0 when the answer text equals the reference column, else 0.0 (None without a reference).
 
     The answer is the text after ``</think>``; an unclosed ``<think>`` means no answer (0.0). With ``normalize`` both sides go through
@@ -307,18 +336,20 @@ def exact_match(answer_column: str = "answer", normalize: bool = True) -> Reward
             if reference is None:
                 scores.append(None)
                 continue
-            answer = final_answer(completion_text(completion))
+            answer = final_answer(_read(completion, prompt_opens_think))
             scores.append(1.0 if answer is not None and prepare(answer) == prepare(str(reference)) else 0.0)
         return scores
 
     return _named(reward, "exact_match")
 
 
-def regex_format(pattern: str, full_match: bool = False, ignore_case: bool = False) -> RewardFunc:
+def regex_format(pattern: str, full_match: bool = False, ignore_case: bool = False,
+                 prompt_opens_think: bool = False) -> RewardFunc:
     """1.0 when the completion text matches regular expression ``pattern``, else 0.0.
 
     By default the pattern may match anywhere (``re.search``); with ``full_match`` it must
-    match the whole text, and ``.`` then also matches newlines. ``ignore_case`` ignores case.
+    match the whole text, and ``.`` then also matches newlines. ``ignore_case`` ignores case. With
+    ``prompt_opens_think`` the text starts with the ``<think>`` the prompt opened.
 
     >>> regex_format(r"Answer: \\d+")(["Answer: 7", "no idea"])
     [1.0, 0.0]
@@ -335,27 +366,29 @@ def regex_format(pattern: str, full_match: bool = False, ignore_case: bool = Fal
     matches = compiled.fullmatch if full_match else compiled.search
 
     def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return [1.0 if matches(completion_text(completion)) else 0.0 for completion in completions]
+        return [1.0 if matches(_read(completion, prompt_opens_think)) else 0.0 for completion in completions]
 
     return _named(reward, "regex_format")
 
 
-def think_format() -> RewardFunc:
+def think_format(prompt_opens_think: bool = False) -> RewardFunc:
     """1.0 for ``<think>reasoning</think>answer``, 0.5 for a partial shape, 0.0 otherwise.
 
     Full marks need an opening ``<think>`` (leading whitespace allowed), non-empty reasoning,
     exactly one ``</think>``, no ``<think>`` after it and a non-empty answer. A single
-    ``</think>`` with an empty answer, empty reasoning or no opening tag earns 0.5; so chat
-    templates that put ``<think>`` in the prompt cap this reward at 0.5.
+    ``</think>`` with an empty answer, empty reasoning or no opening tag earns 0.5. With
+    ``prompt_opens_think`` (a chat template that puts ``<think>`` in the prompt) the opening tag is the prompt's.
 
     >>> think_format()(["<think>2+2=4</think>4", "4</think>", "4"])
     [1.0, 0.5, 0.0]
+    >>> think_format(prompt_opens_think=True)(["2+2=4</think>4", "2+2=4"])
+    [1.0, 0.0]
     """
 
     def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
         scores: list[float | None] = []
         for completion in completions:
-            text = completion_text(completion)
+            text = _read(completion, prompt_opens_think)
             if text.count("</think>") != 1 or "<think>" in text.partition("</think>")[2]:
                 scores.append(0.0)
                 continue
@@ -455,6 +488,7 @@ def keywords(
     exclude: str | Iterable[str] = (),
     case_sensitive: bool = False,
     answer_only: bool = False,
+    prompt_opens_think: bool = False,
 ) -> RewardFunc:
     """Fraction of ``include`` words present minus the number of ``exclude`` words present.
 
@@ -478,7 +512,8 @@ def keywords(
     def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
         scores: list[float | None] = []
         for completion in completions:
-            text = completion_text(completion)
+            # The prompt's <think> matters only for where the answer starts; the words searched are the completion's.
+            text = _read(completion, prompt_opens_think) if answer_only else completion_text(completion)
             if answer_only:
                 text = final_answer(text)
                 if text is None:
@@ -502,7 +537,8 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     return False, None
 
 
-def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True) -> RewardFunc:
+def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True,
+               prompt_opens_think: bool = False) -> RewardFunc:
     """1.0 for JSON holding every ``required_keys`` key, 0.5 if keys are missing, 0.0 if not JSON.
 
     The text may be bare JSON or sit inside a fenced ```json block```. Without
@@ -518,8 +554,8 @@ def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True
     def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
         scores: list[float | None] = []
         for completion in completions:
-            text = completion_text(completion)
-            answer = final_answer(text) if answer_only else text
+            text = _read(completion, prompt_opens_think)
+            answer = final_answer(text) if answer_only else completion_text(completion)
             parsed, value = _parse_json(answer) if answer is not None else (False, None)
             if not parsed:
                 scores.append(0.0)
@@ -546,6 +582,9 @@ BUILTIN_REWARDS: dict[str, Callable[..., Callable]] = {
 
 # Factories whose `think_end_token_id` is filled in from the tokenizer by the caller.
 NEEDS_THINK_END_TOKEN_ID = frozenset({"think_length"})
+# Factories whose `prompt_opens_think` is filled in by the caller (`rewards.thinking.prompt_opens_think`): the ones that
+# read the think tags. think_length counts tokens up to </think>, the same whoever opened the thought.
+NEEDS_PROMPT_OPENS_THINK = frozenset({"numeric_answer", "exact_match", "regex_format", "think_format", "keywords", "valid_json"})
 
 
 def describe_builtin(name: str) -> str:

@@ -3,9 +3,11 @@
 A judge entry (`{judge: MODEL, rubric: ..., scale: [0, 10]}` in a config's `rewards`) becomes one
 reward function in TRL's contract. For every completion it fills the prompt template with the
 rubric, the prompt, the completion and the reference answer (when the dataset has the mapped
-answer column), asks the judge model, and parses the first number of its reply
-(`parse_score`). A reply without a usable number scores None (TRL's "does not apply") and its
-reason is kept beside the judge's own words (`JudgeReward.last_verdicts`).
+answer column), asks the judge model, and reads the score of its verdict, a line "Score: N"
+(`parse_score`), and no other number of its reply. A reply without a verdict, or one that reads the
+rubric back, scores None (TRL's "could not score") and its reason is kept beside the judge's own
+words (`JudgeReward.last_verdicts`). `probe_findings` is the judge's own check: degenerate answers
+(empty, the prompt or the rubric read back) that it scores highly.
 
 The judge is either a local model (a folder or hub id, loaded once with transformers on first use,
 in the training worker: greedy decoding, a few new tokens, its chat template) or an
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..config import DEFAULT_JUDGE_SCALE, RewardSpec, local_judge_in_4bit
-from ..errors import ModelError, RewardError
+from ..errors import ModelError, RewardError, StudioError
 from ..paths import DEMO_MODEL_DIR
 from .builtin import completion_text
 
@@ -61,7 +63,8 @@ RUBRICS: dict[str, Rubric] = {
     "helpful_concise": Rubric(
         "The answer addresses the question directly, is correct as far as you can tell, and has no padding, "
         "repetition or filler. A short complete answer scores high; a long or evasive one scores low.",
-        "a judge cannot check facts it does not know; small judges reward confident tone over correctness."),
+        "a judge cannot check facts it does not know; small judges reward confident tone over correctness, and may "
+        "give an empty answer high marks (the judge check in the preview says when)."),
     "follows_format": Rubric(
         "The answer follows the format the question asks for (for example a single number, a list, JSON, or a "
         "given number of sentences) exactly. Ignore whether the content is correct; score only the format.",
@@ -69,7 +72,9 @@ RUBRICS: dict[str, Rubric] = {
     "correct_vs_reference": Rubric(
         "The answer reaches the same final result as the reference answer. Wording and working may differ; "
         "a different or missing final result scores the lowest.",
-        "needs the answer column mapped; for a number or exact string the builtins numeric_answer/exact_match are exact."),
+        "needs the answer column mapped; for a number or exact string the builtins numeric_answer/exact_match are exact. "
+        "A small judge may answer with the reference's number as its score (asked about \"I don't know.\" with "
+        "reference 8, a 135M judge replied \"Score: 8\")."),
 }
 
 # A score and one short sentence fit in 32 new tokens; more only makes the judge slower.
@@ -89,9 +94,20 @@ SERVER_CONCURRENCY = 4
 SECONDS_METRIC = "judge/{name}/seconds"
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
-# A number after a score-like word ("Score: 7", "rating = 8/10") wins over earlier numbers (echoed from the answer).
-_LABELLED = re.compile(r"(?:score|rating|grade)\s*(?:is|of|=|:)?\s*\**\s*(" + _NUMBER + r")", re.IGNORECASE)
-_ANY_NUMBER = re.compile(_NUMBER)
+# The verdict: a line (or a sentence) that says "Score: N" and then stops, or gives its reason after a break ("Score: 7.
+# Clear.", "Score: 7/10 - clear", "**Score:** 7"). A number that runs on into more words of the same clause ("Score: 10 if
+# the answer is a fruit, 0 otherwise.", a rubric read back; "Score: 9 + 8 = 17", the answer read back) is no verdict.
+_VERDICT = re.compile(r"(?:^|(?<=[.!?])[ \t]+)[*_]*score[*_]*[ \t]*[:=][ \t]*[*_]*[ \t]*(" + _NUMBER + r")"
+                      r"(?:[ \t]*(?:/|out of)[ \t]*" + _NUMBER + r")?[*_]*"
+                      r"(?=[ \t]*$|[ \t]*[.!;,)\u2013\u2014-](?:[ \t]|$))", re.IGNORECASE | re.MULTILINE)
+_LABEL_FIRST = re.compile(r"^[*_\s]*score\b", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+# A reply repeats its instructions when the words after its "Score:" label start with ECHO_WORDS + 1 words that stand
+# together, in that order, in the rubric or the template: the judge read a sentence back instead of judging ("Score: 10.
+# Anything else: 0." from a rubric "A fruit: 10. Anything else: 0."). A number and two words rarely match by chance; a
+# bare "Score: 7" repeats nothing.
+ECHO_WORDS = 2
+READ_BACK = "the reply repeats"  # how a read-back reply's reason starts (`_repeats`): a batch of them gets its own advice
 
 
 @dataclass
@@ -102,22 +118,64 @@ class Verdict:
     problem: str = ""
 
 
-def parse_score(reply: str, low: float, high: float) -> tuple[float | None, str]:
-    """The judge's score in `reply` on the scale [low, high], or (None, the reason).
+def as_read(reply: str) -> str:
+    """The judge's reply as it reads with the start it was given: REPLY_START before what it wrote after it, unless it
+    wrote its own label (a server that answers on its own instead of continuing)."""
+    text = (reply or "").strip()
+    return text if not text or _LABEL_FIRST.match(text) else f"{REPLY_START} {text}"
 
-    The number after "score"/"rating"/"grade" counts when there is one, else the first number;
-    "7/10" reads as 7. A number outside the scale is not clipped (the judge misread the task), it is None.
 
-    >>> parse_score("Score: 7/10. Clear.", 0, 10)
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _read_back(after_label: str, source: str) -> bool:
+    """Whether the first ECHO_WORDS + 1 words of `after_label` stand together, in that order, in `source`."""
+    said = _words(after_label)[:ECHO_WORDS + 1]
+    known = _words(source)
+    return len(said) > ECHO_WORDS and any(known[i:i + len(said)] == said for i in range(len(known) - len(said) + 1))
+
+
+def _repeats(text: str, rubric: str, template: str) -> str:
+    """Why the reply is read back from the judge's instructions ("" when it is not): the words after any of its
+    "Score:" labels repeat the rubric or the template."""
+    for label in re.finditer(r"\bscore\b[*_]*[ \t]*[:=]?", text, re.IGNORECASE):
+        line = text[label.end():].split("\n", 1)[0]
+        for what, source in (("the rubric", rubric), ("the prompt template", template)):
+            if source and _read_back(line, source):
+                said = text[label.start():].split("\n", 1)[0].strip()
+                return f"{READ_BACK} {what} instead of judging ({said[:80]!r})"
+    return ""
+
+
+def parse_score(reply: str, low: float, high: float, rubric: str = "", template: str = "") -> tuple[float | None, str]:
+    """The score the judge gives as its verdict in `reply` on the scale [low, high], or (None, the reason).
+
+    `reply` is read as the judge wrote it after REPLY_START (`as_read`). The verdict is "Score: N" with nothing after the
+    number but "/10" and a sentence break (`_VERDICT`); no other number in the reply is the judge's score. A reply that
+    reads back the `rubric` or the `template` (`_repeats`), has no verdict or two different ones, or scores outside the
+    scale (not clipped: the judge misread the task) gives None.
+
+    >>> parse_score("7/10. Clear.", 0, 10)
     (7.0, '')
+    >>> parse_score("10 if the answer is a fruit, 0 otherwise.", 0, 10, rubric="Score 10 if the answer is a fruit, 0 otherwise.")
+    (None, "the reply repeats the rubric instead of judging ('Score: 10 if the answer is a fruit, 0 otherwise.')")
     >>> parse_score("Score: 11", 0, 10)
     (None, 'the score 11 is outside the scale 0-10')
     """
-    text = reply or ""
-    match = _LABELLED.search(text) or _ANY_NUMBER.search(text)
-    if match is None:
-        return None, "the reply has no number" if text.strip() else "the reply is empty"
-    value = float(match.group(1) if match.re is _LABELLED else match.group(0))
+    text = as_read(reply)
+    if not text:
+        return None, "the reply is empty"
+    echo = _repeats(text, rubric, template)
+    if echo:
+        return None, echo
+    verdicts = list(_VERDICT.finditer(text))
+    if not verdicts:
+        return None, f"the reply has no verdict of the form 'Score: N' (it reads {text.splitlines()[0].strip()[:80]!r})"
+    values = sorted({float(m.group(1)) for m in verdicts})
+    if len(values) > 1:
+        return None, "the reply gives several scores (" + ", ".join(f"{v:g}" for v in values) + ")"
+    value = values[0]
     if not (low <= value <= high) or not math.isfinite(value):
         return None, f"the score {value:g} is outside the scale {low:g}-{high:g}"
     return value, ""
@@ -320,6 +378,8 @@ class JudgeReward:
         self.rubric = rubric
         self.low, self.high = float(scale[0]), float(scale[1])
         self.template = template
+        # The template's own words (no rubric, prompt or completion in them): a reply that reads them back is no verdict.
+        self.instructions = render(template, "", "", "", None, (self.low, self.high)).replace(NO_REFERENCE, "")
         self.answer_column = answer_column
         self.time_limit_s = float(time_limit_s)
         self.cache: dict[tuple[str, str, str], Verdict] = {}
@@ -356,7 +416,7 @@ class JudgeReward:
                 if reply is None:
                     self.cache[key] = Verdict(None, "", f"the judge gave no reply: {problem}")
                     continue
-                value, why = parse_score(reply, self.low, self.high)
+                value, why = parse_score(reply, self.low, self.high, self.rubric, self.instructions)
                 self.cache[key] = Verdict(None if value is None else normalise(value, self.low, self.high), reply, why)
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):  # training (TRL passes it); the preview calls without it
@@ -367,9 +427,77 @@ class JudgeReward:
             raise RewardError(
                 f"the judge `{self.__name__}` gave no usable score for any of the {len(keys)} completions of this batch",
                 f"{first.problem}; its first reply was {first.reply[:200]!r}",
+                ("write the rubric as what a good answer is, not as a scoring sentence the judge can copy (\"Score 10 if "
+                 "...\"), or use a larger instruction-tuned judge model") if first.problem.startswith(READ_BACK) else
                 f"make the template ask plainly for one number from {self.low:g} to {self.high:g} (\"Score: N\"), "
                 "or use a larger instruction-tuned judge model")
         return [v.score for v in self.last_verdicts]
+
+
+# ---- the judge's own check ------------------------------------------------------------------------------------------
+
+# Answers every rubric should score lowest, in words: a judge that gives one of them high marks can be gamed by the policy.
+PROBE_KINDS = {"empty": "the empty answer", "prompt read back": "the prompt read back as the answer",
+               "rubric read back": "the rubric read back as the answer"}
+# The prompts of a preview the probes are asked about (each one judge call per probe kind): enough to show a judge that
+# likes an empty answer. A pinned check, run on every edit, asks about its first prompt only: a 135M judge on a busy
+# 2-core CPU took 48 s for the six calls of two prompts, its model load included.
+PROBE_PROMPTS = 2
+# High marks: a normalised score at or above the middle of the scale.
+HIGH_MARK = 0.5
+
+
+def probe_completions(prompt, rubric: str) -> dict[str, str]:
+    """The judge's probes for one prompt: the empty answer, the prompt itself, and the rubric itself as the answer."""
+    return {"empty": "", "prompt read back": prompt_text(prompt), "rubric read back": rubric}
+
+
+def probe_findings(fn: "JudgeReward", groups: Sequence[dict], prompts: int = PROBE_PROMPTS) -> dict:
+    """The judge's own check on the first `prompts` distinct prompts of `groups` (each `{prompt, row}`): which probe
+    answers it gives high marks (HIGH_MARK or more), and `message`, the verdict in words.
+
+    The judge is asked directly (`fn.judge`), so the check leaves the reward's cache, call count and last verdicts as
+    the scored completions left them."""
+    seen, asked = set(), []
+    for g in groups:
+        key = prompt_text(g["prompt"])
+        if key not in seen and len(seen) < prompts:
+            seen.add(key)
+            row = g.get("row") or {}
+            reference = row.get(fn.answer_column) if fn.answer_column else None
+            asked += [(g["prompt"], kind, text, reference) for kind, text in probe_completions(g["prompt"], fn.rubric).items()]
+    if not asked:
+        return {"judge": fn.__name__, "high": [], "asked": 0, "message": ""}
+    prompts = [render(fn.template, fn.rubric, p, text, ref, (fn.low, fn.high)) for p, _, text, ref in asked]
+    try:
+        replies = fn.judge.replies(prompts, time.monotonic() + fn.time_limit_s)
+    except (_TimeUp, StudioError) as exc:
+        why = f"{exc.done} of {exc.total} asked within its time limit" if isinstance(exc, _TimeUp) else exc.what
+        return {"judge": fn.__name__, "high": [], "asked": 0,
+                "message": f"Judge `{fn.__name__}`: its check on empty and read-back answers could not run ({why})."}
+    high = []
+    for (prompt, kind, _, _), (reply, _) in zip(asked, replies):
+        value, _ = parse_score(reply or "", fn.low, fn.high, fn.rubric, fn.instructions)
+        if value is not None and normalise(value, fn.low, fn.high) >= HIGH_MARK:
+            high.append({"probe": kind, "score": value, "prompt": prompt_text(prompt), "reply": reply})
+    scale = f"{fn.low:g}-{fn.high:g}"
+    if not high:
+        message = (f"Judge `{fn.__name__}` gives low marks or no score to the empty answer, the prompt read back and the "
+                   f"rubric read back ({len(seen)} prompt{'s' if len(seen) != 1 else ''}, scale {scale}).")
+    else:
+        worst = {}
+        for h in high:
+            worst[h["probe"]] = max(worst.get(h["probe"], h["score"]), h["score"])
+        said = ", ".join(f"{words} {worst[kind]:g}" for kind, words in PROBE_KINDS.items() if kind in worst)
+        message = (f"Judge `{fn.__name__}` gives high marks to answers that should score lowest: {said} (scale {scale}; "
+                   f"e.g. for {high[0]['prompt'][:60]!r}). The policy could learn to answer that way instead: use a larger "
+                   "judge, or say in the rubric what an empty or read-back answer scores.")
+    return {"judge": fn.__name__, "high": high, "asked": len(asked), "message": message}
+
+
+def judge_checks(rewards: Sequence, groups: Sequence[dict], prompts: int = PROBE_PROMPTS) -> list[dict]:
+    """`probe_findings` for every judge among `rewards` (LoadedReward-like: `.func`); [] without a judge."""
+    return [probe_findings(r.func, groups, prompts) for r in rewards if isinstance(r.func, JudgeReward)]
 
 
 def judge_calls_per_step(specs: Sequence[RewardSpec], plan) -> float:

@@ -39,7 +39,8 @@ from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import PIPE, Child
 from ..runs import REWARDS_FILE
-from .builtin import NEEDS_THINK_END_TOKEN_ID
+from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
+from .thinking import prompt_opens_think
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
 
 SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
@@ -207,7 +208,7 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
     come along, so the preview says what training will add to these advantages."""
     return {"groups": sampled["groups"], "num_generations": int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
             "conversational": bool(sampled.get("conversational")), "tokenizer": sampled.get("tokenizer"),
-            "think_end_token_id": sampled.get("think_end_token_id"),
+            "think_end_token_id": sampled.get("think_end_token_id"), "prompt_opens_think": sampled.get("prompt_opens_think"),
             "prompt_column": cfg.data.prompt_column,
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
@@ -236,6 +237,7 @@ def score(request: dict) -> dict:
 
 def _score(request: dict) -> dict:
     from . import build_rewards
+    from .judge import PROBE_PROMPTS, judge_checks
 
     groups = request["groups"]
     k = int(request["num_generations"])
@@ -261,8 +263,13 @@ def _score(request: dict) -> dict:
         specs = [RewardSpec(**{**s.__dict__, "params": {"think_end_token_id": think_id, **s.params}})
                  if s.name in NEEDS_THINK_END_TOKEN_ID else s for s in specs]
     needs_tokenizer = any(s.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in s.params for s in specs)
+    opened = request.get("prompt_opens_think")  # found by the sampler; for written text, from the template here
+    if opened is None and any(s.name in NEEDS_PROMPT_OPENS_THINK for s in specs):
+        chats = [g["prompt"] for g in groups]
+        opened = prompt_opens_think(chats, tokenizer.get() if chats and isinstance(chats[0], list) else None,
+                                    request.get("chat_template_kwargs"))
     rewards = build_rewards(specs, base_dir, tokenizer.get() if needs_tokenizer else None, columns,
-                            chat_template_kwargs=request.get("chat_template_kwargs"))
+                            chat_template_kwargs=request.get("chat_template_kwargs"), prompt_opens_think=bool(opened))
 
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         return reward_kwargs(prompts, [_as_completion(c, conversational) for c in completions],
@@ -332,6 +339,10 @@ def _score(request: dict) -> dict:
                                            request.get("reward_clip_range")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
+        # The judge's own check (empty and read-back answers), on every check, pinned examples too (without the general
+        # probes: on one prompt); bounded by the judge's time limit. A judge that failed is reported by its error instead.
+        "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups,
+                                     PROBE_PROMPTS if request.get("probes", True) else 1),
         "tokenizer_loaded": tokenizer.loaded,
     }
     return result

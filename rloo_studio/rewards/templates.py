@@ -15,6 +15,9 @@ TEMPLATES: dict[str, str] = {
     "answer match (exact text)": '''
 def answer_match(completions, answer, **kwargs):
     """1.0 when the text after </think> equals the `answer` column (ignoring case and spaces)."""
+    # A chat template that opens <think> in the prompt (DeepSeek-R1 distills, QwQ, Qwen3-Thinking-2507) leaves the tag out
+    # of the completion: there, a completion without </think> was cut off mid-thought and holds no answer (the builtins
+    # read it so; see "Thinking templates" in docs/rewards.md).
     scores = []
     for completion, reference in zip(completions, answer):
         text = completion[0]["content"] if isinstance(completion, list) else completion
@@ -27,6 +30,9 @@ import re
 
 def numeric_answer_match(completions, answer, **kwargs):
     """1.0 when the last number after </think> equals the number in the `answer` column."""
+    # A chat template that opens <think> in the prompt (DeepSeek-R1 distills, QwQ, Qwen3-Thinking-2507) leaves the tag out
+    # of the completion: there, a completion without </think> was cut off mid-thought and holds no answer (the builtins
+    # read it so; see "Thinking templates" in docs/rewards.md).
     def last_number(text):
         found = re.findall(r"-?\\d[\\d,]*\\.?\\d*", text)
         return float(found[-1].replace(",", "")) if found else None

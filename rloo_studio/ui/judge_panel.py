@@ -40,12 +40,20 @@ def _label(name: str) -> str:
     return f"“{name}” (Rewards tab)"
 
 
+# Said beside every rubric: what the judge's score is read from, and the check the preview and pinned examples run.
+JUDGE_CHECK_NOTE = ("Only the judge's verdict counts (\"Score: N\"): a reply that reads the rubric back, or gives no verdict, "
+                    "scores nothing. *Sample and score* and the pinned examples also ask the judge about an empty answer and "
+                    "the prompt or rubric read back, and warn when it gives them high marks.")
+
+
 def limits_markdown(name: str | None) -> str:
-    """What the chosen template rubric cannot judge, shown beside it."""
+    """What the chosen template rubric cannot judge, shown beside it, and how the judge's score is read and checked."""
     if name in RUBRICS:
-        return f"**Limits of `{name}`:** {RUBRICS[name].limits}"
+        return f"**Limits of `{name}`:** {RUBRICS[name].limits}\n\n{JUDGE_CHECK_NOTE}"
     return ("**Rubric templates:** " + "; ".join(f"`{n}`" for n in RUBRICS) + " — each works as it is, and says what it "
-            "cannot judge. Or write your own: what a good completion is, and what scores low, in two or three sentences.")
+            "cannot judge. Or write your own: what a good completion is, and what scores low, in two or three sentences. "
+            "Write what to judge, not a scoring formula to copy (\"Score 10 if …\"): small judges read such a sentence "
+            f"back instead of judging.\n\n{JUDGE_CHECK_NOTE}")
 
 
 def default_values() -> list:

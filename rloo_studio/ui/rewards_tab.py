@@ -459,7 +459,15 @@ def pinned_report(groups: list[dict], result: dict) -> str:
                     f"it, write e.g. `{g['missing'][0]}=…` in its answer cell)")
         lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
                      + (f" — {why}" if why else ""))
-    return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines)
+    checks = "".join(f"\n\n{judge_check_line(c)}" for c in result.get("judge_checks") or [] if c["message"])
+    return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines) + checks
+
+
+def judge_check_line(check: dict) -> str:
+    """A judge's own check (rewards.judge.probe_findings) as a line of the page: a warning when it gives high marks to
+    an empty or read-back answer, or could not be checked."""
+    fine = not check["high"] and check["asked"]
+    return f"{'✅' if fine else '⚠️'} **Judge check:** {check['message']}"
 
 
 def preview_tables(result: dict) -> tuple[dict, dict, str]:
@@ -494,6 +502,7 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
         for e in f["errors"]:
             where = "  \n".join(f"`{line}`" for line in e["lines"]) or "(no line in your code: check the arguments it expects)"
             findings.append(f"⛔ **`{name}` failed:** {e['error']}  \non the completion `{e['completion'][:120]}`  \n{where}")
+    findings += [judge_check_line(c) for c in result.get("judge_checks") or [] if c["message"]]
     probes = result.get("probes") or []
     for p in probes:
         findings.append(f"⚠️ **Hack probe:** {p['message']}")

@@ -44,3 +44,22 @@ def test_dropout_is_disabled_unless_the_config_says_otherwise():
     assert RLOO_DEFAULTS["disable_dropout"] is True
     assert RunConfig.from_dict({}).rloo_value("disable_dropout") is True
     assert RunConfig.from_dict({"rloo": {"disable_dropout": False}}).rloo_value("disable_dropout") is False
+
+
+def test_the_prompt_opens_a_thought_exactly_when_the_ids_trl_generates_from_end_inside_one():
+    """rewards.thinking decides from the template's text; generation continues from `prompt_token_ids` (TRL's
+    tokenisation): for a thinking template, with and without the run's enable_thinking, the two agree."""
+    from rloo_studio.engine.generate import prompt_token_ids
+    from rloo_studio.rewards.thinking import ends_inside_thought, prompt_opens_think
+    from rloo_studio.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
+
+    chats = [[{"role": "system", "content": "Think first."}, {"role": "user", "content": "What is 6 * 7?"}]]
+    seen = []
+    for template in (THINKING_CHAT_TEMPLATE, CHAT_TEMPLATE):
+        tokenizer = build_char_tokenizer(chat_template=template)
+        for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
+            [ids] = prompt_token_ids(chats, tokenizer, kwargs)
+            generated_from = tokenizer.decode(ids, skip_special_tokens=False)
+            assert prompt_opens_think(chats, tokenizer, kwargs) == ends_inside_thought(generated_from), (template, kwargs)
+            seen.append(ends_inside_thought(generated_from))
+    assert seen == [True, False, True, False, False, False]

@@ -14,8 +14,8 @@ import pytest
 from rloo_studio.config import RunConfig
 from rloo_studio.errors import RewardError
 from rloo_studio.rewards import build_rewards, check_reward_specs
-from rloo_studio.rewards.judge import (DEFAULT_TEMPLATE, RUBRICS, SECONDS_METRIC, check_template, judge_share_line,
-                                      judge_time_share, normalise, parse_score)
+from rloo_studio.rewards.judge import (DEFAULT_TEMPLATE, RUBRICS, SECONDS_METRIC, JudgeReward, check_template, judge_share_line,
+                                      judge_time_share, normalise, parse_score, probe_findings)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "judge_replies.jsonl"
 
@@ -63,28 +63,109 @@ def test_the_three_rubric_templates_each_say_their_limits():
     assert all(r.text.strip() and r.limits.strip() for r in RUBRICS.values())
 
 
+ECHOED = "Score 10 if the answer is a fruit, 0 otherwise."
+
+
+# Replies as the judge wrote them after its start "Score:" (REPLY_START), or with its own label (a server that does not
+# continue the start). Only a verdict counts: "Score: N" and nothing after N but "/10" or a sentence break.
 @pytest.mark.parametrize("reply, expected", [
     ("7/10", (7.0, "")),
     ("Score: 7/10. It answers the question.", (7.0, "")),
+    ("**Score:** 8 - short and right", (8.0, "")),
+    ("7 out of 10\n\nThe answer is right.", (7.0, "")),
     ("The answer 25 is wrong. Score: 2", (2.0, "")),
-    ("Rating = 8.5", (8.5, "")),
     (" 3, because it is long.", (3.0, "")),
     ("Score: 11", (None, "the score 11 is outside the scale 0-10")),
-    ("no idea", (None, "the reply has no number")),
     ("", (None, "the reply is empty")),
     ("-1", (None, "the score -1 is outside the scale 0-10")),
+    # Not a verdict: another label, no number, a number that runs on into the sentence it was read from.
+    ("Rating = 8.5", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: Rating = 8.5')")),
+    ("no idea", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: no idea')")),
+    ("9 + 8 = 17", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: 9 + 8 = 17')")),
+    ("7\nScore: 3", (None, "the reply gives several scores (3, 7)")),
+    ("7\nScore: 7. Right.", (7.0, "")),
+    # The rubric read back: the number it names is not the judge's verdict.
+    ("10 if the answer is a fruit, 0 otherwise.\n\nThis is a very specific and detailed answer.",
+     (None, "the reply repeats the rubric instead of judging ('Score: 10 if the answer is a fruit, 0 otherwise.')")),
+    ("10. Anything else: 0.", (None, "the reply repeats the rubric instead of judging ('Score: 10. Anything else: 0.')")),
+    ("10. The answer is a fruit.", (10.0, "")),  # its reason may use the rubric's words
 ])
 def test_score_parser_on_hand_cases(reply, expected):
-    assert parse_score(reply, 0, 10) == expected
+    rubric = "A fruit: 10. Anything else: 0." if "Anything" in reply else ECHOED
+    assert parse_score(reply, 0, 10, rubric=rubric) == expected
+
+
+def test_a_reply_that_reads_the_template_back_is_no_verdict():
+    judge = JudgeReward("judge_x", None, "Correct.", (0, 10))
+    value, why = parse_score("N followed by one short sentence saying why.", 0, 10, judge.rubric, judge.instructions)
+    assert value is None and why.startswith("the reply repeats the prompt template instead of judging"), why
 
 
 def test_score_parser_on_real_judge_replies():
     header, *rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
-    assert "produced_by" in header and len(rows) >= 10
+    assert "produced_by" in header and len(rows) >= 15
     for row in rows:
-        value, why = parse_score(row["reply"], 0, 10)
+        rubric = RUBRICS[row["rubric"]].text if row["rubric"] in RUBRICS else row["rubric"]
+        value, why = parse_score(row["reply"], 0, 10, rubric=rubric)
         assert value == row["expected"], (row["reply"], value, why)
         assert (value is None) == bool(why)
+    # The 135M judge reads the scoring rubric back for every answer, the empty one included: no verdict, never a 10.
+    echoed = [row for row in rows if row["rubric"] == ECHOED]
+    assert len(echoed) == 3 and any(row["completion"] == "" for row in echoed)
+    assert all("repeats the rubric" in parse_score(row["reply"], 0, 10, rubric=ECHOED)[1] for row in echoed)
+
+
+class ReplayJudge:
+    """Replies of a real judge (tests/fixtures/judge_replies.jsonl), looked up by the answer in each judge prompt."""
+
+    def __init__(self, replies: dict[str, str]):
+        self.replies_by_answer = replies
+        self.asked: list[str] = []
+
+    def replies(self, prompts: list[str], deadline: float) -> list[tuple[str | None, str]]:
+        self.asked += prompts
+        return [(self.replies_by_answer[p.split("Answer to grade:\n", 1)[1].split("\n\nReference answer:", 1)[0]], "")
+                for p in prompts]
+
+
+def _fixture_replies(rubric: str, prompt: str) -> dict[str, str]:
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()[1:]]
+    found = {r["completion"]: r["reply"] for r in rows if r["rubric"] == rubric and r["prompt"] == prompt}
+    if "(the rubric's text)" in found:
+        found[RUBRICS[rubric].text if rubric in RUBRICS else rubric] = found.pop("(the rubric's text)")
+    return found
+
+
+def test_a_judge_that_reads_the_rubric_back_scores_nothing_and_says_why():
+    judge = JudgeReward("judge_smol", ReplayJudge(_fixture_replies(ECHOED, "Name a fruit.")), ECHOED, (0, 10))
+    with pytest.raises(RewardError) as caught:
+        judge(prompts=["Name a fruit."] * 3, completions=["Apple.", "", "A car."])
+    assert "gave no usable score for any of the 3 completions" in caught.value.what
+    assert "the reply repeats the rubric instead of judging" in caught.value.why
+    assert caught.value.fix.startswith("write the rubric as what a good answer is, not as a scoring sentence")
+    assert [v.score for v in judge.last_verdicts] == [None, None, None]
+
+
+def test_the_judges_own_check_says_plainly_when_it_gives_an_empty_or_read_back_answer_high_marks():
+    rubric = RUBRICS["helpful_concise"].text
+    replay = ReplayJudge({**_fixture_replies("helpful_concise", "How many days are in a week?"), "Seven.": "7"})
+    judge = JudgeReward("judge_smol", replay, rubric, (0, 10))
+    groups = [{"prompt": "How many days are in a week?", "row": {}}]
+    assert judge(prompts=["How many days are in a week?"], completions=["Seven."]) == [0.7]
+    calls, verdicts = judge.calls, list(judge.last_verdicts)
+    found = probe_findings(judge, groups)
+    assert [(h["probe"], h["score"]) for h in found["high"]] == [("empty", 9.0), ("prompt read back", 9.0)]
+    assert found["message"] == (
+        "Judge `judge_smol` gives high marks to answers that should score lowest: the empty answer 9, the prompt read "
+        "back as the answer 9 (scale 0-10; e.g. for 'How many days are in a week?'). The policy could learn to answer "
+        "that way instead: use a larger judge, or say in the rubric what an empty or read-back answer scores.")
+    assert judge.calls == calls and judge.last_verdicts == verdicts  # the check leaves the scored verdicts alone
+
+    fair = JudgeReward("judge_fair", ReplayJudge({"": "0", "How many days are in a week?": "1. It repeats the question.",
+                                                  rubric: "2"}), rubric, (0, 10))
+    assert probe_findings(fair, groups + groups)["message"] == (
+        "Judge `judge_fair` gives low marks or no score to the empty answer, the prompt read back and the rubric read "
+        "back (1 prompt, scale 0-10).")
 
 
 def test_scores_are_normalised_to_0_1():

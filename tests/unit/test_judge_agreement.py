@@ -1,15 +1,22 @@
-"""The judge section's entry for each kind of judge (and back), and the agreement line of the preview."""
+"""The judge section's entry for each kind of judge (and back), the agreement line of the preview, and the judge's own
+check in the preview and the pinned examples."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import statistics
+import threading
+from pathlib import Path
 
 from rloo_studio.config import RunConfig
-from rloo_studio.rewards.judge import DEFAULT_TEMPLATE
+from rloo_studio.rewards.judge import DEFAULT_TEMPLATE, RUBRICS
 from rloo_studio.rewards.preview import agreement
 from rloo_studio.ui import text
 from rloo_studio.ui.judge_panel import entry_values, judge_entry
 from rloo_studio.ui.rewards_tab import agreement_line
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "judge_replies.jsonl"
 
 
 def values(source: str, folder: str = "", **changed) -> list:
@@ -68,3 +75,63 @@ def test_a_judge_on_the_demo_model_is_the_bundled_model():
 
     fn = judge_reward_function(RewardSpec(judge="demo", rubric="Correct."), "/nowhere")
     assert fn.judge.source == str(DEMO_MODEL_DIR) and fn.__name__ == "judge_demo"
+
+
+class _Replay(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that answers with a real small judge's reply to the answer in each request
+    (tests/fixtures/judge_replies.jsonl), as the 135M judge answered it."""
+    replies: dict[str, str] = {}
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        asked = body["messages"][0]["content"].split("Answer to grade:\n", 1)[1].split("\n\nReference answer:", 1)[0]
+        answer = json.dumps({"choices": [{"message": {"content": self.replies[asked]}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_preview_and_the_pinned_examples_run_the_judges_own_check():
+    """A judge that gives the empty answer and the prompt read back 9/10 (the 135M judge's real replies) is named on the
+    preview's findings and under the pinned examples' report; its scores of the real answers stay as they are."""
+    from rloo_studio.rewards.preview import score
+    from rloo_studio.ui.rewards_tab import pinned_report, preview_tables
+
+    rubric = RUBRICS["helpful_concise"].text
+    question = "How many days are in a week?"
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()[1:]]
+    _Replay.replies = {r["completion"]: r["reply"] for r in rows if r["prompt"] in (question, "Name a fruit.")
+                       and r["rubric"] == "helpful_concise"}
+    # Written here (not the judge's): the real answers' scores, and the second prompt read back.
+    _Replay.replies.update({rubric: _Replay.replies.pop("(the rubric's text)"), "Seven.": "7", "Eight.": "2",
+                            "Name a fruit.": "3"})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Replay)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        spec = {"judge": {"url": f"http://127.0.0.1:{server.server_address[1]}/v1", "model": "smollm2"}, "rubric": rubric}
+        request = {"groups": [{"prompt": question, "row": {}, "completions": ["Seven.", "Eight."]},
+                              {"prompt": "Name a fruit.", "row": {}, "completions": ["Apple.", "Apple."]}], "num_generations": 2,
+                   "rewards": [dict(RunConfig.from_dict({"rewards": [spec]}).rewards[0].__dict__)]}
+        result = score(request)
+        pinned = score({**request, "num_generations": 1, "probes": False,
+                        "groups": [{"prompt": question, "row": {}, "completions": ["Seven."]},
+                                   {"prompt": "Name a fruit.", "row": {}, "completions": ["Apple."]}]})
+    finally:
+        server.shutdown()
+    assert [r["rewards"]["judge_smollm2"] for r in result["rows"]] == [0.7, 0.2, 0.9, 0.9]
+    [check] = result["judge_checks"]
+    assert check["asked"] == 6  # three probes for each of the two prompts
+    assert [(h["probe"], h["score"]) for h in check["high"]] == [("empty", 9.0), ("prompt read back", 9.0), ("empty", 9.0)]
+    said = "⚠️ **Judge check:** Judge `judge_smollm2` gives high marks to answers that should score lowest: the empty answer 9"
+    assert said in preview_tables(result)[2]
+    # The pinned check asks too (without the general probes), on its first prompt only: it runs on every edit.
+    [pinned_check] = pinned["judge_checks"]
+    assert pinned_check["asked"] == 3 and pinned_check["high"] == check["high"][:2]
+    report = pinned_report([{"completions": ["Seven."], "range": (0.5, 1.0)}, {"completions": ["Apple."], "range": (0, 1)}],
+                           pinned)
+    assert report.startswith("**2/2 pinned examples pass**") and said in report
