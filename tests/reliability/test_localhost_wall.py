@@ -280,6 +280,8 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 context = browser.new_context(viewport={"width": 1400, "height": 1100})
                 page = context.new_page()
                 page.set_default_timeout(60_000)
+                refused: list[str] = []  # every request of the page that the wall refused (none carries no header)
+                page.on("response", lambda r: refused.append(r.url) if r.status in (401, 403) else None)
                 page.goto(page_url(url))
                 expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
                 assert page.url == url  # the token left the address bar (and the history)
@@ -319,6 +321,7 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 page.locator("#check-code").click()
                 expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
                 assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
+                assert refused == []
 
                 # A tab without the link gets the page that says how to get it.
                 stranger = browser.new_page()
