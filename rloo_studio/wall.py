@@ -232,6 +232,20 @@ code{{background:#f2f2f2;padding:0 .3em}}</style></head>
     document.open();
     document.write(page);
     document.close();
+    // A link to one of the app's files (an uploaded file's name) would be opened without the header and refused:
+    // fetched with it instead, and saved as the link's file. (Added after document.open, which drops listeners.)
+    document.addEventListener("click", (event) => {{
+      const link = event.target instanceof Element ? event.target.closest("a[href]") : null;
+      if (!link || !own(link.href) || !new URL(link.href).pathname.includes("/file=")) return;
+      event.preventDefault();
+      window.fetch(link.href).then((answer) => answer.ok ? answer.blob() : Promise.reject(answer.status)).then((blob) => {{
+        const save = document.createElement("a");
+        save.href = URL.createObjectURL(blob);
+        save.download = link.getAttribute("download") || decodeURIComponent(new URL(link.href).pathname.split("/").pop());
+        save.click();
+        setTimeout(() => URL.revokeObjectURL(save.href), 60000);
+      }});
+    }}, true);
   }}, () => relink("The app did not answer: is it still running?"));
 }})();</script>
 </body></html>

@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -321,6 +322,16 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 page.locator("#check-code").click()
                 expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
                 assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
+                # An uploaded file's link (a navigation, which cannot carry the header) still gives the file.
+                data = tmp_path / "prompts.jsonl"
+                data.write_text('{"prompt": "1+1?", "answer": "2"}\n')
+                page.get_by_role("tab", name="2 · Data").click()
+                page.get_by_label("A file on this computer").check()
+                page.locator("#data-upload input[type=file]").set_input_files(str(data))
+                expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile("prompts.jsonl$"))
+                with page.expect_download() as download:
+                    page.locator("#data-upload a[href*='file=']").first.click()
+                assert Path(download.value.path()).read_text() == data.read_text()
                 assert refused == []
 
                 # A tab without the link gets the page that says how to get it.
