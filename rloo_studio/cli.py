@@ -690,7 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auth", metavar="USER:PASS", help=(
         "require this login; shows the password to every user in `ps`: prefer --auth-file or RLOO_STUDIO_AUTH"))
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories")
-    p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs --auth and the internet)")
+    p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs a login and the internet)")
     p.add_argument("--inbrowser", action="store_true", help=(
         "open the page in the default browser (through a file only you can read, so the token is not on the browser's "
         "command line)"))

@@ -49,7 +49,9 @@ def check_exposure(host: str, auth: str | None, share: bool = False, no_token: b
     if auth:
         user, sep, password = auth.partition(":")
         if not sep or not user or not password:
-            raise StudioError("--auth must look like USER:PASSWORD", "", "give both a user name and a password, separated by a colon")
+            raise StudioError("the login (--auth-file, RLOO_STUDIO_AUTH or --auth) must look like USER:PASSWORD",
+                              "the login page asks for a user name and a password, and this login lacks one of them",
+                              "give both a user name and a password, separated by a colon")
         credentials = (user, password)
     if (share or not is_loopback(host)) and credentials is None:
         where = "a public share link" if share else f"address {host}"

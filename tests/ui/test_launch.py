@@ -38,7 +38,7 @@ def test_refuses_a_share_link_without_auth(tmp_path):
 
 def test_a_malformed_login_is_explained(tmp_path):
     result = run_cli("ui", "--host", "0.0.0.0", "--auth", "justaname", cwd=tmp_path)
-    assert result.returncode == 2 and "--auth must look like USER:PASSWORD" in result.stderr
+    assert result.returncode == 2 and "login (--auth-file, RLOO_STUDIO_AUTH or --auth) must look like USER:PASSWORD" in result.stderr
 
 
 def test_no_token_beyond_loopback_is_refused_even_with_a_login(tmp_path):

@@ -49,7 +49,7 @@ def test_password_may_contain_colons():
 def test_malformed_auth(auth):
     with pytest.raises(StudioError) as info:
         check_exposure("127.0.0.1", auth)
-    assert info.value.what == "--auth must look like USER:PASSWORD"
+    assert info.value.what == "the login (--auth-file, RLOO_STUDIO_AUTH or --auth) must look like USER:PASSWORD"
     assert "separated by a colon" in info.value.fix
 
 
