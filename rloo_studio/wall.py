@@ -211,7 +211,10 @@ code{{background:#f2f2f2;padding:0 .3em}}</style></head>
     if (!own(request ? input.url : String(input))) return send(input, init);
     const headers = new Headers(init && init.headers !== undefined ? init.headers : (request ? input.headers : undefined));
     if (!headers.has("Authorization")) headers.set("Authorization", bearer);
-    return send(input, {{...(init || {{}}), headers}});
+    const answer = send(input, {{...(init || {{}}), headers}});
+    // A login held back (429) is not one Gradio's login form knows: it would show nothing. Say why, and until when.
+    answer.then((got) => {{ if (got.status === 429) got.clone().text().then((why) => window.alert(why)); }}, () => {{}});
+    return answer;
   }};
   const open = XMLHttpRequest.prototype.open, sendBody = XMLHttpRequest.prototype.send;
   XMLHttpRequest.prototype.open = function (method, target, ...rest) {{

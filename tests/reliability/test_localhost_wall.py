@@ -343,6 +343,50 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 browser.close()
 
 
+@pytest.mark.slow
+@NEEDS_CHROMIUM
+def test_with_a_login_the_page_logs_in_through_the_shell_and_says_when_logins_are_held_back(runs_dir):
+    """With --auth the shell writes in Gradio's login page; a right login reloads into the app (the tab keeps the
+    token). After the free tries, the page says that logins are held back (Gradio's form alone would show nothing)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from rloo_studio.wall import LoginThrottle
+
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            user, password = page.locator("input[type=text]").first, page.locator("input[type=password]").first
+            for i in range(LoginThrottle.FREE_TRIES):
+                user.fill("ada")
+                password.fill(f"wrong{i}")
+                with page.expect_response(lambda r: r.url.endswith("/login")) as answer:
+                    page.get_by_role("button", name="Login").click()
+                assert answer.value.status == 400
+            user.fill("ada")
+            password.fill("s3cret")  # the right one, held back all the same: the page says so
+            with page.expect_event("dialog") as dialog:
+                page.get_by_role("button", name="Login").click()
+            assert "too many wrong logins" in dialog.value.message and "try again in" in dialog.value.message
+        finally:
+            browser.close()
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            page.locator("input[type=text]").first.fill("ada")
+            page.locator("input[type=password]").first.fill("s3cret")
+            page.get_by_role("button", name="Login").click()
+            expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+            assert page.url == url
+        finally:
+            browser.close()
+
+
 # ---- the command line ---------------------------------------------------------------------------------
 
 def _start_cli(tmp_path: Path, *args: str, env: dict | None = None):
