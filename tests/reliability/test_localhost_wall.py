@@ -367,9 +367,11 @@ def test_with_a_login_the_page_logs_in_through_the_shell_and_says_when_logins_ar
                 assert answer.value.status == 400
             user.fill("ada")
             password.fill("s3cret")  # the right one, held back all the same: the page says so
-            with page.expect_event("dialog") as dialog:
-                page.get_by_role("button", name="Login").click()
-            assert "too many wrong logins" in dialog.value.message and "try again in" in dialog.value.message
+            said: list[str] = []  # the alert is modal: dismissed at once, so that the click can end
+            page.on("dialog", lambda dialog: (said.append(dialog.message), dialog.dismiss()))
+            with page.expect_event("dialog"):
+                page.get_by_role("button", name="Login").click(no_wait_after=True)
+            assert "too many wrong logins" in said[0] and "try again in" in said[0], said
         finally:
             browser.close()
     with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
