@@ -754,7 +754,7 @@ REWARD_ACTIONS = {"import": rewards_import, "list": rewards_list, "export": rewa
 # ---- ui -----------------------------------------------------------------------------------------
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .serve import check_exposure, launch_token, saved_launches
+    from .serve import check_exposure, launch_token, read_auth_file, saved_launches
 
     relink = "rloo-studio ui --print-url" + (f" --runs-dir {args.runs_dir}" if args.runs_dir != "runs" else "")
     if args.print_url:
@@ -767,7 +767,12 @@ def cmd_ui(args: argparse.Namespace) -> int:
             print(entry["url"])
         return EXIT_OK
     try:
-        credentials = check_exposure(args.host, args.auth or os.environ.get("RLOO_STUDIO_AUTH"), share=args.share)
+        if args.auth:
+            print("warning: --auth puts the password on the command line, where `ps` shows it to every user of this "
+                  "computer; set RLOO_STUDIO_AUTH=USER:PASSWORD or use --auth-file FILE (chmod 600) instead",
+                  file=sys.stderr, flush=True)
+        login = read_auth_file(args.auth_file) if args.auth_file else (args.auth or os.environ.get("RLOO_STUDIO_AUTH"))
+        credentials = check_exposure(args.host, login, share=args.share, no_token=args.no_token)
         token = launch_token(args.no_token)
     except StudioError as exc:
         return _fail(exc)
@@ -925,13 +930,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ui", help="start the web app on this machine")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: only this machine)")
     p.add_argument("--port", type=int, default=7860, help="port (the next free one is used if taken)")
-    p.add_argument("--auth", metavar="USER:PASS", help="require this login (needed to bind beyond localhost); or set RLOO_STUDIO_AUTH")
+    p.add_argument("--auth-file", metavar="FILE", help=(
+        "require the login USER:PASSWORD written in FILE (needed to bind beyond localhost); the file must be readable "
+        "by you alone (chmod 600). Or set RLOO_STUDIO_AUTH=USER:PASSWORD"))
+    p.add_argument("--auth", metavar="USER:PASS", help=(
+        "require this login; shows the password to every user in `ps`: prefer --auth-file or RLOO_STUDIO_AUTH"))
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories")
-    p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs --auth and the internet)")
-    p.add_argument("--inbrowser", action="store_true", help="open the page (with its token) in the default browser")
+    p.add_argument("--share", action="store_true", help="also create a public gradio.live link (needs a login and the internet)")
+    p.add_argument("--inbrowser", action="store_true", help=(
+        "open the page in the default browser (through a file only you can read, so the token is not on the browser's "
+        "command line)"))
     p.add_argument("--no-token", action="store_true", help=(
         "serve without the launch token (not recommended: then any web page you visit and any user of this "
-        "machine can run code through the app); RLOO_STUDIO_TOKEN sets a known token instead"))
+        "machine can run code through the app; refused with --host beyond localhost and with --share); "
+        "RLOO_STUDIO_TOKEN sets a known token (128 random bits at least) instead"))
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help=(
         "also answer requests addressed to this host name (repeatable); by default only localhost, 127.0.0.1, "
         "[::1] and the --host address"))

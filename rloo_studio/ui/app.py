@@ -1,7 +1,9 @@
 """The app: builds the page from the tabs, lets each tab wire itself to the page's form, and serves it.
 
 `build_app(runs_dir)` returns the Gradio Blocks (a test builds it and checks that no model
-library was imported); `launch(demo, ...)` serves it behind the wall (`rloo_studio/wall.py`) and
+library was imported); `launch(demo, ...)` serves it behind the wall (`rloo_studio/wall.py`, the
+outermost layer, before Gradio's CORS and compression), with Gradio's extras the app does not use
+(monitoring, run history) off and its files in a folder of this user's own (`private_file_folder`);
 `serve(...)` builds and launches it for the command line. The form's state
 is one `form.PageForm` per page (the settings tabs' widgets plus a `base` config with the preset's
 keys that no widget shows); the run's state lives in its directory, which a timer reads — so a
@@ -10,9 +12,14 @@ browser reload or an app restart re-attaches to whatever is training.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -56,8 +63,22 @@ PAGE_CSS = """
 """
 
 
+def private_file_folder() -> Path:
+    """Gradio's folder for uploads and the files it serves (GRADIO_TEMP_DIR): one of this user's own, made once per
+    process (0700, removed at exit), unless GRADIO_TEMP_DIR names one. Gradio's default, /tmp/gradio, is shared by
+    every user of the computer. Set before any component is made: each takes the folder when it is created."""
+    given = os.environ.get("GRADIO_TEMP_DIR")
+    if given:
+        return Path(given)
+    folder = Path(tempfile.mkdtemp(prefix="rloo-studio-files-"))  # mkdtemp makes it readable by this user only
+    atexit.register(shutil.rmtree, folder, True)
+    os.environ["GRADIO_TEMP_DIR"] = str(folder)
+    return folder
+
+
 def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known_hardware: hardware.Hardware | None = None) -> gr.Blocks:
     """The page. `known_hardware` skips the probe (tests use it to stand in for a GPU)."""
+    private_file_folder()
     runs_dir = Path(runs_dir).expanduser().resolve()
     workspace = Workspace(runs_dir)
     presets = list_presets()
@@ -147,18 +168,20 @@ def serve(host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "run
 def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port: int = 7860, runs_dir: str | Path = "runs",
            auth: tuple[str, str] | None = None, share: bool = False, inbrowser: bool = False,
            allowed_hosts: tuple[str, ...] = (), relink_command: str = "rloo-studio ui --print-url", block: bool = True) -> str:
-    """Serve `demo` behind the wall (Host allowlist, Origin check, launch token: see `wall.py`) and return its link.
+    """Serve `demo` behind the wall (Host allowlist, Origin check, launch token, login limits: see `wall.py`) and return
+    its link.
 
     The only way the app is served, tests included. `token=None` means --no-token (warned about).
-    With `block`, returns when the app stops; otherwise it keeps serving in the background
-    (`demo.close()` stops it).
+    With `block`, returns when the app stops (Ctrl-C or SIGTERM, the saved link removed either way); otherwise it keeps
+    serving in the background (`demo.close()` stops it).
     """
+    import contextlib
     import webbrowser
 
     from starlette.middleware import Middleware
 
-    from ..serve import app_url, forget_launch, free_port, save_launch
-    from ..wall import Policy, Wall
+    from ..serve import app_url, browser_file, forget_launch, free_port, save_launch
+    from ..wall import Policy, Wall, login_check
     from .frame_pacing import FramePacing
     from ..wall import allowed_hosts as hosts_for
 
@@ -175,18 +198,34 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
     # Up to 4 of the same event at once (two tabs polling, a preview and a chat turn); the chat turn and
     # the inference worker's ops set their own limits. Set here, so tests serve what a person gets.
     demo.queue(default_concurrency_limit=QUEUE_CONCURRENCY)
+    wall = Middleware(Wall, policy=policy)
+
+    @contextlib.asynccontextmanager
+    async def wall_outermost(app):
+        # Gradio adds its CORS and compression layers outside the ones given to it, and CORS answers a preflight by
+        # itself: moved in front of them here, before the server takes its first request, the wall sees every request.
+        app.user_middleware = [wall, *(m for m in app.user_middleware if m is not wall)]
+        app.middleware_stack = app.build_middleware_stack()
+        yield
+
+    if block and threading.current_thread() is threading.main_thread():
+        # SIGTERM (a service manager, `kill`) ends the app as Ctrl-C does, so the saved link is removed.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         # Everything goes through this one server: no Node front-end (SSR) and no separate
         # static-file workers, which would serve requests that the wall never sees.
-        _, _, share_url = demo.launch(server_name=host, server_port=port, auth=auth, share=share, inbrowser=False,
-                                      quiet=True, show_error=True, css=CSS, footer_links=[], prevent_thread_lock=True,
-                                      ssr_mode=False, num_workers=0, blocked_paths=[str(saved.parent.resolve())],
-                                      app_kwargs={"middleware": [Middleware(Wall, policy=policy), Middleware(FramePacing)]})
+        # Monitoring (/monitoring) and run history (/gradio_api/runs) are Gradio extras the app does not use: off.
+        _, _, share_url = demo.launch(server_name=host, server_port=port, auth=login_check(auth) if auth else None,
+                                      share=share, inbrowser=False, quiet=True, show_error=True, css=CSS, footer_links=[],
+                                      prevent_thread_lock=True, ssr_mode=False, num_workers=0,
+                                      blocked_paths=[str(saved.parent.resolve())], enable_monitoring=False,
+                                      run_history=False, app_kwargs={"middleware": [wall, Middleware(FramePacing)],
+                                                                     "lifespan": wall_outermost})
         if share_url:  # the tunnel forwards requests that name the share link's host
             policy.hosts.add(urlsplit(share_url).hostname or "")
             print(f"Public link: {share_url.rstrip('/')}/" + (url[url.index('?'):] if token else ""), flush=True)
-        if inbrowser:
-            webbrowser.open(url)
+        if inbrowser:  # a page that holds the link, not the link: the browser's command line is shown to every user
+            webbrowser.open(browser_file(saved, url).resolve().as_uri())
         if block:
             demo.block_thread()
     except BaseException:

@@ -1,23 +1,30 @@
 """Loopback is not a wall: requests that a web page or another user could send are refused by the served app.
 
 Against a real served app over HTTP, with explicit Host, Origin, Authorization and Cookie headers:
-a DNS-rebinding Host, a cross-site Origin and a missing launch token are each refused (403/401)
-for the page, the API, uploads, files and queue joins, and reward code sent that way never runs;
-the same call from 127.0.0.1 with the token does run. Then the real clients: gradio_client with
-the token, a browser opening the printed link (its cookie carries the page's own calls), and the
-command line: the printed link, `--print-url`, `--no-token`.
-"""
+a DNS-rebinding Host, a cross-site Origin (a CORS preflight included), a missing launch token and
+the token in a cookie or an address are each refused (403/401) for the page, the API, uploads,
+files and queue joins, and reward code sent that way never runs; the same call from 127.0.0.1 with
+the token in its header does run. Opening the page answers the shell, which holds nothing of the
+app; no answer sets a cookie or may be framed. Then the real clients: gradio_client with the token,
+Chromium opening the printed link while a server on another loopback port records and replays what
+the browser sends it, and the command line: the printed link, `--print-url`, `--inbrowser`,
+SIGTERM, `--no-token`."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import uuid
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -147,6 +154,7 @@ def _call_and_wait(port: int, code: str, headers: dict) -> str:
     return stream
 
 
+@pytest.mark.usefixtures("outside_the_sandbox")  # the marker file shows whether code ran: a write the sandbox refuses
 def test_reward_code_sent_past_the_wall_never_runs_and_with_the_token_it_does(app, tmp_path):
     port, _ = app
     marker = tmp_path / "marker.txt"
@@ -158,6 +166,8 @@ def test_reward_code_sent_past_the_wall_never_runs_and_with_the_token_it_does(ap
         "no-token": {},
         "wrong-token": {"Authorization": "Bearer not-the-token"},
         "cookie-of-another-port": {"Cookie": f"rloo_studio_token_{port + 1}={TOKEN}"},
+        # Cookies are scoped to a host, not a port: a server on another loopback port receives this one too.
+        "cookie-of-this-port": {"Cookie": f"rloo_studio_token_{port}={TOKEN}"},
         "token-in-a-header-of-its-own": {"X-Token": TOKEN},
     }
     for label, headers in attempts.items():
@@ -171,23 +181,47 @@ def test_reward_code_sent_past_the_wall_never_runs_and_with_the_token_it_does(ap
     assert marker.read_text().splitlines() == ["allowed"]
 
 
-def test_the_link_sets_a_strict_httponly_cookie_that_lets_the_next_requests_in(app):
+def test_the_link_answers_the_page_shell_and_no_answer_sets_a_cookie_or_may_be_framed(app):
     port, _ = app
-    status, headers, _ = send(port, "GET", f"/?token={TOKEN}", {"Accept": "text/html"})
-    assert status == 200
-    cookie = headers["set-cookie"]
-    assert cookie.startswith(f"rloo_studio_token_{port}={TOKEN};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    jar = {"Cookie": cookie.split(";")[0]}
-    assert send(port, "GET", "/config", jar)[0] == 200
-    assert send(port, "GET", "/config", {"Cookie": f"rloo_studio_token_{port}=guess"})[0] == 401
-    # Without the token a browser gets a page that says how to get the link again; an API client one line.
-    status, headers, page = send(port, "GET", "/", {"Accept": "text/html,application/xhtml+xml"})
-    assert status == 401 and headers["content-type"].startswith("text/html") and "set-cookie" not in headers
-    assert "Open RLOO Studio with its link" in page and "rloo-studio ui --print-url" in page
+    for query in (f"?token={TOKEN}", "", "?token=wrong"):
+        status, headers, page = send(port, "GET", f"/{query}", {"Accept": "text/html"})
+        # The shell: nothing of the app (its config, its values) until the page asks again with the header.
+        assert status == 200 and "set-cookie" not in headers, (query, status)
+        assert "sessionStorage" in page and "gradio_config" not in page and TOKEN not in page
+        assert headers["x-frame-options"] == "DENY" and headers["content-security-policy"] == "frame-ancestors 'none'"
+        assert headers["referrer-policy"] == "no-referrer"
+    status, headers, page = send(port, "GET", "/", {"Accept": "text/html", **BEARER})
+    assert status == 200 and "window.gradio_config" in page and "set-cookie" not in headers
+    assert headers["x-frame-options"] == "DENY" and headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert send(port, "GET", f"/config?token={TOKEN}")[0] == 401  # a token in the address opens only the shell
     status, headers, text = send(port, "GET", "/gradio_api/info")
     assert status == 401 and headers["www-authenticate"].startswith("Bearer") and text.count("\n") == 1
+    status, headers, page = send(port, "GET", "/config", {"Accept": "text/html,application/xhtml+xml"})
+    assert status == 401 and "Open RLOO Studio with its link" in page and "rloo-studio ui --print-url" in page
 
 
+def test_a_cors_preflight_meets_the_wall_first(app):
+    port, _ = app
+    for host in (f"[::1]:{port}", f"127.0.0.1:{port}", f"localhost:{port}"):
+        status, headers, text = send(port, "OPTIONS", "/gradio_api/queue/join", {
+            "Host": host, "Origin": "https://evil.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type"})
+        assert status == 403 and "came from a page at https://evil.example" in text, (host, status, text)
+        assert "access-control-allow-origin" not in headers and "access-control-allow-credentials" not in headers
+
+
+def test_what_the_app_does_not_use_is_off_and_uploads_land_in_a_private_folder(app):
+    port, _ = app
+    for path in ("/monitoring", "/monitoring/summary", "/gradio_api/runs"):
+        status, _, text = send(port, "GET", path, BEARER)
+        assert status in (403, 404), (path, status, text[:200])
+    served_file = Path(_uploaded_file(port))
+    assert not served_file.is_relative_to(Path(tempfile.gettempdir()) / "gradio")
+    folder = Path(os.environ["GRADIO_TEMP_DIR"])
+    assert served_file.is_relative_to(folder) and stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+@pytest.mark.usefixtures("outside_the_sandbox")  # the marker file shows whether code ran: a write the sandbox refuses
 def test_gradio_client_works_with_the_token_and_not_without(app, tmp_path):
     from gradio_client import Client
 
@@ -202,38 +236,160 @@ def test_gradio_client_works_with_the_token_and_not_without(app, tmp_path):
 
 # ---- a real browser ---------------------------------------------------------------------------------
 
+@contextmanager
+def other_server(app_port: int):
+    """Another user's server on another loopback port: it writes down every request the person's browser sends it, and
+    its page tries to frame the app. Yields (its address, the requests: (path, headers))."""
+    seen: list[tuple[str, dict]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            body = (f"<!doctype html><title>another server</title><h1>Something else</h1>"
+                    f"<iframe id=framed src='http://127.0.0.1:{app_port}/' onload=\"document.title='framed'\"></iframe>").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.slow
 @NEEDS_CHROMIUM
-def test_a_browser_opening_the_link_works_through_the_cookie_and_without_it_gets_the_relink_page(runs_dir, tmp_path):
+@pytest.mark.usefixtures("outside_the_sandbox")  # the marker file shows whether code ran: a write the sandbox refuses
+def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_cannot_frame_the_app(runs_dir, tmp_path):
+    """Issue 40: the person opens the app's link, then a page of another user's server on 127.0.0.1:OTHER (a link,
+    a bookmark). Whatever the browser sends that server (cookies, referrer, addresses), replayed against the app,
+    runs nothing; its page cannot frame the app. Meanwhile the app works in its tab, after a reload too."""
     from playwright.sync_api import expect, sync_playwright
 
-    marker = tmp_path / "browser-marker.txt"
+    marker = tmp_path / "marker.txt"
     with served_app(runs_dir) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        stranger = browser.new_page()
-        stranger.goto(url)
-        expect(stranger.locator("h1")).to_have_text("Open RLOO Studio with its link")
-        expect(stranger.locator("body")).to_contain_text("rloo-studio ui --print-url")
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        with other_server(port) as (other, seen):
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                context = browser.new_context(viewport={"width": 1400, "height": 1100})
+                page = context.new_page()
+                page.set_default_timeout(60_000)
+                refused: list[str] = []  # every request of the page that the wall refused (none carries no header)
+                page.on("response", lambda r: refused.append(r.url) if r.status in (401, 403) else None)
+                page.goto(page_url(url))
+                expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+                assert page.url == url  # the token left the address bar (and the history)
+                page.reload()
+                expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
 
-        context = browser.new_context(viewport={"width": 1400, "height": 1100})
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(page_url(url))
-        cookie, = [c for c in context.cookies() if c["name"].startswith("rloo_studio_token_")]
-        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] == TOKEN
-        # A reload without the token in the address keeps working on the cookie alone.
-        page.goto(url)
-        expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
-        # An action: the page's own queue join and result stream carry the cookie, and the code runs.
-        page.get_by_role("tab", name="3 · Rewards").click()
-        page.locator("#reward-code .cm-content").click()
-        page.keyboard.press("Control+A")
-        page.keyboard.press("Delete")
-        page.keyboard.insert_text(marker_code(marker, "browser"))
-        page.locator("#check-code").click()
-        expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
-        assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
-        browser.close()
+                # The person opens the other server's page: in this tab's context, in a new tab, and back in the app's tab.
+                elsewhere = context.new_page()
+                elsewhere.goto(other + "/a-bookmark")
+                expect(elsewhere).to_have_title("framed", timeout=60_000)
+                framed = [f for f in elsewhere.frames if f is not elsewhere.main_frame]
+                assert len(framed) == 1 and framed[0].locator("gradio-app, #opening").count() == 0  # refused, not shown
+                page.goto(other + "/from-the-app-tab")
+                assert {"/a-bookmark", "/from-the-app-tab"} <= {path for path, _ in seen}  # (and the browser's /favicon.ico)
+                assert TOKEN not in json.dumps(seen)
+                # Everything it got (each request's cookies, referrer, authorization), replayed against the app as calls
+                # that would run code, also with the token the link had in its address: refused, nothing runs.
+                replays = [{k: v for k, v in headers.items() if k in ("cookie", "referer", "authorization")} for _, headers in seen]
+                calls = [("/gradio_api/call/check_rewards", call_body), ("/gradio_api/queue/join", queue_join_body),
+                         (f"/gradio_api/call/check_rewards?token={TOKEN}", call_body)]
+                for stolen in replays:
+                    for path, body in calls:
+                        status, _, text = send(port, "POST", path, {"Content-Type": "application/json", **stolen},
+                                               body(marker_code(marker, "stolen")))
+                        assert status == 401, (stolen, path, status, text[:300])
+                    status, _, page_text = send(port, "GET", "/", {"Accept": "text/html", **stolen})
+                    assert "gradio_config" not in page_text  # the page it can fetch is the shell, which holds nothing
+
+                # The app's own tab still works: back to it (its tab keeps the token), an action runs the code once.
+                page.go_back()
+                expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+                page.get_by_role("tab", name="3 · Rewards").click()
+                page.locator("#reward-code .cm-content").click()
+                page.keyboard.press("Control+A")
+                page.keyboard.press("Delete")
+                page.keyboard.insert_text(marker_code(marker, "browser"))
+                page.locator("#check-code").click()
+                expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
+                assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
+                # An uploaded file's link (a navigation, which cannot carry the header) still gives the file.
+                data = tmp_path / "prompts.jsonl"
+                data.write_text('{"prompt": "1+1?", "answer": "2"}\n')
+                page.get_by_role("tab", name="2 · Data").click()
+                page.get_by_label("A file on this computer").check()
+                page.locator("#data-upload input[type=file]").set_input_files(str(data))
+                expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile("prompts.jsonl$"))
+                with page.expect_download() as download:
+                    page.locator("#data-upload a[href*='file=']").first.click()
+                assert Path(download.value.path()).read_text() == data.read_text()
+                assert refused == []
+
+                # A tab without the link gets the page that says how to get it.
+                stranger = browser.new_page()
+                stranger.goto(url)
+                expect(stranger.locator("h1")).to_have_text("Open RLOO Studio with its link")
+                expect(stranger.locator("body")).to_contain_text("rloo-studio ui --print-url")
+            finally:
+                browser.close()
+
+
+@pytest.mark.slow
+@NEEDS_CHROMIUM
+def test_with_a_login_the_page_logs_in_through_the_shell_and_says_when_logins_are_held_back(runs_dir):
+    """With --auth the shell writes in Gradio's login page; a right login reloads into the app (the tab keeps the
+    token). After the free tries, the page says that logins are held back (Gradio's form alone would show nothing)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from rloo_studio.wall import LoginThrottle
+
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            user, password = page.locator("input[type=text]").first, page.locator("input[type=password]").first
+            for i in range(LoginThrottle.FREE_TRIES):
+                user.fill("ada")
+                password.fill(f"wrong{i}")
+                with page.expect_response(lambda r: r.url.endswith("/login")) as answer:
+                    page.get_by_role("button", name="Login").click()
+                assert answer.value.status == 400
+            user.fill("ada")
+            password.fill("s3cret")  # the right one, held back all the same: the page says so
+            said: list[str] = []  # the alert is modal: dismissed at once, so that the click can end
+            page.on("dialog", lambda dialog: (said.append(dialog.message), dialog.dismiss()))
+            with page.expect_event("dialog"):
+                page.get_by_role("button", name="Login").click(no_wait_after=True)
+            assert "too many wrong logins" in said[0] and "try again in" in said[0], said
+        finally:
+            browser.close()
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(page_url(url))
+            page.locator("input[type=text]").first.fill("ada")
+            page.locator("input[type=password]").first.fill("s3cret")
+            page.get_by_role("button", name="Login").click()
+            expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
+            assert page.url == url
+        finally:
+            browser.close()
 
 
 # ---- the command line ---------------------------------------------------------------------------------
@@ -284,21 +440,37 @@ def test_the_printed_link_carries_a_fresh_token_that_only_this_user_can_read_bac
     assert gone.returncode == 2 and "no RLOO Studio is running from the runs folder" in gone.stderr
 
 
-def test_a_known_token_from_the_environment_is_used_and_inbrowser_opens_the_link_with_it(tmp_path):
+def test_a_known_token_from_the_environment_is_used_and_inbrowser_puts_no_secret_on_the_browsers_command_line(tmp_path):
     opened = tmp_path / "opened.txt"
     # $BROWSER is the command Python's webbrowser module runs; this one writes down the address it was given.
     browser = f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
-    proc, port, link = _start_cli(tmp_path, "--inbrowser", env={"RLOO_STUDIO_TOKEN": "a-known-token-for-scripts", "BROWSER": browser})
+    token = "a-known-token-for-scripts-0123456789"
+    proc, port, link = _start_cli(tmp_path, "--inbrowser", env={"RLOO_STUDIO_TOKEN": token, "BROWSER": browser})
     try:
-        assert link == f"http://127.0.0.1:{port}/?token=a-known-token-for-scripts"
+        assert link == f"http://127.0.0.1:{port}/?token={token}"
         _wait_served(port, proc)
-        assert send(port, "GET", "/config", {"Authorization": "Bearer a-known-token-for-scripts"})[0] == 200
+        assert send(port, "GET", "/config", {"Authorization": f"Bearer {token}"})[0] == 200
         while not (opened.exists() and opened.read_text()):
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.3)
-        assert opened.read_text() == link
+        argv = opened.read_text()  # what `ps` shows every user of the computer
+        assert token not in argv and argv.startswith("file://")
+        page = Path(argv[len("file://"):])
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and link in page.read_text()
     finally:
         _stop(proc)
+    assert not page.exists()
+
+
+def test_the_saved_link_is_removed_when_the_app_is_stopped_with_sigterm(tmp_path):
+    proc, port, _ = _start_cli(tmp_path)
+    saved = tmp_path / "runs" / ".studio" / "launch" / f"ui-{port}.json"
+    try:
+        _wait_served(port, proc)
+        assert saved.exists()
+    finally:
+        _stop(proc)  # SIGTERM, as a service manager or `kill` stops it
+    assert not saved.exists()
 
 
 def test_no_token_warns_and_serves_but_still_checks_host_and_origin(tmp_path):

@@ -38,7 +38,25 @@ def test_refuses_a_share_link_without_auth(tmp_path):
 
 def test_a_malformed_login_is_explained(tmp_path):
     result = run_cli("ui", "--host", "0.0.0.0", "--auth", "justaname", cwd=tmp_path)
-    assert result.returncode == 2 and "--auth must look like USER:PASSWORD" in result.stderr
+    assert result.returncode == 2 and "login (--auth-file, RLOO_STUDIO_AUTH or --auth) must look like USER:PASSWORD" in result.stderr
+
+
+def test_no_token_beyond_loopback_is_refused_even_with_a_login(tmp_path):
+    env = {"RLOO_STUDIO_AUTH": "ada:s3cret"}
+    for args in (("--host", "0.0.0.0", "--no-token"), ("--host", "0.0.0.0", "--no-token", "--auth", "ada:s3cret")):
+        result = run_cli("ui", *args, cwd=tmp_path, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "refusing to serve RLOO Studio on address 0.0.0.0 with --no-token" in result.stderr
+        assert "drop --no-token" in result.stderr
+
+
+def test_the_login_file_must_be_private(tmp_path):
+    login = tmp_path / "login.txt"
+    login.write_text("ada:s3cret\n")
+    login.chmod(0o644)
+    result = run_cli("ui", "--host", "0.0.0.0", "--auth-file", login, cwd=tmp_path)
+    assert result.returncode == 2 and "other users can read or change the login file" in result.stderr
+    assert f"chmod 600 {login}" in result.stderr
 
 
 def test_launch_serves_the_app_on_loopback_quickly_without_model_libraries(tmp_path):
@@ -125,3 +143,27 @@ def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
         assert html.index("<head>") + len("<head>") == html.index(SCRIPT) < html.index('<script type="module"')
         status, config = _get(url + "config", BEARER)
         assert status == 200 and "requestAnimationFrame" not in config and json.loads(config)["title"] == "RLOO Studio"
+
+
+def test_wrong_logins_are_held_back_and_the_right_one_waits_too(runs_dir):
+    """Issue 40: 100 wrong tries in 0.2 s, and the right one then worked. Now, after a few wrong ones, the next tries
+    are answered 429 without reaching the login check, the right one included, until the wait is over."""
+    from rloo_studio.wall import LoginThrottle
+
+    def login(password: str):
+        req = urllib.request.Request(url + "login", data=f"username=ada&password={password}".encode(),
+                                     headers={"Content-Type": "application/x-www-form-urlencoded", **BEARER})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, resp.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers
+
+    with served_app(runs_dir, auth=("ada", "s3cret")) as url:
+        answers = [login(f"guess{i}") for i in range(100)]
+        statuses = [status for status, _ in answers]
+        # The first FREE_TRIES reach the check; then a wait of 1 s, 2 s, 4 s... after each one let through.
+        assert statuses[:LoginThrottle.FREE_TRIES] == [400] * LoginThrottle.FREE_TRIES
+        assert statuses.count(400) < LoginThrottle.FREE_TRIES + 8 and statuses.count(429) > 80, statuses
+        status, headers = login("s3cret")
+        assert status == 429 and int(headers["Retry-After"]) >= 1

@@ -49,8 +49,16 @@ def test_password_may_contain_colons():
 def test_malformed_auth(auth):
     with pytest.raises(StudioError) as info:
         check_exposure("127.0.0.1", auth)
-    assert info.value.what == "--auth must look like USER:PASSWORD"
+    assert info.value.what == "the login (--auth-file, RLOO_STUDIO_AUTH or --auth) must look like USER:PASSWORD"
     assert "separated by a colon" in info.value.fix
+
+
+@pytest.mark.parametrize("host, share", [("0.0.0.0", False), ("192.168.1.20", False), ("127.0.0.1", True)])
+def test_no_token_beyond_this_machine_is_refused_even_with_a_login(host, share):
+    with pytest.raises(StudioError) as info:
+        check_exposure(host, "alice:s3cret", share=share, no_token=True)
+    assert "--no-token" in info.value.what and "drop --no-token" in info.value.fix
+    assert check_exposure("127.0.0.1", None, no_token=True) is None
 
 
 def test_share_without_login_is_refused_even_on_loopback():
@@ -67,8 +75,19 @@ def test_each_launch_gets_a_new_random_token_unless_one_is_given():
 
     first, second = launch_token(environ={}), launch_token(environ={})
     assert first != second and len(first) >= 40
-    assert launch_token(environ={"RLOO_STUDIO_TOKEN": " known-token "}) == "known-token"
-    assert launch_token(no_token=True, environ={"RLOO_STUDIO_TOKEN": "known-token"}) is None
+    known = "a-known-token-for-scripts-0123456789"
+    assert launch_token(environ={"RLOO_STUDIO_TOKEN": f" {known} "}) == known
+    assert launch_token(no_token=True, environ={"RLOO_STUDIO_TOKEN": known}) is None
+
+
+@pytest.mark.parametrize("value", ["1", "known-token", "aaaaaaaaaaaaaaaaaaaaaaaaa", "0123456789012345678901234567890123456"])
+def test_a_token_from_the_environment_must_hold_128_bits(value):
+    from rloo_studio.serve import launch_token
+
+    with pytest.raises(StudioError) as info:
+        launch_token(environ={"RLOO_STUDIO_TOKEN": value})
+    assert "too short to be guessed by nobody" in info.value.what and "128 bits" in info.value.why
+    assert "python -c" in info.value.fix and "token_urlsafe" in info.value.fix  # a value that fits
 
 
 @pytest.mark.parametrize("value", ["", "   ", "two words"])
@@ -107,3 +126,23 @@ def _dead_pid() -> int:
 
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     return int(proc.stdout)
+
+
+# ---- the login from a file --------------------------------------------------------------------------------------
+
+def test_the_login_file_is_read_only_when_this_user_alone_can_read_it(tmp_path):
+    import os
+
+    from rloo_studio.serve import read_auth_file
+
+    path = tmp_path / "login.txt"
+    path.write_text("ada:pa:ss\n")
+    os.chmod(path, 0o600)
+    assert read_auth_file(path) == "ada:pa:ss"
+    os.chmod(path, 0o644)
+    with pytest.raises(StudioError) as info:
+        read_auth_file(path)
+    assert "other users can read" in info.value.what and f"chmod 600 {path}" in info.value.fix
+    with pytest.raises(StudioError) as info:
+        read_auth_file(tmp_path / "missing.txt")
+    assert "cannot read the login file" in info.value.what
