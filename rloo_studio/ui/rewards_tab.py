@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import runs
+from .. import runs, sandbox
 from ..config import RunConfig
 from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
@@ -96,6 +96,8 @@ class RewardsTab:
         with gr.Row():
             self.check = gr.Button(text.CHECK_CODE, elem_id="check-code")
         self.check_result = gr.Markdown(elem_id="code-check")
+        # Where the code above will run: in the reward sandbox, or — said plainly, with how to get one — with your rights.
+        self.sandbox_note = gr.Markdown(sandbox_markdown(), elem_id="reward-sandbox")
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
         self.judge = JudgePanel()
@@ -356,6 +358,13 @@ def lint_markdown(code: str) -> str:
         return "⚠️ " + "; ".join(f"`{m['name']}` is not defined (in {m['function']})" for m in missing) + \
                " — a typo, or a missing import?"
     return "✓ Python syntax is fine. Press **Check the code** to load it and check the functions' parameters."
+
+
+def sandbox_markdown() -> str:
+    """One line under the editor: whether the person's reward code runs in the reward sandbox here (sandbox.py)."""
+    found = sandbox.status()
+    return ("🔒 " if found.available else "⚠️ ") + found.note + (" A reward that must call a server can opt out with "
+                                                                "`sandbox: false` in its entry (see the config)." if found.available else "")
 
 
 def receives_markdown(columns: list[str], prompt_column: str | None) -> str:

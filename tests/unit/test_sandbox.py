@@ -144,3 +144,13 @@ def test_a_reward_entry_that_opts_out_runs_outside_the_sandbox_in_the_preview(tm
     assert not mark.exists() and "Read-only file system" in str(boxed), boxed
     outside = score_in_child({**request, "rewards": [{"file": "rewards.py", "sandbox": False}]}, timeout_s=60)
     assert mark.exists() and not outside.get("problems"), outside
+
+
+def test_the_rewards_tab_says_where_reward_code_runs(monkeypatch):
+    from rloo_studio.ui.rewards_tab import sandbox_markdown
+
+    monkeypatch.setattr(sandbox, "_status", sandbox.Status("/usr/bin/bwrap", "Reward code runs in a sandbox (bubblewrap): …"))
+    assert sandbox_markdown().startswith("🔒 Reward code runs in a sandbox") and "`sandbox: false`" in sandbox_markdown()
+    monkeypatch.setattr(sandbox, "_status", sandbox.Status(None, "No reward sandbox: bubblewrap is not installed, …"))
+    assert sandbox_markdown() == "⚠️ No reward sandbox: bubblewrap is not installed, …"
+    monkeypatch.setattr(sandbox, "_status", None)
