@@ -4,6 +4,8 @@ It combines the config's own checks (`RunConfig.validate`, with the option names
 RLOOConfig really accepts), the data (readable? has the prompt column?), the reward specs
 (known builtins, valid params, files and functions that exist, columns they read) and the
 model reference (folder or hub id). All problems are raised together as one ConfigError.
+`prompt_warnings` adds what is worth a warning but no refusal: a format a reward looks for that neither the system
+prompt nor the prompts ask for (rewards/asks.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Mapping
 from ..config import RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
+from ..rewards.asks import check_asks, warnings_from
 from ..data import Rows, load_rows
 from .model import resolve_model_source
 
@@ -34,3 +37,12 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         raise ConfigError(problems, "the run config")
     assert rows is not None
     return rows
+
+
+ASK_CHECK_ROWS = 200  # training rows whose prompts are read for the prompt <-> reward check: enough to find one that asks
+
+
+def prompt_warnings(cfg: RunConfig, rows: Rows) -> list[str]:
+    """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for."""
+    prompts = [row.get(cfg.data.prompt_column) for row in rows.train[:ASK_CHECK_ROWS]]
+    return warnings_from(check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts))

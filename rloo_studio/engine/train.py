@@ -27,7 +27,7 @@ from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .health import HealthWatch
-from .preflight import preflight
+from .preflight import preflight, prompt_warnings
 
 log = logging.getLogger("rloo_studio.train")
 
@@ -475,6 +475,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
         for lg in library_loggers:
             lg.addHandler(log_handler)
     try:
+        for warning in prompt_warnings(cfg, rows) if main else ():  # after the tee: in train.log and on the terminal
+            print(f"warning: {warning}", flush=True)
         run_dir = _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
         _leave_process_group()
         return run_dir

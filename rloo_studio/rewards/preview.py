@@ -40,6 +40,7 @@ from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import utf8_env
 from ..runs import REWARDS_FILE
+from .asks import check_asks
 from .builtin import NEEDS_THINK_END_TOKEN_ID
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
 
@@ -333,6 +334,8 @@ def _score(request: dict) -> dict:
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
         "tokenizer_loaded": tokenizer.loaded,
+        # What each reward looks for, whether these prompts (system prompt included) ask for it, how many completions write it.
+        "asks": check_asks(specs, base_dir, None, [g["prompt"] for g in groups], completions),
     }
     return result
 
