@@ -524,14 +524,29 @@ class Tracker:
         return begun, records
 
 
+# The alerts.jsonl line the training worker writes when the run acted on an alert on its own (the config's `alerts:`
+# section, engine/health.py): `taken` names what it did ("stop"), `done` says it in words.
+ACTION_EVENT = "action"
+
+
+def action_record(alert: Alert, step: int, taken: str, done: str) -> dict:
+    return {"event": ACTION_EVENT, "step": int(step), "kind": alert.kind, "subject": alert.subject,
+            "began_step": alert.began_step, "taken": taken, "done": done}
+
+
 def current(records: Iterable[dict]) -> list[dict]:
-    """One entry per alert episode of an alerts.jsonl, its latest record (an "ended" one carries `ended_step`),
-    active ones first, then by the step they began."""
+    """One entry per alert episode of an alerts.jsonl, its latest record (an "ended" one carries `ended_step`) with
+    what the run did about it (`taken`, `done`) when it acted, active ones first, then by the step they began."""
     latest: dict[tuple, dict] = {}
+    acted: dict[tuple, dict] = {}
     for r in records:
         if not isinstance(r, dict) or "kind" not in r:
             continue
         key = (r.get("kind"), r.get("subject"), r.get("began_step"))
-        if r.get("event") == "ended" or key not in latest:
+        if r.get("event") == ACTION_EVENT:
+            acted[key] = r
+        elif r.get("event") == "ended" or key not in latest:
             latest[key] = r
-    return sorted(latest.values(), key=lambda r: (r.get("ended_step") is not None, r.get("began_step") or 0))
+    found = [{**r, **({"taken": acted[key]["taken"], "done": acted[key]["done"]} if key in acted else {})}
+             for key, r in latest.items()]
+    return sorted(found, key=lambda r: (r.get("ended_step") is not None, r.get("began_step") or 0))

@@ -230,6 +230,21 @@ class OutputConfig:
     samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
 
 
+ALERT_ACTIONS = ("warn", "stop")
+
+
+@dataclass
+class AlertActions:
+    """What a run does on its own when a health alert is raised (docs/alerts.md): `warn` shows the alert only; `stop`
+    also stops the run cleanly, as a stop request does (a checkpoint, resumable with --resume), once per alert."""
+    on_no_signal: str = _help("When 'No learning signal' has lasted no_signal_steps steps: `warn`, or `stop` the run with "
+                              "the difficulty scan's advice.", default="warn")
+    no_signal_steps: int = _help("Steps of no learning signal before on_no_signal: stop acts (the alert itself is raised after "
+                                 "3; a smaller number acts then).", default=3)
+    on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
+                            "or 'Held-out reward falling' is raised: `warn`, or `stop` the run.", default="warn")
+
+
 def as_mapping(value) -> dict:
     """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string; {} when unset."""
     if value is None or value == "":
@@ -279,6 +294,7 @@ class RunConfig:
     rewards: list = _help("Reward functions and their weights.", default_factory=list)
     rloo: dict = _help("Passed to trl.RLOOConfig by name: anything RLOOConfig accepts may appear here.", default_factory=dict)
     output: OutputConfig = _help("Where runs are written.", default_factory=OutputConfig)
+    alerts: AlertActions = _help("What the run does on its own when a health alert is raised.", default_factory=AlertActions)
     # Folder relative paths in the config (reward files, data files, model folders) resolve against.
     base_dir: str = field(default=".", repr=False, compare=False, metadata={"help": "", "internal": True})
 
@@ -415,6 +431,9 @@ class RunConfig:
 
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
+        for key in ("on_no_signal", "on_hacking"):
+            _check_choice(problems, f"alerts.{key}", getattr(self.alerts, key), ALERT_ACTIONS)
+        _check_positive(problems, "alerts.no_signal_steps", self.alerts.no_signal_steps)
 
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
@@ -477,7 +496,7 @@ class RunConfig:
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig}
+_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig, "alerts": AlertActions}
 
 
 def did_you_mean(key: str, choices) -> str:

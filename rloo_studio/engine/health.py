@@ -9,6 +9,12 @@ before it is written to metrics.jsonl) and every saved checkpoint (`on_checkpoin
 completions for the first held-out prompts, and the reward preview's hack probes for the latest batch's first
 prompts, with the run's own reward functions). The rules
 themselves live in `rloo_studio.alerts`; this module only gathers their inputs and writes their output.
+
+It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` on 'No learning
+signal' lasting `no_signal_steps` steps, or on 'Possible reward hacking' / 'Held-out reward falling'. Acting means
+setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
+next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
+Each alert episode is acted on once: a resumed run is not stopped again for the episode that stopped it.
 """
 
 from __future__ import annotations
@@ -19,15 +25,26 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .. import alerts, runs
+from ..config import AlertActions
 from ..rewards.preview import group_probes, written_completion_ids
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals, within_group_spread
 
 PROBE_PROMPTS = 3  # prompts of the latest batch whose probes are scored at a checkpoint, as the preview's probes (groups[:3])
+# What a run stopped for no learning signal is told: the difficulty scan's advice (docs/scan.md, "What to do"), which
+# the scan gives for the prompts it finds never (or always) solved.
+NO_SIGNAL_ADVICE = ("The difficulty scan's advice: check that the prompts ask for what the rewards look for "
+                    "(`rloo-studio preview CONFIG` says which formats they never ask for); if the model never solves them, "
+                    "give partial credit (a graded reward instead of 0/1), raise rloo.temperature or rloo.num_generations, "
+                    "start from a bigger model, or keep only the prompts it sometimes solves (`rloo-studio scan CONFIG "
+                    "--write-filtered`); if it always solves them, add harder prompts.")
+# Which alerts each `alerts:` key acts on.
+HACKING_KINDS = (alerts.PROBE_WINS, alerts.HELDOUT_FALLS)
 
 
 class HealthWatch:
     def __init__(self, run_dir: Path, facts: alerts.RunFacts, num_generations: int,
-                 probe_funcs: Sequence[Callable] = (), tokenizer=None, say: Callable[[str], None] = print):
+                 probe_funcs: Sequence[Callable] = (), tokenizer=None, say: Callable[[str], None] = print,
+                 actions: AlertActions | None = None, hints: Sequence[str] = ()):
         self.run_dir = Path(run_dir)
         self.facts = facts
         self.k = max(1, int(num_generations))
@@ -38,6 +55,11 @@ class HealthWatch:
         # A resumed run goes on from what the folder holds (its later records were set aside with the metrics').
         self.rows: list[dict] = runs.read_jsonl(self.run_dir / runs.METRICS_FILE)
         self.tracker = alerts.Tracker.from_records(runs.iter_jsonl(self.path))
+        self.actions = actions or AlertActions()
+        self.hints = list(hints)  # what else the stop's note says (the prompt <-> reward check's suggestions)
+        self.acted = {(r.get("kind"), r.get("subject"), r.get("began_step")) for r in runs.iter_jsonl(self.path)
+                      if r.get("event") == alerts.ACTION_EVENT}
+        self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
         self.checks: list[dict] = []
         self.heldout_checks: list[dict] = []
         # `heldout()` -> the mean weighted total of greedy completions for the first held-out prompts, with the model as
@@ -93,7 +115,7 @@ class HealthWatch:
                 values = [b[key] for b in batches if key in b]
                 row[key] = sum(values) / len(values)
         self.rows.append(row)
-        self._update()
+        self._update(row.get("step"))
         return row
 
     def on_checkpoint(self, step: int) -> dict | None:
@@ -116,7 +138,7 @@ class HealthWatch:
         self.heldout_checks.append(alerts.heldout_check(step, mean, sum(train) / len(train) if train else None))
         self.say(f"[rloo-studio] held-out check at step {step}: mean reward {mean:.4g} on the first "
                  f"{alerts.HELDOUT_PROMPTS} held-out prompts")
-        self._update()
+        self._update(step)
 
     def _check_probes(self, step: int) -> dict | None:
         """Score the hack probes for the latest batch's first prompts; record the check and any alarm it raises."""
@@ -151,7 +173,7 @@ class HealthWatch:
         probe_means = {kind: sum(v) / len(v) for kind, v in probe_values.items()}
         check = alerts.probe_check(step, probe_means, real_totals)
         self.checks.append(check)
-        self._update()
+        self._update(step)
         return check
 
     def _probe_kwargs(self, kwargs: dict, i: int, texts: list[str], n: int) -> dict:
@@ -171,13 +193,40 @@ class HealthWatch:
 
     # ---- output --------------------------------------------------------------------------------
 
-    def _update(self) -> None:
+    def _update(self, step: int | None) -> None:
         found = alerts.find_alerts(self.rows, self.facts, self.checks, self.heldout_checks)
         begun, records = self.tracker.new_records(found)
         if records:
             runs.append_jsonl(self.path, records)
         for alert in begun:
             self.say(f"[rloo-studio] {alert.line()}")
+        if isinstance(step, int):
+            self._act(found, step)
+
+    def _act(self, found: Sequence[alerts.Alert], step: int) -> None:
+        """Stop the run for the first ongoing alert the config's `alerts:` section says to stop on, once per episode."""
+        for alert in found:
+            key = self._stop_key(alert, step)
+            if key is None or alert.ended_step is not None or alert.key in self.acted or self.stop_reason:
+                continue
+            self.acted.add(alert.key)
+            # The callback stops at the next step's end (the end of a generation cycle), where a resume continues exactly.
+            done = (f"asked the run to stop at step {step}, as its config asks (alerts.{key}: stop); it stops with a "
+                    "checkpoint at the end of the next step a resume can continue from")
+            advice = [NO_SIGNAL_ADVICE, *self.hints] if alert.kind == alerts.NO_SIGNAL else [alert.action]
+            self.stop_reason = (f"{alert.title} since step {alert.began_step}: {done}. {alert.explanation} "
+                                + " ".join(advice) + " Change the config and continue with `rloo-studio train --resume "
+                                f"{self.run_dir}` (key=value overrides after it change settings).")
+            runs.append_jsonl(self.path, [alerts.action_record(alert, step, "stop", done)])
+            self.say(f"[rloo-studio] {self.stop_reason}")
+
+    def _stop_key(self, alert: alerts.Alert, step: int) -> str | None:
+        """The `alerts:` key that asks to stop on this alert now, or None."""
+        if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal == "stop":
+            return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None
+        if alert.kind in HACKING_KINDS and self.actions.on_hacking == "stop":
+            return "on_hacking"
+        return None
 
 
 def _per_completion(value, n: int) -> bool:

@@ -42,7 +42,17 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
 ASK_CHECK_ROWS = 200  # training rows whose prompts are read for the prompt <-> reward check: enough to find one that asks
 
 
+def _unasked(cfg: RunConfig, rows: Rows) -> list[dict]:
+    prompts = [row.get(cfg.data.prompt_column) for row in rows.train[:ASK_CHECK_ROWS]]
+    return check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts)
+
+
 def prompt_warnings(cfg: RunConfig, rows: Rows) -> list[str]:
     """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for."""
-    prompts = [row.get(cfg.data.prompt_column) for row in rows.train[:ASK_CHECK_ROWS]]
-    return warnings_from(check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts))
+    return warnings_from(_unasked(cfg, rows))
+
+
+def prompt_hints(cfg: RunConfig, rows: Rows) -> list[str]:
+    """The same, as short sentences for a run stopped for no learning signal: what to add to the system prompt."""
+    return [f"`{f['reward']}` looks for {f['looks_for']}, which no prompt asks for: add to data.system_prompt "
+            f"\"{f['suggestion']}\"" for f in _unasked(cfg, rows) if f["warning"]]

@@ -27,7 +27,7 @@ from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .health import HealthWatch
-from .preflight import preflight, prompt_warnings
+from .preflight import preflight, prompt_hints, prompt_warnings
 
 log = logging.getLogger("rloo_studio.train")
 
@@ -202,7 +202,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 control.should_save, self.save_pending = False, True
             elif boundary and self.save_pending:
                 control.should_save, self.save_pending = True, False
-            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir))
+            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir)
+                              or (health is not None and health.stop_reason))  # an alert the config says to stop on
             if _all_ranks_agree(wants_stop, stack):
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
@@ -651,7 +652,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                                                int(rloo_config.max_completion_length), float(rloo_config.beta or 0.0),
                                                bool(rloo_config.normalize_advantages), rloo_config.reward_clip_range),
                              rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
-                             probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards])
+                             probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
+                             actions=cfg.alerts, hints=prompt_hints(cfg, rows))
 
     def on_values(name, kwargs, values):
         recorder.on_values(name, kwargs, values)
@@ -697,8 +699,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                 raise disk_full_error(run_dir, f"saving the final {final_dir.name}") from exc
             raise
         runs.clear_stop(run_dir)
+        why = {"note": health.stop_reason} if stopped and health is not None and health.stop_reason else {}  # the status says why
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
-                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name)
+                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
     if main:
         print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
     else:

@@ -1,0 +1,55 @@
+"""Alerts that act, in a real training run on the tiny model: a reward that looks for an <answer> tag the prompts never
+ask for warns before training; with `alerts.on_no_signal: stop` the run stops itself with a checkpoint, its status says
+why (the scan's advice and the sentence to add), the badge says what was done, and `--resume` continues from the
+stop's checkpoint without stopping again for the same alert."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import only_run_dir, run_cli
+
+from rloo_studio import alerts, runs
+
+pytestmark = pytest.mark.slow
+
+TAGGED_REWARD = '''
+import re
+
+def tagged(completions, **kwargs):
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [1.0 if re.search(r"<answer>.*</answer>", t) else 0.0 for t in texts]
+'''
+
+
+def test_a_run_without_learning_signal_stops_itself_and_resumes_from_its_checkpoint(workspace):
+    (workspace.path / "rewards.py").write_text(TAGGED_REWARD)
+    config = workspace.write_config(rewards=[{"file": "rewards.py"}], alerts={"on_no_signal": "stop"},
+                                    rloo={"max_steps": 8, "save_steps": 2, "max_completion_length": 8})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    # The prompt <-> reward check warned before training, with the sentence to add.
+    assert "warning: `rewards.py:*` looks for <answer>…</answer>" in result.stdout
+    assert "Put your final answer between <answer> and </answer>." in result.stdout
+    # The alert is raised at step 3 (on that step's log); the stop is taken at the next step's end, with a checkpoint.
+    status = runs.read_status(run_dir)
+    stopped_at = alerts.NO_SIGNAL_STEPS + 1
+    assert status["state"] == "stopped" and status["step"] == stopped_at, status
+    assert "No learning signal since step 1" in status["note"] and "alerts.on_no_signal: stop" in status["note"]
+    assert "difficulty scan's advice" in status["note"] and "<answer>" in status["note"]
+    assert (run_dir / runs.CHECKPOINTS_DIR / f"checkpoint-{stopped_at}").is_dir()
+    assert f"Continue with: rloo-studio train --resume {run_dir}" in result.stdout
+    records = runs.read_jsonl(run_dir / runs.ALERTS_FILE)
+    [action] = [r for r in records if r["event"] == alerts.ACTION_EVENT]
+    assert action["kind"] == alerts.NO_SIGNAL and action["step"] == alerts.NO_SIGNAL_STEPS and action["taken"] == "stop"
+
+    from rloo_studio.ui.train_tab import TrainTab
+
+    badge = TrainTab.alerts_of(str(run_dir))
+    assert 'data-taken="stop"' in badge and f"asked the run to stop at step {alerts.NO_SIGNAL_STEPS}" in badge
+
+    again = run_cli("train", "--resume", run_dir, "rloo.max_steps=6", cwd=workspace.path)
+    assert again.returncode == 0, again.stderr[-4000:]
+    status = runs.read_status(run_dir)
+    assert status["resumed_from"] == stopped_at and status["state"] == "finished" and status["step"] == 6, status
+    assert len([r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]) == 1

@@ -1,0 +1,71 @@
+"""Alerts that act (engine/health.py, config `alerts:`): a run set to stop on an alert asks the trainer to stop, once
+per alert episode, writes what it did to alerts.jsonl and the badge says it; `warn` (the default) only warns."""
+
+from __future__ import annotations
+
+from rloo_studio import alerts, runs
+from rloo_studio.config import AlertActions, RunConfig
+from rloo_studio.engine.health import NO_SIGNAL_ADVICE, HealthWatch
+
+FACTS = alerts.RunFacts(["r"], [1.0])
+
+
+def _tied_steps(watch: HealthWatch, steps) -> list:
+    reasons = []
+    for step in steps:
+        watch.on_values("r", {"prompts": ["p"] * 4, "completions": ["a", "b", "c", "d"]}, [0.0, 0.0, 0.0, 0.0])
+        watch.on_metrics({"step": step})
+        reasons.append(watch.stop_reason)
+    return reasons
+
+
+def test_no_signal_stops_after_the_chosen_steps_with_the_scans_advice(tmp_path):
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None,
+                        actions=AlertActions(on_no_signal="stop", no_signal_steps=5), hints=['add "Say <answer>."'])
+    reasons = _tied_steps(watch, range(1, 7))
+    assert reasons[:4] == [None] * 4 and reasons[4] is not None  # raised at step 3, acted at step 5
+    assert "No learning signal since step 1" in reasons[4] and NO_SIGNAL_ADVICE in reasons[4]
+    assert 'add "Say <answer>."' in reasons[4] and f"--resume {tmp_path}" in reasons[4]
+    records = runs.read_jsonl(tmp_path / runs.ALERTS_FILE)
+    assert [(r["event"], r["step"]) for r in records] == [("began", 3), (alerts.ACTION_EVENT, 5)]
+    [shown] = alerts.current(records)
+    assert shown["taken"] == "stop" and "alerts.on_no_signal: stop" in shown["done"] and "at step 5" in shown["done"]
+
+    from rloo_studio.ui.run_view import alerts_html
+
+    badge = alerts_html(tmp_path)
+    assert 'data-taken="stop"' in badge and "Done:" in badge and "asked the run to stop at step 5" in badge
+
+    # Resumed from the stop's checkpoint: the same episode does not stop the run again.
+    resumed = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None,
+                          actions=AlertActions(on_no_signal="stop", no_signal_steps=5))
+    resumed.rows = [{"step": s, alerts.NO_SIGNAL_SHARE_KEY: 1.0} for s in range(1, 7)]
+    assert _tied_steps(resumed, range(7, 9)) == [None, None]
+
+
+def test_warn_only_warns(tmp_path):
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None)
+    assert _tied_steps(watch, range(1, 6)) == [None] * 5
+    assert [r["event"] for r in runs.read_jsonl(tmp_path / runs.ALERTS_FILE)] == ["began"]
+    assert 'data-taken' not in __import__("rloo_studio.ui.run_view", fromlist=["x"]).alerts_html(tmp_path)
+
+
+def test_a_hacking_alarm_stops_a_run_set_to_stop_on_hacking(tmp_path):
+    said = []
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=said.append, actions=AlertActions(on_hacking="stop"))
+    watch.checks.append(alerts.probe_check(2, {"empty": 0.0}, [0.5, 0.5]))
+    watch._update(2)
+    assert watch.stop_reason is None  # no probe out-scores the real completions
+    watch.checks.append(alerts.probe_check(4, {"rambling": 3.0}, [0.5, 0.5]))
+    watch._update(4)
+    assert watch.stop_reason and "Possible reward hacking since step 4" in watch.stop_reason
+    assert "alerts.on_hacking: stop" in said[-1]
+    assert HealthWatch(tmp_path / "w", FACTS, 2, say=said.append).actions.on_hacking == "warn"  # the default
+
+
+def test_the_config_section_is_checked():
+    cfg = RunConfig.from_dict({"alerts": {"on_no_signal": "stpo", "no_signal_steps": 0}})
+    problems = cfg.validate()
+    assert any(p.startswith("alerts.on_no_signal: 'stpo' is not one of warn, stop") and "stop" in p for p in problems)
+    assert "alerts.no_signal_steps: 0 must be greater than 0" in problems
+    assert RunConfig.from_dict({"alerts": {"on_hacking": "stop"}}).to_dict()["alerts"]["on_hacking"] == "stop"
