@@ -60,6 +60,9 @@ class HealthWatch:
         self.acted = {(r.get("kind"), r.get("subject"), r.get("began_step")) for r in runs.iter_jsonl(self.path)
                       if r.get("event") == alerts.ACTION_EVENT}
         self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
+        # `formats(completions)` -> the prompt <-> reward check's findings with the completions counted (set by the
+        # trainer): on the first batch, the formats warned about before training are checked against what the model writes.
+        self.formats: Callable[[list], list[dict]] | None = None
         self.checks: list[dict] = []
         self.heldout_checks: list[dict] = []
         # `heldout()` -> the mean weighted total of greedy completions for the first held-out prompts, with the model as
@@ -76,6 +79,7 @@ class HealthWatch:
 
     def on_values(self, name: str, kwargs: dict, values: list) -> None:
         """A reward function's checked values for one generation batch (the `guard` callback)."""
+        first = None
         with self._lock:
             key = id(kwargs["completions"])  # TRL passes the same list object to every function of a batch
             if key != self._batch_key:
@@ -86,6 +90,25 @@ class HealthWatch:
             if len(self._values) == len(self.facts.reward_names):
                 self._last_batch = (kwargs, dict(self._values))
                 self._measure_signal([self._values[n] for n in self.facts.reward_names])
+                first, self.formats = self.formats, None
+        if len(self._values) == len(self.facts.reward_names) and first is not None:
+            self._check_formats(first, kwargs["completions"])
+
+    def _check_formats(self, formats: Callable[[list], list[dict]], completions: list) -> None:
+        """Say, for each format no prompt asks for (warned about before training), how many of the first batch's
+        completions write it: at least half (the model writes it unasked) lifts the warning."""
+        try:
+            findings = formats(completions)
+        except Exception as exc:  # noqa: BLE001 - a check that cannot run must not end the run
+            self.say(f"[rloo-studio] the prompt <-> reward check on the first batch failed ({type(exc).__name__}); skipped")
+            return
+        for f in findings:
+            if f["note"]:
+                self.say(f"[rloo-studio] first batch: {f['matched']} of {f['completions']} completions write "
+                         f"{f['looks_for']} unasked, so the warning about `{f['reward']}` above does not apply.")
+            elif f["warning"]:
+                self.say(f"[rloo-studio] first batch: {f['matched']} of {f['completions']} completions write "
+                         f"{f['looks_for']}, which `{f['reward']}` looks for and no prompt asks for.")
 
     def _measure_signal(self, per_function: list[list]) -> None:
         """What the batch's rewards give RLOO to learn from, before the KL penalty TRL subtracts next: the share of

@@ -42,17 +42,19 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
 ASK_CHECK_ROWS = 200  # training rows whose prompts are read for the prompt <-> reward check: enough to find one that asks
 
 
-def _unasked(cfg: RunConfig, rows: Rows) -> list[dict]:
+def format_findings(cfg: RunConfig, rows: Rows, completions=None) -> list[dict]:
+    """rewards.asks.check_asks for the run: its system prompt and first training prompts; given `completions`
+    (the first generation batch, in training), also how many of them write each format."""
     prompts = [row.get(cfg.data.prompt_column) for row in rows.train[:ASK_CHECK_ROWS]]
-    return check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts)
+    return check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts, completions)
 
 
 def prompt_warnings(cfg: RunConfig, rows: Rows) -> list[str]:
     """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for."""
-    return warnings_from(_unasked(cfg, rows))
+    return warnings_from(format_findings(cfg, rows))
 
 
 def prompt_hints(cfg: RunConfig, rows: Rows) -> list[str]:
     """The same, as short sentences for a run stopped for no learning signal: what to add to the system prompt."""
     return [f"`{f['reward']}` looks for {f['looks_for']}, which no prompt asks for: add to data.system_prompt "
-            f"\"{f['suggestion']}\"" for f in _unasked(cfg, rows) if f["warning"]]
+            f"\"{f['suggestion']}\"" for f in format_findings(cfg, rows) if f["warning"]]

@@ -27,7 +27,7 @@ from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .health import HealthWatch
-from .preflight import preflight, prompt_hints, prompt_warnings
+from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
 
 log = logging.getLogger("rloo_studio.train")
 
@@ -654,6 +654,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                              rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
                              probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
                              actions=cfg.alerts, hints=prompt_hints(cfg, rows))
+        health.formats = lambda completions: format_findings(cfg, rows, completions)
 
     def on_values(name, kwargs, values):
         recorder.on_values(name, kwargs, values)

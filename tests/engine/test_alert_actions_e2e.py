@@ -31,6 +31,7 @@ def test_a_run_without_learning_signal_stops_itself_and_resumes_from_its_checkpo
     # The prompt <-> reward check warned before training, with the sentence to add.
     assert "warning: `rewards.py:*` looks for <answer>…</answer>" in result.stdout
     assert "Put your final answer between <answer> and </answer>." in result.stdout
+    assert "first batch: 0 of 8 completions write <answer>…</answer>, which `rewards.py:*` looks for" in result.stdout
     # The alert is raised at step 3 (on that step's log); the stop is taken at the next step's end, with a checkpoint.
     status = runs.read_status(run_dir)
     stopped_at = alerts.NO_SIGNAL_STEPS + 1

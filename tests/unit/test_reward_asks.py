@@ -123,3 +123,18 @@ def test_preflight_warns_without_refusing(tmp_path):
     assert "`numeric_answer` looks for #### before the answer" in warning and "any of the 2 prompts" in warning
     cfg.data.system_prompt = "End with #### and the number."
     assert prompt_warnings(cfg, rows) == []
+
+
+def test_the_first_training_batch_says_whether_the_model_writes_the_format_unasked(tmp_path):
+    from rloo_studio import alerts
+    from rloo_studio.engine.health import HealthWatch
+
+    said = []
+    watch = HealthWatch(tmp_path, alerts.RunFacts(["think_format"], [1.0]), num_generations=2, say=said.append)
+    watch.formats = lambda completions: check_asks([RewardSpec(name="think_format")], tmp_path, None, ["2+2?"], completions)
+    batch = {"prompts": ["2+2?"] * 4, "completions": ["<think>2+2</think>4", "<think>x</think>4", "<think>y</think>4", "4"]}
+    watch.on_values("think_format", batch, [1.0, 1.0, 1.0, 0.0])
+    assert said == ["[rloo-studio] first batch: 3 of 4 completions write <think>…</think> unasked, so the warning about "
+                    "`think_format` above does not apply."]
+    watch.on_values("think_format", {**batch, "completions": list(batch["completions"])}, [0.0] * 4)
+    assert len(said) == 1  # the first batch only
