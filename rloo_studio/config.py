@@ -245,6 +245,15 @@ class AlertActions:
                             "or 'Held-out reward falling' is raised: `warn`, or `stop` the run.", default="warn")
 
 
+@dataclass
+class DynamicSampling:
+    """Dynamic sampling (engine/dynamic_sampling.py): prompt groups tied on reward are dropped and new prompts sampled."""
+    enabled: bool = _help("Drop prompt groups whose completions all got the same total reward and sample new prompts to "
+                          "fill the batch (as DAPO does). Costs extra generation; one process only.", default=False)
+    max_extra_generations: int = _help("At most this many extra generation batches per step; when they are used up, "
+                                       "the batch is filled with tied groups.", default=2)
+
+
 def as_mapping(value) -> dict:
     """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string; {} when unset."""
     if value is None or value == "":
@@ -295,6 +304,8 @@ class RunConfig:
     rloo: dict = _help("Passed to trl.RLOOConfig by name: anything RLOOConfig accepts may appear here.", default_factory=dict)
     output: OutputConfig = _help("Where runs are written.", default_factory=OutputConfig)
     alerts: AlertActions = _help("What the run does on its own when a health alert is raised.", default_factory=AlertActions)
+    dynamic_sampling: DynamicSampling = _help("Drop reward-tied prompt groups and sample new prompts in their place.",
+                                              default_factory=DynamicSampling)
     # Folder relative paths in the config (reward files, data files, model folders) resolve against.
     base_dir: str = field(default=".", repr=False, compare=False, metadata={"help": "", "internal": True})
 
@@ -434,6 +445,12 @@ class RunConfig:
         for key in ("on_no_signal", "on_hacking"):
             _check_choice(problems, f"alerts.{key}", getattr(self.alerts, key), ALERT_ACTIONS)
         _check_positive(problems, "alerts.no_signal_steps", self.alerts.no_signal_steps)
+        if self.dynamic_sampling.max_extra_generations < 0:
+            problems.append(f"dynamic_sampling.max_extra_generations: {self.dynamic_sampling.max_extra_generations} "
+                            "must be 0 or more (e.g. 2)")
+        if self.dynamic_sampling.enabled and num_processes > 1:
+            problems.append(f"dynamic_sampling.enabled: works on one process, not {num_processes} — set it to false "
+                            "or train on one process")
 
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
@@ -496,7 +513,8 @@ class RunConfig:
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig, "alerts": AlertActions}
+_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig, "alerts": AlertActions,
+                  "dynamic_sampling": DynamicSampling}
 
 
 def did_you_mean(key: str, choices) -> str:

@@ -26,6 +26,7 @@ from ..errors import ConfigError, DataError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
+from .dynamic_sampling import DynamicSampler
 from .health import HealthWatch
 from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
 
@@ -678,6 +679,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if loaded.lora:
         keep_adapters_in_fp32(trainer.model, stack.torch)
     record_trained_advantages(trainer, recorder, stack.torch)
+    if cfg.dynamic_sampling.enabled:  # outside the recorder: it records every generated batch, as the rewards saw them
+        DynamicSampler(cfg.dynamic_sampling.max_extra_generations, int(rloo_config.seed)).install(trainer, stack.torch)
     if checkpoint is not None and loaded.lora:
         restore_trained_adapter(trainer.model, checkpoint)
     _name_checkpoint_on_disk_full(trainer, run_dir)
