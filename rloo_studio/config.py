@@ -243,6 +243,11 @@ class AlertActions:
                                  "3; a smaller number acts then).", default=3)
     on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
                             "or 'Held-out reward falling' is raised: `warn`, or `stop` the run.", default="warn")
+    on_heldout_plateau: str = _help("When the held-out check (runs with held-out prompts) has not beaten its best for "
+                                    "heldout_patience checkpoints: `off` (no such alert), `warn`, or `stop` early and keep "
+                                    "the best checkpoint.", default="off")
+    heldout_patience: int = _help("Held-out checks in a row (one per saved checkpoint) without a new best before "
+                                  "on_heldout_plateau acts.", default=3)
 
 
 @dataclass
@@ -444,7 +449,9 @@ class RunConfig:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
         for key in ("on_no_signal", "on_hacking"):
             _check_choice(problems, f"alerts.{key}", getattr(self.alerts, key), ALERT_ACTIONS)
+        _check_choice(problems, "alerts.on_heldout_plateau", self.alerts.on_heldout_plateau, ("off", *ALERT_ACTIONS))
         _check_positive(problems, "alerts.no_signal_steps", self.alerts.no_signal_steps)
+        _check_positive(problems, "alerts.heldout_patience", self.alerts.heldout_patience)
         if self.dynamic_sampling.max_extra_generations < 0:
             problems.append(f"dynamic_sampling.max_extra_generations: {self.dynamic_sampling.max_extra_generations} "
                             "must be 0 or more (e.g. 2)")

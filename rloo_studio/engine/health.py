@@ -11,7 +11,8 @@ prompts, with the run's own reward functions). The rules
 themselves live in `rloo_studio.alerts`; this module only gathers their inputs and writes their output.
 
 It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` on 'No learning
-signal' lasting `no_signal_steps` steps, or on 'Possible reward hacking' / 'Held-out reward falling'. Acting means
+signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
+reward stalled' (looked for only when asked), keeping the best checkpoint. Acting means
 setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
 next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
 Each alert episode is acted on once: a resumed run is not stopped again for the episode that stopped it.
@@ -63,6 +64,9 @@ class HealthWatch:
         # `formats(completions)` -> the prompt <-> reward check's findings with the completions counted (set by the
         # trainer): on the first batch, the formats warned about before training are checked against what the model writes.
         self.formats: Callable[[list], list[dict]] | None = None
+        # `keep_checkpoint(step)`: keeps that checkpoint from being rotated away (set by the trainer); with a held-out
+        # plateau looked for, the checkpoint of the best held-out check so far is kept, as the one to use after a stop.
+        self.keep_checkpoint: Callable[[int], None] | None = None
         self.checks: list[dict] = []
         self.heldout_checks: list[dict] = []
         # `heldout()` -> the mean weighted total of greedy completions for the first held-out prompts, with the model as
@@ -158,7 +162,12 @@ class HealthWatch:
             return
         since = self.heldout_checks[-1]["step"] if self.heldout_checks else 0
         train = [r["reward"] for r in self.rows if isinstance(r.get("reward"), (int, float)) and since < (r.get("step") or 0) <= step]
+        best = max((c["heldout"] for c in self.heldout_checks), default=None)
         self.heldout_checks.append(alerts.heldout_check(step, mean, sum(train) / len(train) if train else None))
+        if self.actions.on_heldout_plateau != "off" and self.keep_checkpoint is not None and (best is None or mean > best):
+            # Kept from now on: a save_total_limit rotation at a later checkpoint would otherwise delete it before the
+            # plateau that makes it the one to use is seen.
+            self.keep_checkpoint(step)
         self.say(f"[rloo-studio] held-out check at step {step}: mean reward {mean:.4g} on the first "
                  f"{alerts.HELDOUT_PROMPTS} held-out prompts")
         self._update(step)
@@ -217,7 +226,8 @@ class HealthWatch:
     # ---- output --------------------------------------------------------------------------------
 
     def _update(self, step: int | None) -> None:
-        found = alerts.find_alerts(self.rows, self.facts, self.checks, self.heldout_checks)
+        patience = self.actions.heldout_patience if self.actions.on_heldout_plateau != "off" else None
+        found = alerts.find_alerts(self.rows, self.facts, self.checks, self.heldout_checks, patience)
         begun, records = self.tracker.new_records(found)
         if records:
             runs.append_jsonl(self.path, records)
@@ -237,6 +247,8 @@ class HealthWatch:
             done = (f"asked the run to stop at step {step}, as its config asks (alerts.{key}: stop); it stops with a "
                     "checkpoint at the end of the next step a resume can continue from")
             advice = [NO_SIGNAL_ADVICE, *self.hints] if alert.kind == alerts.NO_SIGNAL else [alert.action]
+            if alert.kind == alerts.HELDOUT_PLATEAU:  # kept since its check (_check_heldout)
+                done += f"; checkpoint-{alert.numbers['best_step']}, the best held-out check, is kept"
             self.stop_reason = (f"{alert.title} since step {alert.began_step}: {done}. {alert.explanation} "
                                 + " ".join(advice) + " Change the config and continue with `rloo-studio train --resume "
                                 f"{self.run_dir}` (key=value overrides after it change settings).")
@@ -249,6 +261,8 @@ class HealthWatch:
             return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None
         if alert.kind in HACKING_KINDS and self.actions.on_hacking == "stop":
             return "on_hacking"
+        if alert.kind == alerts.HELDOUT_PLATEAU and self.actions.on_heldout_plateau == "stop":
+            return "on_heldout_plateau"
         return None
 
 

@@ -655,7 +655,6 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                              rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
                              probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
                              actions=cfg.alerts, hints=prompt_hints(cfg, rows))
-        health.formats = lambda completions: format_findings(cfg, rows, completions)
 
     def on_values(name, kwargs, values):
         recorder.on_values(name, kwargs, values)
@@ -671,6 +670,12 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
         processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)],
     )
+    if health is not None:
+        health.formats = lambda completions: format_findings(cfg, rows, completions)
+        # A checkpoint named best is kept when save_total_limit rotates the others away (transformers keeps
+        # state.best_model_checkpoint); set when the run stops on a held-out plateau.
+        health.keep_checkpoint = lambda step: setattr(trainer.state, "best_model_checkpoint",
+                                                      os.path.join(trainer.args.output_dir, f"checkpoint-{step}"))
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)

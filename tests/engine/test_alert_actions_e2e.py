@@ -54,3 +54,22 @@ def test_a_run_without_learning_signal_stops_itself_and_resumes_from_its_checkpo
     status = runs.read_status(run_dir)
     assert status["resumed_from"] == stopped_at and status["state"] == "finished" and status["step"] == 6, status
     assert len([r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]) == 1
+
+
+def test_a_held_out_plateau_stops_the_run_early_and_keeps_the_best_checkpoint(workspace):
+    """With a learning rate of 1e-12 the model does not change its greedy answers, so every held-out check ties the first: no check beats the
+    best, and with heldout_patience 2 the third check (step 3) stops the run, keeping checkpoint-1 from save_total_limit."""
+    config = workspace.write_config(alerts={"on_heldout_plateau": "stop", "heldout_patience": 2},
+                                    data={"source": "data.jsonl", "test_fraction": 0.2},
+                                    rloo={"max_steps": 8, "save_steps": 1, "save_total_limit": 2, "learning_rate": 1.0e-12,
+                                          "max_completion_length": 8})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped" and status["step"] == 4, status
+    assert "Held-out reward stalled since step 2" in status["note"] and "checkpoint-1, the best held-out check, is kept" in status["note"]
+    kept = sorted(p.name for p in (run_dir / runs.CHECKPOINTS_DIR).glob("checkpoint-*"))
+    assert kept == ["checkpoint-1", "checkpoint-4"], kept  # without keeping it, save_total_limit 2 would leave 3 and 4
+    [action] = [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
+    assert action["kind"] == alerts.HELDOUT_PLATEAU and action["step"] == 3

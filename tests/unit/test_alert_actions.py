@@ -60,7 +60,7 @@ def test_a_hacking_alarm_stops_a_run_set_to_stop_on_hacking(tmp_path):
     watch._update(4)
     assert watch.stop_reason and "Possible reward hacking since step 4" in watch.stop_reason
     assert "alerts.on_hacking: stop" in said[-1]
-    assert HealthWatch(tmp_path / "w", FACTS, 2, say=said.append).actions.on_hacking == "warn"  # the default
+    assert HealthWatch(tmp_path, FACTS, 2, say=said.append).actions.on_hacking == "warn"  # the default
 
 
 def test_the_config_section_is_checked():
@@ -69,3 +69,45 @@ def test_the_config_section_is_checked():
     assert any(p.startswith("alerts.on_no_signal: 'stpo' is not one of warn, stop") and "stop" in p for p in problems)
     assert "alerts.no_signal_steps: 0 must be greater than 0" in problems
     assert RunConfig.from_dict({"alerts": {"on_hacking": "stop"}}).to_dict()["alerts"]["on_hacking"] == "stop"
+
+
+def test_a_held_out_plateau_is_an_alert_only_when_the_run_asks_for_it():
+    checks = [alerts.heldout_check(s, m, None) for s, m in [(2, 0.2), (4, 0.5), (6, 0.45), (8, 0.5), (10, 0.3)]]
+    assert not [a for a in alerts.find_alerts([], FACTS, (), checks) if a.kind == alerts.HELDOUT_PLATEAU]
+    [alert] = [a for a in alerts.find_alerts([], FACTS, (), checks, heldout_patience=3) if a.kind == alerts.HELDOUT_PLATEAU]
+    # The best check was at step 4 (0.5); steps 6, 8 and 10 did not beat it (a tie is no gain).
+    assert (alert.began_step, alert.raised_step, alert.ended_step) == (6, 10, None)
+    assert alert.numbers["best_step"] == 4 and alert.numbers["best"] == 0.5 and alert.numbers["checks"] == 3
+    assert "checkpoint-4" in alert.explanation and "8 held-out prompts" in alert.explanation
+    assert not [a for a in alerts.find_alerts([], FACTS, (), checks[:4], heldout_patience=3) if a.kind == alerts.HELDOUT_PLATEAU]
+
+
+def test_a_plateau_stops_the_run_and_keeps_the_best_checkpoint(tmp_path):
+    kept = []
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None,
+                        actions=AlertActions(on_heldout_plateau="stop", heldout_patience=2))
+    watch.keep_checkpoint = kept.append
+    means = iter([0.2, 0.6, 0.5, 0.55])
+    watch.heldout = lambda: next(means)
+    for step in (2, 4, 6):
+        watch.on_checkpoint(step)
+        assert watch.stop_reason is None
+    watch.on_checkpoint(8)
+    assert kept == [2, 4] and "checkpoint-4" in watch.stop_reason  # each new best when it was checked and "alerts.on_heldout_plateau: stop" in watch.stop_reason
+    (tmp_path / "w").mkdir()
+    (tmp_path / "off").mkdir()
+    warned = HealthWatch(tmp_path / "w", FACTS, num_generations=2, say=lambda line: None,
+                         actions=AlertActions(on_heldout_plateau="warn", heldout_patience=2))
+    means = iter([0.2, 0.6, 0.5, 0.55])
+    warned.heldout = lambda: next(means)
+    for step in (2, 4, 6, 8):
+        warned.on_checkpoint(step)
+    assert warned.stop_reason is None
+    assert [r["kind"] for r in runs.read_jsonl(tmp_path / "w" / runs.ALERTS_FILE)] == [alerts.HELDOUT_PLATEAU]
+    # Off (the default): no such alert at all.
+    off = HealthWatch(tmp_path / "off", FACTS, num_generations=2, say=lambda line: None)
+    means = iter([0.2, 0.6, 0.5, 0.55])
+    off.heldout = lambda: next(means)
+    for step in (2, 4, 6, 8):
+        off.on_checkpoint(step)
+    assert runs.read_jsonl(tmp_path / "off" / runs.ALERTS_FILE) == []
