@@ -237,8 +237,9 @@ ALERT_ACTIONS = ("warn", "stop")
 class AlertActions:
     """What a run does on its own when a health alert is raised (docs/alerts.md): `warn` shows the alert only; `stop`
     also stops the run cleanly, as a stop request does (a checkpoint, resumable with --resume), once per alert."""
-    on_no_signal: str = _help("When 'No learning signal' has lasted no_signal_steps steps: `warn`, or `stop` the run with "
-                              "the difficulty scan's advice.", default="warn")
+    on_no_signal: str = _help("When 'No learning signal' has lasted no_signal_steps steps: `warn`, `stop` the run with "
+                              "the difficulty scan's advice, or switch on `dynamic_sampling` (one process only).",
+                              default="warn")
     no_signal_steps: int = _help("Steps of no learning signal before on_no_signal: stop acts (the alert itself is raised after "
                                  "3; a smaller number acts then).", default=3)
     on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
@@ -447,8 +448,11 @@ class RunConfig:
 
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
-        for key in ("on_no_signal", "on_hacking"):
-            _check_choice(problems, f"alerts.{key}", getattr(self.alerts, key), ALERT_ACTIONS)
+        _check_choice(problems, "alerts.on_no_signal", self.alerts.on_no_signal, (*ALERT_ACTIONS, "dynamic_sampling"))
+        _check_choice(problems, "alerts.on_hacking", self.alerts.on_hacking, ALERT_ACTIONS)
+        if self.alerts.on_no_signal == "dynamic_sampling" and num_processes > 1:
+            problems.append(f"alerts.on_no_signal: 'dynamic_sampling' works on one process, not {num_processes} — use "
+                            "warn or stop, or train on one process")
         _check_choice(problems, "alerts.on_heldout_plateau", self.alerts.on_heldout_plateau, ("off", *ALERT_ACTIONS))
         _check_positive(problems, "alerts.no_signal_steps", self.alerts.no_signal_steps)
         _check_positive(problems, "alerts.heldout_patience", self.alerts.heldout_patience)

@@ -81,9 +81,11 @@ def join_rows(outputs: Sequence[dict], picks: Sequence[tuple[int, int]], k: int,
 
 
 class DynamicSampler:
-    def __init__(self, max_extra_generations: int, seed: int):
+    def __init__(self, max_extra_generations: int, seed: int, active: bool = True):
         self.max_extra = int(max_extra_generations)
         self.seed = int(seed)
+        # Off: TRL's step as it is. Installed off for a run that may switch it on (alerts.on_no_signal: dynamic_sampling).
+        self.active = active
 
     def install(self, trainer, torch) -> None:
         generate_and_score = trainer._generate_and_score_completions
@@ -96,7 +98,7 @@ class DynamicSampler:
             return result
 
         def generate_score_and_select(inputs):
-            if not trainer.model.training:
+            if not trainer.model.training or not self.active:
                 return generate_and_score(inputs)
             k = int(trainer.num_generations)
             needed = len(inputs) // k

@@ -10,8 +10,8 @@ completions for the first held-out prompts, and the reward preview's hack probes
 prompts, with the run's own reward functions). The rules
 themselves live in `rloo_studio.alerts`; this module only gathers their inputs and writes their output.
 
-It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` on 'No learning
-signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
+It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` (or switch on
+dynamic sampling, engine/dynamic_sampling.py) on 'No learning signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
 reward stalled' (looked for only when asked), keeping the best checkpoint. Acting means
 setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
 next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
@@ -58,8 +58,12 @@ class HealthWatch:
         self.tracker = alerts.Tracker.from_records(runs.iter_jsonl(self.path))
         self.actions = actions or AlertActions()
         self.hints = list(hints)  # what else the stop's note says (the prompt <-> reward check's suggestions)
-        self.acted = {(r.get("kind"), r.get("subject"), r.get("began_step")) for r in runs.iter_jsonl(self.path)
-                      if r.get("event") == alerts.ACTION_EVENT}
+        done = [r for r in runs.iter_jsonl(self.path) if r.get("event") == alerts.ACTION_EVENT]
+        self.acted = {(r.get("kind"), r.get("subject"), r.get("began_step")) for r in done}
+        # Switched on before a resume: the resumed run samples dynamically from its start (the trainer reads this).
+        self.sampling_switched_on = any(r.get("taken") == "dynamic_sampling" for r in done)
+        # `switch_on_sampling()`: turns dynamic sampling on (set by the trainer, which installed it switched off).
+        self.switch_on_sampling: Callable[[], None] | None = None
         self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
         # `formats(completions)` -> the prompt <-> reward check's findings with the completions counted (set by the
         # trainer): on the first batch, the formats warned about before training are checked against what the model writes.
@@ -237,12 +241,16 @@ class HealthWatch:
             self._act(found, step)
 
     def _act(self, found: Sequence[alerts.Alert], step: int) -> None:
-        """Stop the run for the first ongoing alert the config's `alerts:` section says to stop on, once per episode."""
+        """Act on each ongoing alert the config's `alerts:` section says to act on, once per episode: switch on dynamic
+        sampling, or stop the run (for the first such alert)."""
         for alert in found:
             key = self._stop_key(alert, step)
             if key is None or alert.ended_step is not None or alert.key in self.acted or self.stop_reason:
                 continue
             self.acted.add(alert.key)
+            if getattr(self.actions, key) == "dynamic_sampling":
+                self._switch_on_sampling(alert, step)
+                continue
             # The callback stops at the next step's end (the end of a generation cycle), where a resume continues exactly.
             done = (f"asked the run to stop at step {step}, as its config asks (alerts.{key}: stop); it stops with a "
                     "checkpoint at the end of the next step a resume can continue from")
@@ -255,9 +263,19 @@ class HealthWatch:
             runs.append_jsonl(self.path, [alerts.action_record(alert, step, "stop", done)])
             self.say(f"[rloo-studio] {self.stop_reason}")
 
+    def _switch_on_sampling(self, alert: alerts.Alert, step: int) -> None:
+        done = (f"switched on dynamic sampling at step {step}, as the run's config asks (alerts.on_no_signal: "
+                "dynamic_sampling): prompt groups tied on reward are dropped and new prompts generated in their place, "
+                "up to dynamic_sampling.max_extra_generations extra batches per step")
+        if self.switch_on_sampling is not None:
+            self.switch_on_sampling()
+        self.sampling_switched_on = True
+        runs.append_jsonl(self.path, [alerts.action_record(alert, step, "dynamic_sampling", done)])
+        self.say(f"[rloo-studio] {alert.title} since step {alert.began_step}: {done}.")
+
     def _stop_key(self, alert: alerts.Alert, step: int) -> str | None:
-        """The `alerts:` key that asks to stop on this alert now, or None."""
-        if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal == "stop":
+        """The `alerts:` key that asks to act on this alert now (stop, or switch on dynamic sampling), or None."""
+        if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal in ("stop", "dynamic_sampling"):
             return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None
         if alert.kind in HACKING_KINDS and self.actions.on_hacking == "stop":
             return "on_hacking"

@@ -684,8 +684,14 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if loaded.lora:
         keep_adapters_in_fp32(trainer.model, stack.torch)
     record_trained_advantages(trainer, recorder, stack.torch)
-    if cfg.dynamic_sampling.enabled:  # outside the recorder: it records every generated batch, as the rewards saw them
-        DynamicSampler(cfg.dynamic_sampling.max_extra_generations, int(rloo_config.seed)).install(trainer, stack.torch)
+    if cfg.dynamic_sampling.enabled or cfg.alerts.on_no_signal == "dynamic_sampling":
+        # Outside the recorder: it records every generated batch, as the rewards saw them. Off until the no-signal
+        # alert switches it on, when the config asks for that instead (and on from the start of a run resumed after).
+        sampler = DynamicSampler(cfg.dynamic_sampling.max_extra_generations, int(rloo_config.seed),
+                                 active=cfg.dynamic_sampling.enabled or bool(health and health.sampling_switched_on))
+        sampler.install(trainer, stack.torch)
+        if health is not None:
+            health.switch_on_sampling = lambda: setattr(sampler, "active", True)
     if checkpoint is not None and loaded.lora:
         restore_trained_adapter(trainer.model, checkpoint)
     _name_checkpoint_on_disk_full(trainer, run_dir)

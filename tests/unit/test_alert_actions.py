@@ -111,3 +111,18 @@ def test_a_plateau_stops_the_run_and_keeps_the_best_checkpoint(tmp_path):
     for step in (2, 4, 6, 8):
         off.on_checkpoint(step)
     assert runs.read_jsonl(tmp_path / "off" / runs.ALERTS_FILE) == []
+
+
+def test_no_signal_can_switch_on_dynamic_sampling_instead(tmp_path):
+    switched = []
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None,
+                        actions=AlertActions(on_no_signal="dynamic_sampling"))
+    watch.switch_on_sampling = lambda: switched.append(True)
+    assert _tied_steps(watch, range(1, 6)) == [None] * 5  # no stop
+    assert switched == [True]
+    [action] = [r for r in runs.read_jsonl(tmp_path / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
+    assert action["taken"] == "dynamic_sampling" and action["step"] == 3 and "switched on dynamic sampling" in action["done"]
+    # A resumed run goes on sampling dynamically.
+    assert HealthWatch(tmp_path, FACTS, 2, say=lambda line: None).sampling_switched_on
+    assert any("alerts.on_no_signal: 'dynamic_sampling' works on one process" in p
+               for p in RunConfig.from_dict({"alerts": {"on_no_signal": "dynamic_sampling"}}).validate(num_processes=2))
