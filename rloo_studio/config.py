@@ -243,7 +243,9 @@ class AlertActions:
     no_signal_steps: int = _help("Steps of no learning signal before on_no_signal: stop acts (the alert itself is raised after "
                                  "3; a smaller number acts then).", default=3)
     on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
-                            "or 'Held-out reward falling' is raised: `warn`, or `stop` the run.", default="warn")
+                            "or 'Held-out reward falling' is raised: `warn`, `stop` the run, or `rollback`: stop and set "
+                            "aside the checkpoints from the alarm on, so --resume continues from the last one before it.",
+                            default="warn")
     on_heldout_plateau: str = _help("When the held-out check (runs with held-out prompts) has not beaten its best for "
                                     "heldout_patience checkpoints: `off` (no such alert), `warn`, or `stop` early and keep "
                                     "the best checkpoint.", default="off")
@@ -449,7 +451,7 @@ class RunConfig:
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
         _check_choice(problems, "alerts.on_no_signal", self.alerts.on_no_signal, (*ALERT_ACTIONS, "dynamic_sampling"))
-        _check_choice(problems, "alerts.on_hacking", self.alerts.on_hacking, ALERT_ACTIONS)
+        _check_choice(problems, "alerts.on_hacking", self.alerts.on_hacking, (*ALERT_ACTIONS, "rollback"))
         if self.alerts.on_no_signal == "dynamic_sampling" and num_processes > 1:
             problems.append(f"alerts.on_no_signal: 'dynamic_sampling' works on one process, not {num_processes} — use "
                             "warn or stop, or train on one process")

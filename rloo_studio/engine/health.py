@@ -12,7 +12,8 @@ themselves live in `rloo_studio.alerts`; this module only gathers their inputs a
 
 It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` (or switch on
 dynamic sampling, engine/dynamic_sampling.py) on 'No learning signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
-reward stalled' (looked for only when asked), keeping the best checkpoint. Acting means
+reward stalled' (looked for only when asked), keeping the best checkpoint; on a hacking alarm also `rollback`: stop,
+then set the checkpoints from the alarm on aside (`roll_back`), so a resume continues from the last good one. Acting means
 setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
 next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
 Each alert episode is acted on once: a resumed run is not stopped again for the episode that stopped it.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,6 +32,7 @@ from ..config import AlertActions
 from ..rewards.preview import group_probes, written_completion_ids
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals, within_group_spread
 
+ROLLED_BACK_DIR = "checkpoints.rolled-back"  # where a rollback moves the suspect checkpoints (run folder)
 PROBE_PROMPTS = 3  # prompts of the latest batch whose probes are scored at a checkpoint, as the preview's probes (groups[:3])
 # What a run stopped for no learning signal is told: the difficulty scan's advice (docs/scan.md, "What to do"), which
 # the scan gives for the prompts it finds never (or always) solved.
@@ -65,6 +68,9 @@ class HealthWatch:
         # `switch_on_sampling()`: turns dynamic sampling on (set by the trainer, which installed it switched off).
         self.switch_on_sampling: Callable[[], None] | None = None
         self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
+        # With on_hacking: rollback, the first step whose checkpoints the alarm makes suspect: the trainer sets them aside
+        # (`roll_back`) once the run has stopped.
+        self.rollback_from: int | None = None
         # `formats(completions)` -> the prompt <-> reward check's findings with the completions counted (set by the
         # trainer): on the first batch, the formats warned about before training are checked against what the model writes.
         self.formats: Callable[[list], list[dict]] | None = None
@@ -255,12 +261,18 @@ class HealthWatch:
             done = (f"asked the run to stop at step {step}, as its config asks (alerts.{key}: stop); it stops with a "
                     "checkpoint at the end of the next step a resume can continue from")
             advice = [NO_SIGNAL_ADVICE, *self.hints] if alert.kind == alerts.NO_SIGNAL else [alert.action]
+            if getattr(self.actions, key) == "rollback":
+                self.rollback_from = suspect_from(alert)
+                done = (f"asked the run to stop at step {step} and to set aside its checkpoints from step "
+                        f"{self.rollback_from} on, as its config asks (alerts.{key}: rollback); --resume continues from "
+                        "the last checkpoint before them")
             if alert.kind == alerts.HELDOUT_PLATEAU:  # kept since its check (_check_heldout)
                 done += f"; checkpoint-{alert.numbers['best_step']}, the best held-out check, is kept"
             self.stop_reason = (f"{alert.title} since step {alert.began_step}: {done}. {alert.explanation} "
                                 + " ".join(advice) + " Change the config and continue with `rloo-studio train --resume "
                                 f"{self.run_dir}` (key=value overrides after it change settings).")
-            runs.append_jsonl(self.path, [alerts.action_record(alert, step, "stop", done)])
+            taken = "rollback" if self.rollback_from is not None else "stop"
+            runs.append_jsonl(self.path, [alerts.action_record(alert, step, taken, done)])
             self.say(f"[rloo-studio] {self.stop_reason}")
 
     def _switch_on_sampling(self, alert: alerts.Alert, step: int) -> None:
@@ -277,11 +289,43 @@ class HealthWatch:
         """The `alerts:` key that asks to act on this alert now (stop, or switch on dynamic sampling), or None."""
         if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal in ("stop", "dynamic_sampling"):
             return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None
-        if alert.kind in HACKING_KINDS and self.actions.on_hacking == "stop":
+        if alert.kind in HACKING_KINDS and self.actions.on_hacking in ("stop", "rollback"):
             return "on_hacking"
         if alert.kind == alerts.HELDOUT_PLATEAU and self.actions.on_heldout_plateau == "stop":
             return "on_heldout_plateau"
         return None
+
+
+def suspect_from(alert: alerts.Alert) -> int:
+    """The first step whose weights a hacking alarm makes suspect: the checkpoint where a probe first out-scored the
+    real completions; for a falling held-out reward, the first check after the highest one of the falling stretch."""
+    if alert.kind == alerts.HELDOUT_FALLS and len(alert.numbers.get("steps") or []) > 1:
+        return int(alert.numbers["steps"][1])
+    return alert.began_step
+
+
+def roll_back(run_dir: Path, suspect: int) -> str:
+    """Move the checkpoints from step `suspect` on into checkpoints.rolled-back/ (nothing is deleted), so a resume
+    continues from the last one before it; say what was done. With no checkpoint before it, nothing is moved."""
+    found = runs.checkpoints(run_dir)
+    good = [step for step, _ in found if step < suspect]
+    if not good:
+        return (f"No checkpoint was saved before step {suspect}, so nothing was rolled back: start the run again with "
+                "the rewards changed.")
+    aside = Path(run_dir) / ROLLED_BACK_DIR
+    aside.mkdir(exist_ok=True)
+    moved = []
+    for step, path in found:
+        if step >= suspect:
+            target = aside / path.name
+            if target.exists():  # rolled back twice past the same step: keep both
+                target = aside / f"{path.name}.{int(time.time())}"
+            path.rename(target)
+            moved.append(path.name)
+    runs.update_status(run_dir, last_checkpoint=good[-1])
+    return (f"Rolled back to checkpoint-{good[-1]}: {', '.join(moved) or 'no checkpoint'} moved to {ROLLED_BACK_DIR}/; "
+            f"`rloo-studio train --resume {run_dir}` continues from checkpoint-{good[-1]} (the final weights saved in "
+            "the run folder are the stopped run's, not the rolled-back ones).")
 
 
 def _per_completion(value, n: int) -> bool:

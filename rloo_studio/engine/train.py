@@ -27,7 +27,7 @@ from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler
-from .health import HealthWatch
+from .health import HealthWatch, roll_back
 from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
 
 log = logging.getLogger("rloo_studio.train")
@@ -715,6 +715,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
             raise
         runs.clear_stop(run_dir)
         why = {"note": health.stop_reason} if stopped and health is not None and health.stop_reason else {}  # the status says why
+        if why and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
+            rolled = roll_back(run_dir, health.rollback_from)
+            why["note"] += " " + rolled
+            print(f"[rloo-studio] {rolled}", flush=True)
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
                            eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
     if main:

@@ -73,3 +73,36 @@ def test_a_held_out_plateau_stops_the_run_early_and_keeps_the_best_checkpoint(wo
     assert kept == ["checkpoint-1", "checkpoint-4"], kept  # without keeping it, save_total_limit 2 would leave 3 and 4
     [action] = [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
     assert action["kind"] == alerts.HELDOUT_PLATEAU and action["step"] == 3
+
+
+# Nothing to game up to step 2 (a constant scores the probes like the real completions); from step 3 on it pays for
+# length, which the 'rambling' probe wins at the checkpoint of step 4.
+HACKABLE_FROM_STEP_3 = '''
+def hackable(completions, trainer_state, **kwargs):
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    if trainer_state.global_step < 3:
+        return [0.0 for _ in texts]
+    return [float(len(t)) for t in texts]
+'''
+
+
+def test_a_hacking_alarm_rolls_the_run_back_and_resume_continues_from_the_last_good_checkpoint(workspace):
+    (workspace.path / "rewards.py").write_text(HACKABLE_FROM_STEP_3)
+    config = workspace.write_config(rewards=[{"file": "rewards.py"}], alerts={"on_hacking": "rollback"},
+                                    rloo={"max_steps": 8, "save_steps": 2, "max_completion_length": 8})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    [action] = [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
+    assert action["kind"] == alerts.PROBE_WINS and action["step"] == 4 and action["taken"] == "rollback"
+    assert "alerts.on_hacking: rollback" in action["done"] and "Rolled back to checkpoint-2" in result.stdout
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped" and status["step"] == 5 and status["last_checkpoint"] == 2, status
+    assert "Rolled back to checkpoint-2" in status["note"]
+    assert [s for s, _ in runs.checkpoints(run_dir)] == [2]
+    assert sorted(p.name for p in (run_dir / "checkpoints.rolled-back").iterdir()) == ["checkpoint-4", "checkpoint-5"]
+
+    again = run_cli("train", "--resume", run_dir, "rloo.max_steps=4", "alerts.on_hacking=warn", cwd=workspace.path)
+    assert again.returncode == 0, again.stderr[-4000:]
+    status = runs.read_status(run_dir)
+    assert status["resumed_from"] == 2 and status["state"] == "finished" and status["step"] == 4, status

@@ -126,3 +126,30 @@ def test_no_signal_can_switch_on_dynamic_sampling_instead(tmp_path):
     assert HealthWatch(tmp_path, FACTS, 2, say=lambda line: None).sampling_switched_on
     assert any("alerts.on_no_signal: 'dynamic_sampling' works on one process" in p
                for p in RunConfig.from_dict({"alerts": {"on_no_signal": "dynamic_sampling"}}).validate(num_processes=2))
+
+
+def test_a_hacking_alarm_can_roll_the_run_back(tmp_path):
+    from rloo_studio.engine.health import ROLLED_BACK_DIR, roll_back
+
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None, actions=AlertActions(on_hacking="rollback"))
+    watch.checks.append(alerts.probe_check(2, {"empty": 0.0}, [0.5, 0.5]))
+    watch.checks.append(alerts.probe_check(4, {"rambling": 3.0}, [0.5, 0.5]))
+    watch._update(4)
+    assert watch.rollback_from == 4 and "alerts.on_hacking: rollback" in watch.stop_reason
+    assert [r["taken"] for r in runs.read_jsonl(tmp_path / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT] == ["rollback"]
+    # Held-out falling from the check at step 2 on: the weights from the next check (step 4) are suspect.
+    falls = alerts.Alert(alerts.HELDOUT_FALLS, None, 6, 6, None, {"steps": [2, 4, 6]}, "", "")
+    from rloo_studio.engine.health import suspect_from
+
+    assert suspect_from(falls) == 4
+    for step in (2, 4, 5):  # checkpoint folders as the trainer leaves them (weights, then trainer_state.json)
+        folder = tmp_path / runs.CHECKPOINTS_DIR / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        (folder / "trainer_state.json").write_text("{}")
+        (folder / runs.ADAPTER_WEIGHT_FILES[0]).write_bytes(b"")
+        (folder / "adapter_config.json").write_text("{}")
+    note = roll_back(tmp_path, 4)
+    assert [s for s, _ in runs.checkpoints(tmp_path)] == [2]
+    assert sorted(p.name for p in (tmp_path / ROLLED_BACK_DIR).iterdir()) == ["checkpoint-4", "checkpoint-5"]
+    assert "Rolled back to checkpoint-2" in note and runs.read_status(tmp_path)["last_checkpoint"] == 2
+    assert "nothing was rolled back" in roll_back(tmp_path, 1) and [s for s, _ in runs.checkpoints(tmp_path)] == [2]
