@@ -243,8 +243,9 @@ class AlertActions:
     no_signal_steps: int = _help("Steps of no learning signal before on_no_signal: stop acts (the alert itself is raised after "
                                  "3; a smaller number acts then).", default=3)
     on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
-                            "or 'Held-out reward falling' is raised: `warn`, `stop` the run, or `rollback`: stop and set "
-                            "aside the checkpoints from the alarm on, so --resume continues from the last one before it.",
+                            "or 'Held-out reward falling' is raised: `warn`, `stop` the run, `rollback`: stop and set "
+                            "aside the checkpoints from the alarm on, so --resume continues from the last one before it, "
+                            "or `raise_beta`: double the KL penalty (at least 0.02) and train on (one process).",
                             default="warn")
     on_heldout_plateau: str = _help("When the held-out check (runs with held-out prompts) has not beaten its best for "
                                     "heldout_patience checkpoints: `off` (no such alert), `warn`, or `stop` early and keep "
@@ -451,7 +452,13 @@ class RunConfig:
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
         _check_choice(problems, "alerts.on_no_signal", self.alerts.on_no_signal, (*ALERT_ACTIONS, "dynamic_sampling"))
-        _check_choice(problems, "alerts.on_hacking", self.alerts.on_hacking, (*ALERT_ACTIONS, "rollback"))
+        _check_choice(problems, "alerts.on_hacking", self.alerts.on_hacking, (*ALERT_ACTIONS, "rollback", "raise_beta"))
+        if self.alerts.on_hacking == "raise_beta" and num_processes > 1:
+            problems.append(f"alerts.on_hacking: 'raise_beta' works on one process, not {num_processes} — use warn, "
+                            "stop or rollback, or train on one process")
+        if self.alerts.on_hacking == "raise_beta" and self.lora is None and not self.rloo_value("beta"):
+            problems.append("alerts.on_hacking: 'raise_beta' needs a reference model, which full fine-tuning with "
+                            "rloo.beta 0 does not load — start with a small rloo.beta (e.g. 0.01) or train a LoRA adapter")
         if self.alerts.on_no_signal == "dynamic_sampling" and num_processes > 1:
             problems.append(f"alerts.on_no_signal: 'dynamic_sampling' works on one process, not {num_processes} — use "
                             "warn or stop, or train on one process")

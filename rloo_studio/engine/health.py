@@ -13,7 +13,8 @@ themselves live in `rloo_studio.alerts`; this module only gathers their inputs a
 It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` (or switch on
 dynamic sampling, engine/dynamic_sampling.py) on 'No learning signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
 reward stalled' (looked for only when asked), keeping the best checkpoint; on a hacking alarm also `rollback`: stop,
-then set the checkpoints from the alarm on aside (`roll_back`), so a resume continues from the last good one. Acting means
+then set the checkpoints from the alarm on aside (`roll_back`), so a resume continues from the last good one, or
+`raise_beta`: a larger KL penalty from the next generation on, training on. Acting means
 setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
 next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
 Each alert episode is acted on once: a resumed run is not stopped again for the episode that stopped it.
@@ -22,6 +23,7 @@ Each alert episode is acted on once: a resumed run is not stopped again for the 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -32,6 +34,10 @@ from ..config import AlertActions
 from ..rewards.preview import group_probes, written_completion_ids
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals, within_group_spread
 
+# alerts.on_hacking: raise_beta doubles the KL penalty, and sets one of at least MIN_RAISED_BETA when it was (near) 0:
+# 0.02 is within the 0.01-0.05 the form's help line names as keeping the model close to where it started.
+BETA_RAISE_FACTOR = 2.0
+MIN_RAISED_BETA = 0.02
 ROLLED_BACK_DIR = "checkpoints.rolled-back"  # where a rollback moves the suspect checkpoints (run folder)
 PROBE_PROMPTS = 3  # prompts of the latest batch whose probes are scored at a checkpoint, as the preview's probes (groups[:3])
 # What a run stopped for no learning signal is told: the difficulty scan's advice (docs/scan.md, "What to do"), which
@@ -66,6 +72,8 @@ class HealthWatch:
         # Switched on before a resume: the resumed run samples dynamically from its start (the trainer reads this).
         self.sampling_switched_on = any(r.get("taken") == "dynamic_sampling" for r in done)
         # `switch_on_sampling()`: turns dynamic sampling on (set by the trainer, which installed it switched off).
+        # `set_beta(value)`: the trainer's KL penalty from the next generation on, kept in the run's config (set by the trainer).
+        self.set_beta: Callable[[float], None] | None = None
         self.switch_on_sampling: Callable[[], None] | None = None
         self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
         # With on_hacking: rollback, the first step whose checkpoints the alarm makes suspect: the trainer sets them aside
@@ -257,6 +265,9 @@ class HealthWatch:
             if getattr(self.actions, key) == "dynamic_sampling":
                 self._switch_on_sampling(alert, step)
                 continue
+            if getattr(self.actions, key) == "raise_beta":
+                self._raise_beta(alert, step)
+                continue
             # The callback stops at the next step's end (the end of a generation cycle), where a resume continues exactly.
             done = (f"asked the run to stop at step {step}, as its config asks (alerts.{key}: stop); it stops with a "
                     "checkpoint at the end of the next step a resume can continue from")
@@ -275,6 +286,18 @@ class HealthWatch:
             runs.append_jsonl(self.path, [alerts.action_record(alert, step, taken, done)])
             self.say(f"[rloo-studio] {self.stop_reason}")
 
+    def _raise_beta(self, alert: alerts.Alert, step: int) -> None:
+        old = float(self.facts.beta or 0.0)
+        new = max(BETA_RAISE_FACTOR * old, MIN_RAISED_BETA)
+        if self.set_beta is not None:
+            self.set_beta(new)
+        self.facts = dataclasses.replace(self.facts, beta=new)  # the rules read the run's beta
+        done = (f"raised beta (the KL penalty) from {old:g} to {new:g} at step {step}, as the run's config asks "
+                "(alerts.on_hacking: raise_beta): completions that move far from the start model now score lower; the "
+                "run's config.yaml holds the new value, so a resume keeps it")
+        runs.append_jsonl(self.path, [alerts.action_record(alert, step, "raise_beta", done)])
+        self.say(f"[rloo-studio] {alert.title} since step {alert.began_step}: {done}.")
+
     def _switch_on_sampling(self, alert: alerts.Alert, step: int) -> None:
         done = (f"switched on dynamic sampling at step {step}, as the run's config asks (alerts.on_no_signal: "
                 "dynamic_sampling): prompt groups tied on reward are dropped and new prompts generated in their place, "
@@ -289,7 +312,7 @@ class HealthWatch:
         """The `alerts:` key that asks to act on this alert now (stop, or switch on dynamic sampling), or None."""
         if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal in ("stop", "dynamic_sampling"):
             return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None
-        if alert.kind in HACKING_KINDS and self.actions.on_hacking in ("stop", "rollback"):
+        if alert.kind in HACKING_KINDS and self.actions.on_hacking in ("stop", "rollback", "raise_beta"):
             return "on_hacking"
         if alert.kind == alerts.HELDOUT_PLATEAU and self.actions.on_heldout_plateau == "stop":
             return "on_heldout_plateau"

@@ -132,6 +132,19 @@ def _save_resumed_config(cfg: RunConfig, run_dir: Path) -> None:
         config_path.write_text(new_text, encoding="utf-8")
 
 
+def _set_beta(trainer, cfg: RunConfig, run_dir: Path, beta: float) -> None:
+    """alerts.on_hacking: raise_beta. TRL reads `trainer.beta` at every generation (with LoRA the reference is the
+    adapter switched off, so a run started with beta 0 can take one); the run's config.yaml gets the value, the old
+    one kept beside it, so a resume trains with it."""
+    trainer.beta = beta
+    cfg.rloo["beta"] = beta
+    config_path = run_dir / runs.CONFIG_FILE
+    if config_path.exists():
+        (run_dir / f"config.before-raise-beta-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(
+            config_path.read_text(encoding="utf-8"), encoding="utf-8")
+    config_path.write_text(resolved_config(cfg, run_dir).to_yaml(), encoding="utf-8")
+
+
 def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
     """Keyword arguments for trl.RLOOConfig: our defaults, then the config's `rloo` section, then the run's paths."""
     args = dict(RLOO_DEFAULTS)
@@ -676,6 +689,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         # state.best_model_checkpoint); set when the run stops on a held-out plateau.
         health.keep_checkpoint = lambda step: setattr(trainer.state, "best_model_checkpoint",
                                                       os.path.join(trainer.args.output_dir, f"checkpoint-{step}"))
+        health.set_beta = lambda beta: _set_beta(trainer, cfg, run_dir, beta)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)

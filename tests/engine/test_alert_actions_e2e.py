@@ -106,3 +106,23 @@ def test_a_hacking_alarm_rolls_the_run_back_and_resume_continues_from_the_last_g
     assert again.returncode == 0, again.stderr[-4000:]
     status = runs.read_status(run_dir)
     assert status["resumed_from"] == 2 and status["state"] == "finished" and status["step"] == 4, status
+
+
+def test_a_hacking_alarm_raises_beta_and_the_run_trains_on_with_it(workspace):
+    """LoRA with beta 0: the alarm at checkpoint-4 sets beta 0.02; TRL logs a KL from the next generation on (it logs
+    none with beta 0), and the run's config.yaml holds the new value for a resume."""
+    (workspace.path / "rewards.py").write_text(HACKABLE_FROM_STEP_3)
+    config = workspace.write_config(rewards=[{"file": "rewards.py"}], alerts={"on_hacking": "raise_beta"},
+                                    rloo={"max_steps": 6, "save_steps": 2, "max_completion_length": 8, "beta": 0.0})
+    result = run_cli("train", config, cwd=workspace.path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run_dir = only_run_dir(workspace.path / "runs")
+    status = runs.read_status(run_dir)
+    assert status["state"] == "finished" and status["step"] == 6, status
+    [action] = [r for r in runs.read_jsonl(run_dir / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
+    assert action["taken"] == "raise_beta" and action["step"] == 4 and "from 0 to 0.02" in action["done"]
+    metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
+    assert [m["step"] for m in metrics if "kl" in m] == [5, 6]
+    from rloo_studio.config import RunConfig
+
+    assert RunConfig.load(run_dir / runs.CONFIG_FILE).rloo["beta"] == 0.02

@@ -153,3 +153,25 @@ def test_a_hacking_alarm_can_roll_the_run_back(tmp_path):
     assert sorted(p.name for p in (tmp_path / ROLLED_BACK_DIR).iterdir()) == ["checkpoint-4", "checkpoint-5"]
     assert "Rolled back to checkpoint-2" in note and runs.read_status(tmp_path)["last_checkpoint"] == 2
     assert "nothing was rolled back" in roll_back(tmp_path, 1) and [s for s, _ in runs.checkpoints(tmp_path)] == [2]
+
+
+def test_a_hacking_alarm_can_raise_beta_and_train_on(tmp_path):
+    set_to = []
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None, actions=AlertActions(on_hacking="raise_beta"))
+    watch.set_beta = set_to.append
+    watch.checks.append(alerts.probe_check(4, {"rambling": 3.0}, [0.5, 0.5]))
+    watch._update(4)
+    assert set_to == [0.02] and watch.stop_reason is None and watch.facts.beta == 0.02  # from 0: the floor
+    [action] = [r for r in runs.read_jsonl(tmp_path / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
+    assert action["taken"] == "raise_beta" and "from 0 to 0.02" in action["done"]
+    watch = HealthWatch(tmp_path / "b", alerts.RunFacts(["r"], [1.0], beta=0.04), 2, say=lambda line: None,
+                        actions=AlertActions(on_hacking="raise_beta"))
+    (tmp_path / "b").mkdir()
+    watch.set_beta = set_to.append
+    watch.checks.append(alerts.probe_check(2, {"empty": 3.0}, [0.5, 0.5]))
+    watch._update(2)
+    assert set_to[-1] == 0.08  # doubled
+    full = RunConfig.from_dict({"alerts": {"on_hacking": "raise_beta"}, "rloo": {"beta": 0.0}})
+    assert any("'raise_beta' needs a reference model" in p for p in full.validate())
+    assert not any("raise_beta" in p for p in RunConfig.from_dict({"alerts": {"on_hacking": "raise_beta"}, "lora": {},
+                                                                   "rloo": {"beta": 0.0}}).validate())
