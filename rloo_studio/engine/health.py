@@ -258,7 +258,7 @@ class HealthWatch:
         """Act on each ongoing alert the config's `alerts:` section says to act on, once per episode: switch on dynamic
         sampling, or stop the run (for the first such alert)."""
         for alert in found:
-            key = self._stop_key(alert, step)
+            key = self._action_key(alert, step)
             if key is None or alert.ended_step is not None or alert.key in self.acted or self.stop_reason:
                 continue
             self.acted.add(alert.key)
@@ -308,7 +308,7 @@ class HealthWatch:
         runs.append_jsonl(self.path, [alerts.action_record(alert, step, "dynamic_sampling", done)])
         self.say(f"[rloo-studio] {alert.title} since step {alert.began_step}: {done}.")
 
-    def _stop_key(self, alert: alerts.Alert, step: int) -> str | None:
+    def _action_key(self, alert: alerts.Alert, step: int) -> str | None:
         """The `alerts:` key that asks to act on this alert now (stop, or switch on dynamic sampling), or None."""
         if alert.kind == alerts.NO_SIGNAL and self.actions.on_no_signal in ("stop", "dynamic_sampling"):
             return "on_no_signal" if step - alert.began_step + 1 >= self.actions.no_signal_steps else None

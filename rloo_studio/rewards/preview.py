@@ -213,7 +213,8 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
             "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages"),
-            "reward_clip_range": cfg.rloo_value("reward_clip_range")}
+            "reward_clip_range": cfg.rloo_value("reward_clip_range"),
+            "system_prompt": cfg.data.system_prompt}  # for the prompt <-> reward check: pasted prompts come without it
 
 
 @contextmanager
@@ -335,7 +336,7 @@ def _score(request: dict) -> dict:
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
         "tokenizer_loaded": tokenizer.loaded,
         # What each reward looks for, whether these prompts (system prompt included) ask for it, how many completions write it.
-        "asks": check_asks(specs, base_dir, None, [g["prompt"] for g in groups], completions),
+        "asks": check_asks(specs, base_dir, request.get("system_prompt"), [g["prompt"] for g in groups], completions),
     }
     return result
 
