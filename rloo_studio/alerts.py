@@ -102,6 +102,12 @@ NONE_SHARE_KEY = "rewards/{name}/none_share"
 # as TRL clips them) are all equal, and per function its within-group spread (scoring.within_group_spread).
 NO_SIGNAL_SHARE_KEY = "no_signal_share"
 GROUP_SPREAD_KEY = "rewards/{name}/group_spread"
+# With dynamic sampling (engine/dynamic_sampling.py), per step: the share of generated prompt groups left out, the
+# generation batches made, and the share of the trained batch that is tied groups let in by the cap (the Train tab's
+# status line reads them).
+DROPPED_SHARE_KEY = "dynamic_sampling/dropped_share"
+GENERATIONS_KEY = "dynamic_sampling/generations"
+TIED_KEPT_SHARE_KEY = "dynamic_sampling/tied_kept_share"
 
 NO_SIGNAL, DOMINANT, LENGTH_LIMIT, LENGTH_COLLAPSE = "no_signal", "dominant_reward", "length_limit", "length_collapse"
 ENTROPY_COLLAPSE, ENTROPY_BLOWUP, KL_BLOWUP = "entropy_collapse", "entropy_blowup", "kl_blowup"

@@ -27,11 +27,10 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+from .. import alerts
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals
 
-DROPPED_KEY = "dynamic_sampling/dropped_share"
-GENERATIONS_KEY = "dynamic_sampling/generations"
-TIED_KEPT_KEY = "dynamic_sampling/tied_kept_share"
+DROPPED_KEY, GENERATIONS_KEY, TIED_KEPT_KEY = alerts.DROPPED_SHARE_KEY, alerts.GENERATIONS_KEY, alerts.TIED_KEPT_SHARE_KEY
 # Rows TRL returns per completion, padded on the left (prompts) or right (completions), or one value per completion.
 _LEFT_PADDED = ("prompt_ids", "prompt_mask")
 _RIGHT_PADDED = ("completion_ids", "completion_mask")

@@ -65,6 +65,12 @@ def status_markdown(view: RunView | None) -> str:
         judge_share = judge_share_line(view.metrics)
         if judge_share:
             lines.append(judge_share)
+    sampled = next((m for m in reversed(view.metrics) if isinstance(m.get(alerts.DROPPED_SHARE_KEY), (int, float))), None)
+    if sampled:  # dynamic sampling: what the latest step left out (docs/training.md)
+        lines.append(f"Dynamic sampling at step {sampled.get('step')}: {100 * sampled[alerts.DROPPED_SHARE_KEY]:.0f}% of the "
+                     f"generated prompt groups left out ({sampled.get(alerts.GENERATIONS_KEY, 1):.0f} batches generated); "
+                     f"{100 * (sampled.get(alerts.TIED_KEPT_SHARE_KEY) or 0):.0f}% of the batch trained on is tied groups "
+                     "the cap let in")
     if view.status.get("note"):
         lines.append(f"Note: {view.status['note']}")
     error = view.status.get("error")

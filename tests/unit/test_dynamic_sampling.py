@@ -106,3 +106,17 @@ def test_the_config_keys_are_checked():
     assert any(p.startswith("dynamic_sampling.max_extra_generations: -1 must be 0 or more") for p in cfg.validate())
     assert not any(p.startswith("dynamic_sampling.enabled") for p in cfg.validate())
     assert any(p.startswith("dynamic_sampling.enabled: works on one process, not 2") for p in cfg.validate(num_processes=2))
+
+
+def test_the_train_tab_status_says_what_dynamic_sampling_dropped():
+    from pathlib import Path
+
+    from rloo_studio.jobs import RunView
+    from rloo_studio.ui.run_view import status_markdown
+
+    rows = [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.6, DROPPED_KEY: 0.5, GENERATIONS_KEY: 2.0, TIED_KEPT_KEY: 0.0},
+            {"step": 3, "reward": 0.6, DROPPED_KEY: 0.75, GENERATIONS_KEY: 3.0, TIED_KEPT_KEY: 0.25}]
+    shown = status_markdown(RunView("r", Path("."), "running", {"step": 3, "max_steps": 9}, rows))
+    assert ("Dynamic sampling at step 3: 75% of the generated prompt groups left out (3 batches generated); "
+            "25% of the batch trained on is tied groups the cap let in") in shown
+    assert "Dynamic sampling" not in status_markdown(RunView("r", Path("."), "running", {"step": 1}, rows[:1]))
