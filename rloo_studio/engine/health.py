@@ -10,14 +10,16 @@ completions for the first held-out prompts, and the reward preview's hack probes
 prompts, with the run's own reward functions). The rules
 themselves live in `rloo_studio.alerts`; this module only gathers their inputs and writes their output.
 
-It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions): `stop` (or switch on
-dynamic sampling, engine/dynamic_sampling.py) on 'No learning signal' lasting `no_signal_steps` steps, on 'Possible reward hacking' / 'Held-out reward falling', or on 'Held-out
-reward stalled' (looked for only when asked), keeping the best checkpoint; on a hacking alarm also `rollback`: stop,
-then set the checkpoints from the alarm on aside (`roll_back`), so a resume continues from the last good one, or
-`raise_beta`: a larger KL penalty from the next generation on, training on. Acting means
-setting `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the
-next step's end, resumable), writing an "action" line to alerts.jsonl (the badges say what was done) and printing it.
-Each alert episode is acted on once: a resumed run is not stopped again for the episode that stopped it.
+It also acts on them when the run's config asks (its `alerts:` section, config.AlertActions), once per alert
+episode (a resumed run is not acted on again for the same episode), writing an "action" line to alerts.jsonl (the
+badges say what was done) and printing it:
+- `stop` (on no learning signal lasting `no_signal_steps` steps, on a hacking alarm, on a held-out plateau): sets
+  `stop_reason`, which the trainer's callback treats as a stop request (a clean stop with a checkpoint at the next
+  step's end, resumable); the plateau's best checkpoint is kept from its check on;
+- `rollback` (hacking): a stop, then `roll_back` sets the checkpoints from the alarm on aside, so a resume continues
+  from the last good one;
+- `raise_beta` (hacking): a larger KL penalty from the next generation on, training on;
+- `dynamic_sampling` (no learning signal): switches engine/dynamic_sampling.py on, training on.
 """
 
 from __future__ import annotations
@@ -69,12 +71,13 @@ class HealthWatch:
         self.hints = list(hints)  # what else the stop's note says (the prompt <-> reward check's suggestions)
         done = [r for r in runs.iter_jsonl(self.path) if r.get("event") == alerts.ACTION_EVENT]
         self.acted = {(r.get("kind"), r.get("subject"), r.get("began_step")) for r in done}
-        # Switched on before a resume: the resumed run samples dynamically from its start (the trainer reads this).
-        self.sampling_switched_on = any(r.get("taken") == "dynamic_sampling" for r in done)
+        # Whether dynamic sampling is on: switched on by an action before a resume (the resumed run samples dynamically
+        # from its start; the trainer reads this), or by the config (the trainer sets it).
+        self.sampling_on = any(r.get("taken") == "dynamic_sampling" for r in done)
         # `switch_on_sampling()`: turns dynamic sampling on (set by the trainer, which installed it switched off).
+        self.switch_on_sampling: Callable[[], None] | None = None
         # `set_beta(value)`: the trainer's KL penalty from the next generation on, kept in the run's config (set by the trainer).
         self.set_beta: Callable[[float], None] | None = None
-        self.switch_on_sampling: Callable[[], None] | None = None
         self.stop_reason: str | None = None  # set when an action stops the run: the trainer's callback stops it
         # With on_hacking: rollback, the first step whose checkpoints the alarm makes suspect: the trainer sets them aside
         # (`roll_back`) once the run has stopped.
@@ -263,7 +266,8 @@ class HealthWatch:
                 continue
             self.acted.add(alert.key)
             if getattr(self.actions, key) == "dynamic_sampling":
-                self._switch_on_sampling(alert, step)
+                if not self.sampling_on:  # on already (the config's dynamic_sampling.enabled): nothing to do
+                    self._switch_on_sampling(alert, step)
                 continue
             if getattr(self.actions, key) == "raise_beta":
                 self._raise_beta(alert, step)
@@ -304,7 +308,7 @@ class HealthWatch:
                 "up to dynamic_sampling.max_extra_generations extra batches per step")
         if self.switch_on_sampling is not None:
             self.switch_on_sampling()
-        self.sampling_switched_on = True
+        self.sampling_on = True
         runs.append_jsonl(self.path, [alerts.action_record(alert, step, "dynamic_sampling", done)])
         self.say(f"[rloo-studio] {alert.title} since step {alert.began_step}: {done}.")
 

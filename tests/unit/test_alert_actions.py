@@ -123,7 +123,14 @@ def test_no_signal_can_switch_on_dynamic_sampling_instead(tmp_path):
     [action] = [r for r in runs.read_jsonl(tmp_path / runs.ALERTS_FILE) if r["event"] == alerts.ACTION_EVENT]
     assert action["taken"] == "dynamic_sampling" and action["step"] == 3 and "switched on dynamic sampling" in action["done"]
     # A resumed run goes on sampling dynamically.
-    assert HealthWatch(tmp_path, FACTS, 2, say=lambda line: None).sampling_switched_on
+    assert HealthWatch(tmp_path, FACTS, 2, say=lambda line: None).sampling_on
+    # On already (the config's dynamic_sampling.enabled): nothing to switch, nothing written.
+    (tmp_path / "on").mkdir()
+    on = HealthWatch(tmp_path / "on", FACTS, num_generations=2, say=lambda line: None,
+                     actions=AlertActions(on_no_signal="dynamic_sampling"))
+    on.sampling_on, on.switch_on_sampling = True, lambda: switched.append("again")
+    _tied_steps(on, range(1, 5))
+    assert switched == [True] and [r["event"] for r in runs.read_jsonl(tmp_path / "on" / runs.ALERTS_FILE)] == ["began"]
     assert any("alerts.on_no_signal: 'dynamic_sampling' works on one process" in p
                for p in RunConfig.from_dict({"alerts": {"on_no_signal": "dynamic_sampling"}}).validate(num_processes=2))
 
