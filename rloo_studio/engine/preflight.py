@@ -50,11 +50,19 @@ def format_findings(cfg: RunConfig, rows: Rows, completions=None) -> list[dict]:
 
 
 def prompt_warnings(cfg: RunConfig, rows: Rows) -> list[str]:
-    """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for."""
-    return warnings_from(format_findings(cfg, rows))
+    """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for. A check
+    that cannot run says so and never stops the run: it only ever warns."""
+    try:
+        return warnings_from(format_findings(cfg, rows))
+    except Exception as exc:  # noqa: BLE001
+        return [f"the prompt <-> reward check could not run ({type(exc).__name__}: {exc}); skipped"]
 
 
 def prompt_hints(cfg: RunConfig, rows: Rows) -> list[str]:
     """The same, as short sentences for a run stopped for no learning signal: what to add to the system prompt."""
+    try:
+        findings = format_findings(cfg, rows)
+    except Exception:  # noqa: BLE001 - prompt_warnings has said it could not run
+        return []
     return [f"`{f['reward']}` looks for {f['looks_for']}, which no prompt asks for: add to data.system_prompt "
-            f"\"{f['suggestion']}\"" for f in format_findings(cfg, rows) if f["warning"]]
+            f"\"{f['suggestion']}\"" for f in findings if f["warning"]]

@@ -138,3 +138,18 @@ def test_the_first_training_batch_says_whether_the_model_writes_the_format_unask
                     "`think_format` above does not apply."]
     watch.on_values("think_format", {**batch, "completions": list(batch["completions"])}, [0.0] * 4)
     assert len(said) == 1  # the first batch only
+
+
+def test_a_check_that_cannot_run_says_so_and_never_stops_training(tmp_path, monkeypatch):
+    from rloo_studio.config import RunConfig
+    from rloo_studio.data import Rows
+    from rloo_studio.engine import preflight
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("unreadable")
+
+    monkeypatch.setattr(preflight, "check_asks", broken)
+    cfg = RunConfig.from_dict({"rewards": [{"name": "think_format"}]}, base_dir=tmp_path)
+    rows = Rows([{"prompt": "2+2?"}], None, ["prompt"], "test")
+    assert preflight.prompt_warnings(cfg, rows) == ["the prompt <-> reward check could not run (RuntimeError: unreadable); skipped"]
+    assert preflight.prompt_hints(cfg, rows) == []
