@@ -153,3 +153,20 @@ def test_a_check_that_cannot_run_says_so_and_never_stops_training(tmp_path, monk
     rows = Rows([{"prompt": "2+2?"}], None, ["prompt"], "test")
     assert preflight.prompt_warnings(cfg, rows) == ["the prompt <-> reward check could not run (RuntimeError: unreadable); skipped"]
     assert preflight.prompt_hints(cfg, rows) == []
+
+
+def test_the_rewards_tab_says_what_no_prompt_asks_for_in_the_pages_words(tmp_path):
+    from rloo_studio.rewards.preview import score
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    groups = [{"prompt": "2 + 3?", "row": {"answer": "5"}, "completions": ["5", "<think>x</think>5", "five"]}]
+    result = score({"groups": groups, "num_generations": 3, "base_dir": str(tmp_path), "probes": False,
+                    "rewards": [{"name": "think_format"}]})
+    findings = preview_tables(result)[2]
+    assert ("⚠️ **Not asked for:** `think_format` looks for <think>…</think>, but neither the system prompt (Data tab) "
+            "nor any of the 1 prompts here asks for it; 1 of 3 completions write it.") in findings
+    assert "Add to the system prompt: “First think step by step between <think> and </think>, then give the answer.”" in findings
+    groups[0]["completions"] = ["<think>x</think>5", "<think>y</think>5", "5"]
+    result = score({"groups": groups, "num_generations": 3, "base_dir": str(tmp_path), "probes": False,
+                    "rewards": [{"name": "think_format"}]})
+    assert "ℹ️ **Not asked for, written anyway:** 2 of 3 completions write <think>…</think>" in preview_tables(result)[2]
