@@ -1,5 +1,6 @@
 """`rloo-studio preview` prints the prompt <-> reward check: a format a reward looks for that no prompt asks for, with
-how many of the given completions write it and the sentence to add; `--json` carries it as `asks`."""
+how many of the given completions write it and the sentence to add (the result's `asks`, and reading the run's system
+prompt for pasted completions: test_reward_asks)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,3 @@ def test_preview_warns_about_a_format_no_prompt_asks_for(workspace):
     assert ("Warning: `think_format` looks for <think>…</think>, but neither data.system_prompt nor any of the 1 prompts "
             "checked asks for it; 1 of 4 sampled completions write it.") in result.stdout
     assert 'Add to data.system_prompt: "First think step by step between <think> and </think>, then give the answer."' in result.stdout
-    asked = run_cli("preview", config, "data.system_prompt=Think inside <think></think> first.",
-                    "--completions", "completions.jsonl", "--json", cwd=workspace.path)
-    assert asked.returncode == 0, asked.stderr[-3000:]
-    [ask] = json.loads(asked.stdout)["asks"]
-    assert ask["asked"] and ask["asked_where"] == "the system prompt" and ask["warning"] is None

@@ -108,6 +108,12 @@ def test_the_preview_result_lists_what_each_reward_looks_for(tmp_path):
     result = score({"groups": groups, "num_generations": 3, "base_dir": str(tmp_path),
                     "rewards": [{"file": "rw.py", "function": "tagged"}, {"name": "think_format"}], "probes": False})
     assert all(a["asked"] and not a["warning"] for a in result["asks"])
+    # Pasted completions come with bare prompts: the run's system prompt, which the request carries, counts too.
+    groups[0]["prompt"] = "2 + 3?"
+    bare = {"groups": groups, "num_generations": 3, "base_dir": str(tmp_path), "probes": False,
+            "rewards": [{"name": "think_format"}], "system_prompt": "Think in <think></think> first."}
+    [ask] = score(bare)["asks"]
+    assert ask["asked"] and ask["asked_where"] == "the system prompt"
 
 
 def test_preflight_warns_without_refusing(tmp_path):
