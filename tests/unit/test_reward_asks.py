@@ -140,8 +140,8 @@ def test_the_first_training_batch_says_whether_the_model_writes_the_format_unask
     watch.formats = lambda completions: check_asks([RewardSpec(name="think_format")], tmp_path, None, ["2+2?"], completions)
     batch = {"prompts": ["2+2?"] * 4, "completions": ["<think>2+2</think>4", "<think>x</think>4", "<think>y</think>4", "4"]}
     watch.on_values("think_format", batch, [1.0, 1.0, 1.0, 0.0])
-    assert said == ["[rloo-studio] first batch: 3 of 4 completions write <think>…</think> unasked, so the warning about "
-                    "`think_format` above does not apply."]
+    assert said == [("[rloo-studio] first batch: 3 of 4 completions write <think>…</think> unasked, so the warning about "
+                     "`think_format` above does not apply.")]
     watch.on_values("think_format", {**batch, "completions": list(batch["completions"])}, [0.0] * 4)
     assert len(said) == 1  # the first batch only
 
