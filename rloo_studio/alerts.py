@@ -90,6 +90,9 @@ PROBE_MARGIN = 1e-9  # "above", not "equal": a constant reward scores the probes
 HELDOUT_PROMPTS = 8  # one greedy batch: seconds on a CPU, and it runs at every checkpoint
 HELDOUT_CHECKS = 3  # two falling intervals in a row: one interval of 8 greedy prompts going down is noise
 HELDOUT_MIN_DROP = 0.05  # the held-out mean must fall by at least this much (reward units) over those checks
+# Held-out reward stalled (only for a run whose config asks: alerts.on_heldout_plateau, config.AlertActions): the last
+# `patience` held-out checks in a row did not beat the best check before them. A tie is no gain: with 8 greedy
+# prompts and a 0/1 reward the mean moves in steps of 1/8, so equal means are common and say nothing new.
 
 # The key the training worker adds to each metric row for each reward function: the share of its values in the
 # latest generation batch that were None. TRL logs only the mean and std of the others (nanmean, nanstd).
@@ -99,16 +102,23 @@ NONE_SHARE_KEY = "rewards/{name}/none_share"
 # as TRL clips them) are all equal, and per function its within-group spread (scoring.within_group_spread).
 NO_SIGNAL_SHARE_KEY = "no_signal_share"
 GROUP_SPREAD_KEY = "rewards/{name}/group_spread"
+# With dynamic sampling (engine/dynamic_sampling.py), per step: the share of generated prompt groups left out, the
+# generation batches made, and the share of the trained batch that is tied groups let in by the cap (the Train tab's
+# status line reads them).
+DROPPED_SHARE_KEY = "dynamic_sampling/dropped_share"
+GENERATIONS_KEY = "dynamic_sampling/generations"
+TIED_KEPT_SHARE_KEY = "dynamic_sampling/tied_kept_share"
 
 NO_SIGNAL, DOMINANT, LENGTH_LIMIT, LENGTH_COLLAPSE = "no_signal", "dominant_reward", "length_limit", "length_collapse"
 ENTROPY_COLLAPSE, ENTROPY_BLOWUP, KL_BLOWUP = "entropy_collapse", "entropy_blowup", "kl_blowup"
 MOSTLY_NONE, PROBE_WINS, HELDOUT_FALLS = "reward_mostly_none", "probe_outscores", "heldout_falls"
+HELDOUT_PLATEAU = "heldout_plateau"
 # The badge's title for each kind, in the order the app lists them.
 TITLES = {
     NO_SIGNAL: "No learning signal", DOMINANT: "One reward dominates", LENGTH_LIMIT: "Completions hit the length limit",
     LENGTH_COLLAPSE: "Completions collapsing", ENTROPY_COLLAPSE: "Entropy collapsing", ENTROPY_BLOWUP: "Entropy blowing up",
     KL_BLOWUP: "KL blowing up", MOSTLY_NONE: "Reward mostly None", PROBE_WINS: "Possible reward hacking",
-    HELDOUT_FALLS: "Held-out reward falling",
+    HELDOUT_FALLS: "Held-out reward falling", HELDOUT_PLATEAU: "Held-out reward stalled",
 }
 
 
@@ -482,14 +492,47 @@ def _heldout(checks: Sequence[dict]) -> list[Alert]:
             for e in _episodes(rows, lambda r: r["verdict"], 1)]
 
 
+def _heldout_plateau(checks: Sequence[dict], patience: int) -> list[Alert]:
+    """One alert while the last `patience` held-out checks in a row did not beat the best check before them."""
+    ordered = sorted(checks, key=lambda c: c["step"])
+    rows = []
+    for i, c in enumerate(ordered):
+        verdict = None
+        if i >= patience:
+            before = ordered[:i - patience + 1]
+            best = max(before, key=lambda b: b["heldout"])
+            verdict = all(w["heldout"] <= best["heldout"] for w in ordered[i - patience + 1:i + 1])
+            rows.append({"step": c["step"], "verdict": verdict, "best": best, "since": ordered[i - patience + 1]["step"]})
+        else:
+            rows.append({"step": c["step"], "verdict": None})
+
+    def numbers(raised, held):
+        best = raised["best"]
+        return {"best_step": best["step"], "best": best["heldout"], "checks": patience, "prompts": HELDOUT_PROMPTS}
+
+    def explain(n):
+        return (f"The last {n['checks']} held-out checks did not beat the best one, at step {n['best_step']} "
+                f"(checkpoint-{n['best_step']}: mean reward {n['best']:.3g} on {n['prompts']} held-out prompts, greedy): "
+                "training goes on without getting better where it counts.")
+
+    # The episode begins with the first check that did not beat the best, not with the check that made it `patience`.
+    return [_make(HELDOUT_PLATEAU, None, ({"step": first["since"]}, raised, end, held), numbers, explain,
+                  f"Keep checkpoint-{numbers(raised, held)['best_step']} (evaluate the checkpoints to confirm it on more "
+                  "prompts: Evaluate tab, all checkpoints); stop, or change the data or rewards before training further.")
+            for first, raised, end, held in _episodes(rows, lambda r: r["verdict"], 1)]
+
+
 RULES = (_no_signal, _dominant, _length, _entropy, _kl, _mostly_none)
 
 
 def find_alerts(rows: Iterable[dict], facts: RunFacts, probe_checks: Sequence[dict] = (),
-                heldout_checks: Sequence[dict] = ()) -> list[Alert]:
-    """Every alert episode in a run's metric rows, probe checks and held-out checks, ordered by the step it was raised."""
+                heldout_checks: Sequence[dict] = (), heldout_patience: int | None = None) -> list[Alert]:
+    """Every alert episode in a run's metric rows, probe checks and held-out checks, ordered by the step it was raised.
+    `heldout_patience`: look for a held-out plateau of that many checks (only when the run's config asks)."""
     steps = _steps(rows)
     alerts = [a for rule in RULES for a in rule(steps, facts)] + _probes(probe_checks) + _heldout(heldout_checks)
+    if heldout_patience:
+        alerts += _heldout_plateau(heldout_checks, heldout_patience)
     return sorted(alerts, key=lambda a: (a.raised_step, a.kind, a.subject or ""))
 
 
@@ -524,14 +567,29 @@ class Tracker:
         return begun, records
 
 
+# The alerts.jsonl line the training worker writes when the run acted on an alert on its own (the config's `alerts:`
+# section, engine/health.py): `taken` names what it did ("stop"), `done` says it in words.
+ACTION_EVENT = "action"
+
+
+def action_record(alert: Alert, step: int, taken: str, done: str) -> dict:
+    return {"event": ACTION_EVENT, "step": int(step), "kind": alert.kind, "subject": alert.subject,
+            "began_step": alert.began_step, "taken": taken, "done": done}
+
+
 def current(records: Iterable[dict]) -> list[dict]:
-    """One entry per alert episode of an alerts.jsonl, its latest record (an "ended" one carries `ended_step`),
-    active ones first, then by the step they began."""
+    """One entry per alert episode of an alerts.jsonl, its latest record (an "ended" one carries `ended_step`) with
+    what the run did about it (`taken`, `done`) when it acted, active ones first, then by the step they began."""
     latest: dict[tuple, dict] = {}
+    acted: dict[tuple, dict] = {}
     for r in records:
         if not isinstance(r, dict) or "kind" not in r:
             continue
         key = (r.get("kind"), r.get("subject"), r.get("began_step"))
-        if r.get("event") == "ended" or key not in latest:
+        if r.get("event") == ACTION_EVENT:
+            acted[key] = r
+        elif r.get("event") == "ended" or key not in latest:
             latest[key] = r
-    return sorted(latest.values(), key=lambda r: (r.get("ended_step") is not None, r.get("began_step") or 0))
+    found = [{**r, **({"taken": acted[key]["taken"], "done": acted[key]["done"]} if key in acted else {})}
+             for key, r in latest.items()]
+    return sorted(found, key=lambda r: (r.get("ended_step") is not None, r.get("began_step") or 0))

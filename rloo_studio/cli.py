@@ -401,6 +401,9 @@ def cmd_preview(args: argparse.Namespace) -> int:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:
         print("Hack probes: no function scores empty, tag-only, repeated, rambling or echoed completions as well as real ones.")
+    for ask in result.get("asks", []):  # the prompt <-> reward check: a format nobody asks for
+        if ask["warning"] or ask["note"]:
+            print(f"{'Warning' if ask['warning'] else 'Note'}: {ask['warning'] or ask['note']}")
     for warning in result.get("warnings", []):
         print(f"Warning: {warning}")
     return _preview_exit(result)

@@ -252,6 +252,66 @@ class OutputConfig:
     samples_per_step: int = _help("How many prompt groups of completions to keep in samples.jsonl per step.", default=2)
 
 
+ALERT_ACTIONS = ("warn", "stop")
+
+
+@dataclass
+class AlertActions:
+    """What a run does on its own when a health alert is raised, once per alert (docs/alerts.md; engine/health.py acts):
+    `warn` shows the alert only; `stop` also stops the run cleanly, as a stop request does (a checkpoint, resumable with
+    --resume); `rollback`, `raise_beta` and `dynamic_sampling` as their help lines say."""
+    on_no_signal: str = _help("When 'No learning signal' has lasted no_signal_steps steps: `warn`, `stop` the run with "
+                              "the difficulty scan's advice, or switch on `dynamic_sampling` (one process only).",
+                              default="warn")
+    no_signal_steps: int = _help("Steps of no learning signal before on_no_signal acts (the alert itself is raised after "
+                                 "3; a smaller number acts then).", default=3)
+    on_hacking: str = _help("When 'Possible reward hacking' (a hack probe out-scores the real completions at a checkpoint) "
+                            "or 'Held-out reward falling' is raised: `warn`, `stop` the run, `rollback`: stop and set "
+                            "aside the checkpoints from the alarm on, so --resume continues from the last one before it, "
+                            "or `raise_beta`: double the KL penalty (at least 0.02) and train on (one process).",
+                            default="warn")
+    on_heldout_plateau: str = _help("When the held-out check (runs with held-out prompts) has not beaten its best for "
+                                    "heldout_patience checkpoints: `off` (no such alert), `warn`, or `stop` early and keep "
+                                    "the best checkpoint.", default="off")
+    heldout_patience: int = _help("Held-out checks in a row (one per saved checkpoint) without a new best before "
+                                  "on_heldout_plateau acts.", default=3)
+
+    def problems(self, num_processes: int, no_reference: bool) -> list[str]:
+        """What is wrong with these settings; `no_reference`: full fine-tuning with beta 0 (TRL loads no reference model)."""
+        problems: list[str] = []
+        _check_choice(problems, "alerts.on_no_signal", self.on_no_signal, (*ALERT_ACTIONS, "dynamic_sampling"))
+        _check_choice(problems, "alerts.on_hacking", self.on_hacking, (*ALERT_ACTIONS, "rollback", "raise_beta"))
+        _check_choice(problems, "alerts.on_heldout_plateau", self.on_heldout_plateau, ("off", *ALERT_ACTIONS))
+        _check_positive(problems, "alerts.no_signal_steps", self.no_signal_steps)
+        _check_positive(problems, "alerts.heldout_patience", self.heldout_patience)
+        for key, value in (("on_hacking", "raise_beta"), ("on_no_signal", "dynamic_sampling")):
+            if getattr(self, key) == value and num_processes > 1:  # only the first process acts on alerts
+                problems.append(f"alerts.{key}: '{value}' works on one process, not {num_processes} — use warn or stop, "
+                                "or train on one process")
+        if self.on_hacking == "raise_beta" and no_reference:
+            problems.append("alerts.on_hacking: 'raise_beta' needs a reference model, which full fine-tuning with "
+                            "rloo.beta 0 does not load — start with a small rloo.beta (e.g. 0.01) or train a LoRA adapter")
+        return problems
+
+
+@dataclass
+class DynamicSampling:
+    """Dynamic sampling (engine/dynamic_sampling.py): prompt groups tied on reward are dropped and new prompts sampled."""
+    enabled: bool = _help("Drop prompt groups whose completions all got the same total reward and sample new prompts to "
+                          "fill the batch (as DAPO does). Costs extra generation; one process only.", default=False)
+    max_extra_generations: int = _help("At most this many extra generation batches per step; when they are used up, "
+                                       "the batch is filled with tied groups.", default=2)
+
+    def problems(self, num_processes: int) -> list[str]:
+        problems: list[str] = []
+        if self.max_extra_generations < 0:
+            problems.append(f"dynamic_sampling.max_extra_generations: {self.max_extra_generations} must be 0 or more (e.g. 2)")
+        if self.enabled and num_processes > 1:  # each rank would drop other groups than the rewards gathered over all
+            problems.append(f"dynamic_sampling.enabled: works on one process, not {num_processes} — set it to false "
+                            "or train on one process")
+        return problems
+
+
 def as_mapping(value) -> dict:
     """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string; {} when unset."""
     if value is None or value == "":
@@ -301,6 +361,9 @@ class RunConfig:
     rewards: list = _help("Reward functions and their weights.", default_factory=list)
     rloo: dict = _help("Passed to trl.RLOOConfig by name: anything RLOOConfig accepts may appear here.", default_factory=dict)
     output: OutputConfig = _help("Where runs are written.", default_factory=OutputConfig)
+    alerts: AlertActions = _help("What the run does on its own when a health alert is raised.", default_factory=AlertActions)
+    dynamic_sampling: DynamicSampling = _help("Drop reward-tied prompt groups and sample new prompts in their place.",
+                                              default_factory=DynamicSampling)
     # Folder relative paths in the config (reward files, data files, model folders) resolve against.
     base_dir: str = field(default=".", repr=False, compare=False, metadata={"help": "", "internal": True})
 
@@ -459,6 +522,8 @@ class RunConfig:
 
         if self.output.samples_per_step < 0:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
+        problems.extend(self.alerts.problems(num_processes, no_reference=self.lora is None and not self.rloo_value("beta")))
+        problems.extend(self.dynamic_sampling.problems(num_processes))
 
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
@@ -521,7 +586,8 @@ class RunConfig:
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig}
+_SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig, "alerts": AlertActions,
+                  "dynamic_sampling": DynamicSampling}
 
 
 def did_you_mean(key: str, choices) -> str:

@@ -4,6 +4,8 @@ It combines the config's own checks (`RunConfig.validate`, with the option names
 RLOOConfig really accepts), the data (readable? has the prompt column?), the reward specs
 (known builtins, valid params, files and functions that exist, columns they read) and the
 model reference (folder or hub id). All problems are raised together as one ConfigError.
+`prompt_warnings` adds what is worth a warning but no refusal: a format a reward looks for that neither the system
+prompt nor the prompts ask for (rewards/asks.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ..batching import BatchPlan
 from ..config import RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
+from ..rewards.asks import check_asks, warnings_from
 from ..data import Rows, load_rows
 from .model import resolve_model_source
 
@@ -57,3 +60,32 @@ def too_few_prompts(train_prompts: int, plan: BatchPlan) -> list[str]:
             f"{'es' if plan.processes != 1 else ''} × steps_per_generation {plan.steps_per_generation} ÷ num_generations "
             f"{plan.num_generations}): TRL would finish at step 0 without training — add prompts (a held-out split takes "
             f"some too), {suggestion}"]
+
+
+ASK_CHECK_ROWS = 200  # training rows whose prompts are read for the prompt <-> reward check: enough to find one that asks
+
+
+def format_findings(cfg: RunConfig, rows: Rows, completions=None) -> list[dict]:
+    """rewards.asks.check_asks for the run: its system prompt and first training prompts; given `completions`
+    (the first generation batch, in training), also how many of them write each format."""
+    prompts = [row.get(cfg.data.prompt_column) for row in rows.train[:ASK_CHECK_ROWS]]
+    return check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, prompts, completions)
+
+
+def prompt_warnings(cfg: RunConfig, rows: Rows) -> list[str]:
+    """Formats the rewards look for that neither data.system_prompt nor the first training prompts ask for. A check
+    that cannot run says so and never stops the run: it only ever warns."""
+    try:
+        return warnings_from(format_findings(cfg, rows))
+    except Exception as exc:  # noqa: BLE001
+        return [f"the prompt <-> reward check could not run ({type(exc).__name__}: {exc}); skipped"]
+
+
+def prompt_hints(cfg: RunConfig, rows: Rows) -> list[str]:
+    """The same, as short sentences for a run stopped for no learning signal: what to add to the system prompt."""
+    try:
+        findings = format_findings(cfg, rows)
+    except Exception:  # noqa: BLE001 - prompt_warnings has said it could not run
+        return []
+    return [f"`{f['reward']}` looks for {f['looks_for']}, which no prompt asks for: add to data.system_prompt "
+            f"\"{f['suggestion']}\"" for f in findings if f["warning"]]

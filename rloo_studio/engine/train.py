@@ -26,8 +26,9 @@ from ..errors import ConfigError, DataError, RewardError, StudioError
 from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
-from .health import HealthWatch
-from .preflight import preflight
+from .dynamic_sampling import DynamicSampler
+from .health import HealthWatch, roll_back
+from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
 
 log = logging.getLogger("rloo_studio.train")
 
@@ -133,6 +134,19 @@ def _save_resumed_config(cfg: RunConfig, run_dir: Path) -> None:
         if old_text:
             (run_dir / f"config.before-resume-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(old_text, encoding="utf-8")
         config_path.write_text(new_text, encoding="utf-8")
+
+
+def _set_beta(trainer, cfg: RunConfig, run_dir: Path, beta: float) -> None:
+    """alerts.on_hacking: raise_beta. TRL reads `trainer.beta` at every generation (with LoRA the reference is the
+    adapter switched off, so a run started with beta 0 can take one); the run's config.yaml gets the value, the old
+    one kept beside it, so a resume trains with it."""
+    trainer.beta = beta
+    cfg.rloo["beta"] = beta
+    config_path = run_dir / runs.CONFIG_FILE
+    if config_path.exists():
+        (run_dir / f"config.before-raise-beta-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(
+            config_path.read_text(encoding="utf-8"), encoding="utf-8")
+    config_path.write_text(resolved_config(cfg, run_dir).to_yaml(), encoding="utf-8")
 
 
 def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
@@ -249,7 +263,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 control.should_save, self.save_pending = False, True
             elif boundary and self.save_pending:
                 control.should_save, self.save_pending = True, False
-            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir))
+            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir)
+                              or (health is not None and health.stop_reason))  # an alert the config says to stop on
             if _all_ranks_agree(wants_stop, stack):
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
@@ -524,6 +539,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
             lg.addHandler(log_handler)
     restore_exit = _refuse_silent_exit(run_dir, main)
     try:
+        for warning in prompt_warnings(cfg, rows) if main else ():  # after the tee: in train.log and on the terminal
+            print(f"warning: {warning}", flush=True)
         run_dir = _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
         _leave_process_group()
         return run_dir
@@ -759,7 +776,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                                                int(rloo_config.max_completion_length), float(rloo_config.beta or 0.0),
                                                bool(rloo_config.normalize_advantages), rloo_config.reward_clip_range),
                              rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
-                             probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards])
+                             probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
+                             actions=cfg.alerts, hints=prompt_hints(cfg, rows))
 
     def on_values(name, kwargs, values):
         recorder.on_values(name, kwargs, values)
@@ -782,6 +800,13 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         for key, (given, used) in record["changed"].items():
             say(f"[rloo-studio] the trainer ({record['trainer']}) uses {key} = {used!r}, not the {given!r} it was given "
                 f"({runs.TRAINER_ARGS_FILE} records what it uses)", flush=True)
+    if health is not None:
+        health.formats = lambda completions: format_findings(cfg, rows, completions)
+        # A checkpoint named best is kept when save_total_limit rotates the others away (transformers keeps
+        # state.best_model_checkpoint); set when the run stops on a held-out plateau.
+        health.keep_checkpoint = lambda step: setattr(trainer.state, "best_model_checkpoint",
+                                                      os.path.join(trainer.args.output_dir, f"checkpoint-{step}"))
+        health.set_beta = lambda beta: _set_beta(trainer, cfg, run_dir, beta)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)
@@ -790,6 +815,15 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if loaded.lora:
         keep_adapters_in_fp32(trainer.model, stack.torch)
     record_trained_advantages(trainer, recorder, stack.torch)
+    if cfg.dynamic_sampling.enabled or cfg.alerts.on_no_signal == "dynamic_sampling":
+        # Outside the recorder: it records every generated batch, as the rewards saw them. Off until the no-signal
+        # alert switches it on, when the config asks for that instead (and on from the start of a run resumed after).
+        sampler = DynamicSampler(cfg.dynamic_sampling.max_extra_generations, int(rloo_config.seed),
+                                 active=cfg.dynamic_sampling.enabled or bool(health and health.sampling_on))
+        sampler.install(trainer, stack.torch)
+        if health is not None:
+            health.sampling_on = sampler.active
+            health.switch_on_sampling = lambda: setattr(sampler, "active", True)
     if checkpoint is not None and loaded.lora:
         restore_trained_adapter(trainer.model, checkpoint)
     _name_checkpoint_on_disk_full(trainer, run_dir)
@@ -812,8 +846,13 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                 raise disk_full_error(run_dir, f"saving the final {final_dir.name}") from exc
             raise
         runs.clear_stop(run_dir)
+        why = {"note": health.stop_reason} if stopped and health is not None and health.stop_reason else {}  # the status says why
+        if why and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
+            rolled = roll_back(run_dir, health.rollback_from)
+            why["note"] += " " + rolled
+            print(f"[rloo-studio] {rolled}", flush=True)
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
-                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name)
+                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
     if main:
         print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
     else:

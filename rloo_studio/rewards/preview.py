@@ -39,6 +39,7 @@ from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import PIPE, Child
 from ..runs import REWARDS_FILE
+from .asks import check_asks
 from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
 from .thinking import prompt_opens_think
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
@@ -213,7 +214,8 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
             "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
             "chat_template_kwargs": cfg.chat_template_kwargs(),
             "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages"),
-            "reward_clip_range": cfg.rloo_value("reward_clip_range")}
+            "reward_clip_range": cfg.rloo_value("reward_clip_range"),
+            "system_prompt": cfg.data.system_prompt}  # for the prompt <-> reward check: pasted prompts come without it
 
 
 @contextmanager
@@ -344,6 +346,8 @@ def _score(request: dict) -> dict:
         "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups,
                                      PROBE_PROMPTS if request.get("probes", True) else 1),
         "tokenizer_loaded": tokenizer.loaded,
+        # What each reward looks for, whether these prompts (system prompt included) ask for it, how many completions write it.
+        "asks": check_asks(specs, base_dir, request.get("system_prompt"), [g["prompt"] for g in groups], completions),
     }
     return result
 

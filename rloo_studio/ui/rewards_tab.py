@@ -512,6 +512,14 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
             where = "  \n".join(f"`{line}`" for line in e["lines"]) or "(no line in your code: check the arguments it expects)"
             findings.append(f"⛔ **`{name}` failed:** {e['error']}  \non the completion `{e['completion'][:120]}`  \n{where}")
     findings += [judge_check_line(c) for c in result.get("judge_checks") or [] if c["message"]]
+    for a in result.get("asks") or []:  # the prompt <-> reward check (rewards/asks.py), in the page's words
+        if a["warning"]:
+            findings.append(f"⚠️ **Not asked for:** `{a['reward']}` looks for {a['looks_for']}, but neither the system prompt "
+                            f"(Data tab) nor any of the {a['prompts']} prompts here asks for it; {a['matched']} of "
+                            f"{a['completions']} completions write it. Add to the system prompt: “{a['suggestion']}”")
+        elif a["note"]:
+            findings.append(f"ℹ️ **Not asked for, written anyway:** {a['matched']} of {a['completions']} completions write "
+                            f"{a['looks_for']}, which `{a['reward']}` looks for and no prompt asks for.")
     probes = result.get("probes") or []
     for p in probes:
         findings.append(f"⚠️ **Hack probe:** {p['message']}")

@@ -65,6 +65,12 @@ def status_markdown(view: RunView | None) -> str:
         judge_share = judge_share_line(view.metrics)
         if judge_share:
             lines.append(judge_share)
+    sampled = next((m for m in reversed(view.metrics) if isinstance(m.get(alerts.DROPPED_SHARE_KEY), (int, float))), None)
+    if sampled:  # dynamic sampling: what the latest step left out (docs/training.md)
+        lines.append(f"Dynamic sampling at step {sampled.get('step')}: {100 * sampled[alerts.DROPPED_SHARE_KEY]:.0f}% of the "
+                     f"generated prompt groups left out ({sampled.get(alerts.GENERATIONS_KEY, 1):.0f} batches generated); "
+                     f"{100 * (sampled.get(alerts.TIED_KEPT_SHARE_KEY) or 0):.0f}% of the batch trained on is tied groups "
+                     "the cap let in")
     if view.status.get("note"):
         lines.append(f"Note: {view.status['note']}")
     error = view.status.get("error")
@@ -91,8 +97,9 @@ def progress_html(view: RunView | None) -> str:
 
 
 def alerts_html(run_dir: str | Path | None) -> str:
-    """A run's health alerts (its alerts.jsonl, read now) as badges, each with its one-line explanation and what to do
-    (see docs/alerts.md); ongoing ones first and in orange, ended ones grey. Empty when the run has none."""
+    """A run's health alerts (its alerts.jsonl, read now) as badges, each with its one-line explanation, what to do and
+    what the run did about it on its own, if anything (see docs/alerts.md); ongoing ones first and in orange, ended ones
+    grey. Empty when the run has none."""
     found = alerts.current(runs.iter_jsonl(Path(run_dir) / runs.ALERTS_FILE)) if run_dir else []
     if not found:
         return ""
@@ -102,12 +109,15 @@ def alerts_html(run_dir: str | Path | None) -> str:
         colour = "#6b7280" if ended else "#c2410c"
         when = (f"steps {a.get('began_step')}–{a.get('ended_step')}, over" if ended else f"since step {a.get('began_step')}")
         subject = f" — {a['subject']}" if a.get("subject") else ""
+        # What the run did on its own about it (the config's `alerts:` section), when it acted.
+        taken = f' data-taken="{html.escape(str(a["taken"]))}"' if a.get("taken") else ""
+        done = f' <b>Done:</b> {html.escape(str(a["done"]))}.' if a.get("done") else ""
         items.append(
-            f'<div class="health-alert" data-alert="{html.escape(str(a.get("kind")))}" data-ended="{str(ended).lower()}" '
+            f'<div class="health-alert" data-alert="{html.escape(str(a.get("kind")))}" data-ended="{str(ended).lower()}"{taken} '
             f'style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0;">'
             f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:12px;">'
             f'⚠ {html.escape(str(a.get("title") or a.get("kind")))}{html.escape(subject)} · {html.escape(when)}</span> '
-            f'{html.escape(str(a.get("explanation") or ""))} <b>What to do:</b> {html.escape(str(a.get("action") or ""))}</div>')
+            f'{html.escape(str(a.get("explanation") or ""))} <b>What to do:</b> {html.escape(str(a.get("action") or ""))}{done}</div>')
     return '<div id="health-alerts">' + "".join(items) + "</div>"
 
 
