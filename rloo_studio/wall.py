@@ -38,6 +38,10 @@ WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 # when it fails; it only runs the app's startup events once, so it may skip the token check
 # (Host and Origin still apply).
 TOKENLESS_ROUTES = frozenset({("GET", "/gradio_api/startup-events")})
+# Gradio's synchronous API route: it runs an event without the page's session, whose values (gr.State: the form's
+# base settings, the data's columns) the app's events take as inputs, and so answered 500 to the documented inputs.
+# Refused with the route that works (/gradio_api/call/NAME, which gradio_client and the page use).
+SYNC_RUN_PREFIX = "/gradio_api/run/"
 
 
 def split_host(value: str) -> tuple[str, str | None]:
@@ -173,6 +177,12 @@ class Policy:
         if reading and path in PAGE_PATHS and not headers.get("authorization"):
             return None, True
         if self._has_token(headers):
+            if path.startswith(SYNC_RUN_PREFIX):
+                name = path[len(SYNC_RUN_PREFIX):].strip("/") or "NAME"
+                return Refusal(404, f"RLOO Studio does not answer {SYNC_RUN_PREFIX}{name}: Gradio's synchronous route cannot "
+                                    "give an event the page's own settings, which every call of this app reads, so it would "
+                                    f"fail. Call it as the page does: POST the data to /gradio_api/call/{name}, then GET "
+                                    f"/gradio_api/call/{name}/EVENT_ID for the result, or use gradio_client."), False
             return None, False
         reason = (f"RLOO Studio needs its launch token: open the link printed when it started (it ends in "
                   f"?token=...), or send 'Authorization: Bearer TOKEN'; `{self.relink_command}` prints the link again.")

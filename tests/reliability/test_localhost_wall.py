@@ -485,3 +485,13 @@ def test_no_token_warns_and_serves_but_still_checks_host_and_origin(tmp_path):
         _stop(proc)
     warning = proc.stderr.read()
     assert "warning: --no-token: any web page you visit and any user of this computer" in warning
+
+
+def test_the_synchronous_run_route_answers_with_the_route_that_works_not_an_internal_error(app):
+    # Gradio's /gradio_api/run/NAME cannot fill an event's session values (the page's settings): it answered 500 to the
+    # inputs the API documents. The app says which route to use; /gradio_api/call/NAME answers the same inputs.
+    port, _ = app
+    status, _, text = send(port, "POST", "/gradio_api/run/check_rewards", {"Content-Type": "application/json", **BEARER},
+                           call_body("print('Hello World')"))
+    assert status == 404 and "/gradio_api/call/check_rewards" in text and "gradio_client" in text, (status, text)
+    assert "no reward function found" in _call_and_wait(port, "print('Hello World')", BEARER)
