@@ -317,10 +317,16 @@ class RewardsTab:
 
     @staticmethod
     def check_code(code: str, user_table, columns: list[str] | None) -> tuple[str, list[list]]:
-        """(message, refreshed table of functions): keeps the ticks and weights of functions still defined."""
+        """(message, refreshed table of functions): keeps the ticks and weights of functions still defined. Code that does
+        not parse leaves the table as it was: which functions it defines is unknown until it does, and a person mid-edit
+        must not lose the choices they made (Start then names the syntax error, with its line)."""
         result = check_source(code or "", columns or ())
         previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
-        table = [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0] for n in result["functions"]]
+        if syntax_problem(code or ""):
+            table = [[_truthy(r[0]), str(r[1]), r[2]] for r in previous.values()]
+        else:
+            table = [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0]
+                     for n in result["functions"]]
         if result["problems"]:
             message = "\n\n".join("⚠️ " + p.replace("\n", "  \n") for p in result["problems"])
         elif result["functions"]:
