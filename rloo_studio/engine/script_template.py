@@ -9,8 +9,13 @@
 are relative to the config file's folder. The script loads the model the way RLOO Studio does (Unsloth's
 FastLanguageModel when Unsloth imports, else plain transformers + PEFT), builds the prompts the same way
 (chat messages when the tokenizer has a chat template, else plain text), builds the same reward functions
-with the same weights, and passes the same arguments to trl.RLOOConfig. Checkpoints and the final adapter
-(or model, without LoRA) go to `--output-dir` (default: `outputs/` beside the config).
+with the same weights, and passes the same arguments to trl.RLOOConfig. It seeds as RLOO Studio does (the run's
+`rloo.seed` before the model loads, so the LoRA initialisation is the run's) and keeps LoRA adapters in fp32, so
+on the same backend and hardware its steps repeat the run's: the same loss and gradient norm at every step.
+What it leaves out: RLOO Studio's health alerts and their actions (stop, roll back, raise beta, dynamic sampling
+switched on by an alert), the held-out checks, samples.jsonl and dynamic sampling (it says so when the config
+asks for it). Checkpoints and the final adapter (or model, without LoRA) go to `--output-dir` (default:
+`outputs/` beside the config).
 
 This file is written by `rloo-studio export RUN_DIR --format script`. It deliberately imports nothing from
 RLOO Studio's package: it only needs torch, transformers, peft, trl, datasets, pyyaml (and unsloth, if available).
@@ -68,7 +73,11 @@ RLOO_DEFAULTS = {
     "seed": 42,
     "disable_dropout": True,
 }
-THINK_END_TOKEN = "</think>"
+THINK_START_TOKEN, THINK_END_TOKEN = "<think>", "</think>"
+# Dataset columns TRL keeps back from the rewards (`prompt` reaches them as `prompts`), and names of TRL's own reward
+# arguments: a column of either name is not passed on (RLOO Studio's training leaves them out the same way).
+TRL_KEPT_COLUMNS = ("prompt", "completion", "completion_ids")
+TRL_REWARD_ARGS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
 
 
 # ---- config ------------------------------------------------------------------------------------
@@ -89,7 +98,8 @@ def load_config(path: Path) -> dict:
     data = {"source": None, "config_name": None, "split": "train", "prompt_column": "prompt", "system_prompt": None,
             "prompt_format": "auto", "test_split": None, "test_fraction": 0.0, "max_train_samples": None, **(cfg.get("data") or {})}
     rewards = [{"name": r} if isinstance(r, str) else dict(r) for r in (cfg.get("rewards") or [])]
-    return {"model": model, "lora": lora, "data": data, "rewards": rewards, "rloo": dict(cfg.get("rloo") or {})}
+    return {"model": model, "lora": lora, "data": data, "rewards": rewards, "rloo": dict(cfg.get("rloo") or {}),
+            "dynamic_sampling": dict(cfg.get("dynamic_sampling") or {})}
 
 
 def local_path(value: str, base: Path) -> Path | None:
@@ -153,13 +163,16 @@ def build_prompt(value, data: dict, chat: bool):
 
 
 def to_dataset(rows: list[dict], data: dict, tokenizer):
+    """TRL's `prompt` column plus every data column the rewards receive by name; every row gets every column (None
+    where it lacks one), as a table takes its columns from its first record."""
     import datasets
 
     fmt = data.get("prompt_format", "auto")
     chat = fmt == "chat" or (fmt == "auto" and bool(getattr(tokenizer, "chat_template", None)))
+    columns = [c for c in dict.fromkeys(k for row in rows for k in row) if c not in TRL_KEPT_COLUMNS and c not in TRL_REWARD_ARGS]
     records = []
     for row in rows:
-        record = {k: v for k, v in row.items() if k != "prompt"}
+        record = {c: row.get(c) for c in columns}
         record["prompt"] = build_prompt(row[data["prompt_column"]], data, chat)
         records.append(record)
     return datasets.Dataset.from_list(records)
@@ -183,15 +196,34 @@ def load_module(path: Path):
     return module
 
 
-def build_rewards(specs: list[dict], base: Path, tokenizer) -> tuple[list, list[float]]:
+def prompt_opens_think(prompts: list, tokenizer, template_kwargs: dict) -> bool:
+    """Whether the prompts reach the model inside an open <think> (a thinking chat template ends the generation
+    prompt with it): the builtins then read each completion after it. Chat prompts: the template decides, rendered
+    as TRL renders them; plain prompts: every one must end inside a thought."""
+    def inside(text: str) -> bool:
+        return text.rfind(THINK_START_TOKEN) > text.rfind(THINK_END_TOKEN)
+
+    if not prompts:
+        return False
+    if not isinstance(prompts[0], list):
+        return all(inside(str(p)) for p in prompts)
+    if not getattr(tokenizer, "chat_template", None):
+        return False
+    probe = [{"role": "user", "content": "What is 2 + 2?"}]
+    return inside(tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False, **template_kwargs))
+
+
+def build_rewards(specs: list[dict], base: Path, tokenizer, opens_think: bool = False) -> tuple[list, list[float]]:
     funcs, weights = [], []
     for spec in specs:
         weight = float(spec.get("weight", 1.0))
         if spec.get("name"):
             sys.path.insert(0, str(HERE))
-            from builtin_rewards import BUILTIN_REWARDS, NEEDS_THINK_END_TOKEN_ID
+            from builtin_rewards import BUILTIN_REWARDS, NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
 
             params = dict(spec.get("params") or {})
+            if spec["name"] in NEEDS_PROMPT_OPENS_THINK:
+                params.setdefault("prompt_opens_think", opens_think)
             if spec["name"] in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in params:
                 params["think_end_token_id"] = think_end_token_id(tokenizer)
             funcs.append(BUILTIN_REWARDS[spec["name"]](**params))
@@ -233,8 +265,14 @@ def model_source(name: str, base: Path) -> str:
     return str(path.resolve()) if path is not None and path.is_dir() else name
 
 
-def load_model(model_cfg: dict, lora: dict | None, base: Path, torch, cuda: bool, unsloth_ok: bool):
+def load_model(model_cfg: dict, lora: dict | None, base: Path, torch, cuda: bool, unsloth_ok: bool, seed: int):
+    """The model and tokenizer, LoRA attached. Every random number generator is seeded with the run's seed first, as
+    RLOO Studio does: the LoRA matrices are initialised randomly when the adapter is attached (TRL seeds only a model
+    it builds from a name itself)."""
+    import transformers
+
     source = model_source(model_cfg["name_or_path"], base)
+    transformers.set_seed(seed)
     dtype_name = model_cfg["dtype"]
     if dtype_name == "auto":
         dtype_name = ("bfloat16" if torch.cuda.is_bf16_supported() else "float16") if cuda else "float32"
@@ -250,10 +288,9 @@ def load_model(model_cfg: dict, lora: dict | None, base: Path, torch, cuda: bool
             targets = linear_module_names(model) if lora["target_modules"] == "all-linear" else list(lora["target_modules"])
             model = FastLanguageModel.get_peft_model(model, r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
                                                      target_modules=targets, bias="none", use_gradient_checkpointing=checkpointing,
-                                                     random_state=3407)
+                                                     random_state=seed)
     else:
         import peft
-        import transformers
 
         kwargs = {"dtype": dtype, "trust_remote_code": model_cfg["trust_remote_code"]}
         if model_cfg["load_in_4bit"]:
@@ -270,6 +307,20 @@ def load_model(model_cfg: dict, lora: dict | None, base: Path, torch, cuda: bool
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return model, tokenizer, dtype_name
+
+
+def keep_adapters_in_fp32(model, torch) -> int:
+    """Cast trainable LoRA parameters held in 16 bits back to fp32, as RLOO Studio does; returns how many.
+
+    TRL's RLOOTrainer casts the trainable parameters of a 4-bit model to bf16 when it is built; an Adam update of a
+    small learning rate is then mostly below bf16's rounding step and lost. The optimizer is created in train(), so
+    casting after the trainer is built is enough."""
+    cast = 0
+    for name, param in model.named_parameters():
+        if param.requires_grad and "lora_" in name and param.dtype in (torch.bfloat16, torch.float16):
+            param.data = param.data.to(torch.float32)
+            cast += 1
+    return cast
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -312,9 +363,13 @@ def main(argv: list[str] | None = None) -> int:
 
     rloo = dict(cfg["rloo"])
     seed = int(rloo.get("seed", RLOO_DEFAULTS["seed"]))
-    model, tokenizer, dtype_name = load_model(cfg["model"], cfg["lora"], base, torch, cuda, unsloth_ok)
+    model, tokenizer, dtype_name = load_model(cfg["model"], cfg["lora"], base, torch, cuda, unsloth_ok, seed)
     dataset = to_dataset(training_rows(cfg["data"], base, seed), cfg["data"], tokenizer)
-    reward_funcs, weights = build_rewards(cfg["rewards"], base, tokenizer)
+    opens_think = prompt_opens_think(list(dataset["prompt"]), tokenizer, dict(rloo.get("chat_template_kwargs") or {}))
+    reward_funcs, weights = build_rewards(cfg["rewards"], base, tokenizer, opens_think)
+    if (cfg.get("dynamic_sampling") or {}).get("enabled"):
+        print("Note: the run sampled dynamically (dynamic_sampling.enabled); this script does not, so its steps differ "
+              "from the run's", flush=True)
 
     arguments = dict(RLOO_DEFAULTS)
     if not cuda:
@@ -331,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     config.reward_weights = weights
 
     trainer = trl.RLOOTrainer(model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer)
+    if cfg["lora"] is not None:
+        keep_adapters_in_fp32(trainer.model, torch)
     print(f"Training {cfg['model']['name_or_path']} for {config.max_steps} steps "
           f"({'Unsloth' if unsloth_ok else 'transformers + PEFT'}, {'cuda' if cuda else 'cpu'}, {dtype_name})", flush=True)
     trainer.train()

@@ -8,8 +8,9 @@ generating that reply. A reply that hit *Max new tokens* before it ended is mark
 repetition loop is marked with the repeated sentence (`run_view.reply_mark_list`, the marks of every completions table);
 the marks are shown, never sent back to the model as part of the conversation. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
 mode hides which pane is which until the person says which reply is better; the verdict is
-appended to the run's preferences.jsonl. This module only talks to the worker through
-`rloo_studio.inference_client`; it loads no model itself.
+appended to the run's preferences.jsonl. Picking a run sets the sampling controls to what the run trained with
+(`trained_sampling`: its effective temperature, top-p and completion length) and says so in one line. This module only
+talks to the worker through `rloo_studio.inference_client`; it loads no model itself.
 """
 
 from __future__ import annotations
@@ -34,6 +35,33 @@ SAMPLED, GREEDY = "sampled", "greedy"
 ONE_SAMPLE_NOTE = ("One reply is one sample: with sampling, the next one can differ, and even a better greedy reply on one "
                    "question is an anecdote. Whether the tuned model is better shows in the **Evaluate** tab, over many prompts "
                    "with intervals.")
+
+
+# ---- the run's sampling ---------------------------------------------------------------------------
+
+def trained_sampling(cfg) -> dict:
+    """What run config `cfg` sampled its completions with in training: the effective temperature, top-p and top-k
+    (RunConfig.rloo_value; `rloo.generation_kwargs` override them, as TRL applies them) and the completion length.
+    top_k None: TRL's default, off. The chat applies the run's top-k itself (engine/chat_model.py); the rest become
+    the controls' values."""
+    from ..config import as_mapping
+
+    override = as_mapping(cfg.rloo_value("generation_kwargs"))
+    return {"temperature": float(override.get("temperature", cfg.rloo_value("temperature"))),
+            "top_p": float(override.get("top_p", cfg.rloo_value("top_p"))),
+            "top_k": override.get("top_k", cfg.rloo.get("top_k")),
+            "max_new_tokens": int(override.get("max_new_tokens", cfg.rloo_value("max_completion_length")))}
+
+
+def sampling_line(run_id: str, sampling: dict) -> str:
+    """The one line under the run picker that says the controls now hold the run's own sampling settings."""
+    top_k = f"top-k {sampling['top_k']}" if sampling["top_k"] else "top-k off"
+    return (f"Sampling as run `{run_id}` trained: temperature {sampling['temperature']}, top-p {sampling['top_p']}, "
+            f"{top_k}, up to {sampling['max_new_tokens']} new tokens; change them in Settings (top-k stays the run's).")
+
+
+# Upper ends of the sliders; a run that trained beyond them widens its slider (Sampling.check's own limits).
+TEMPERATURE_MAX, MAX_TOKENS_MAX = 2.0, 4096
 
 
 # ---- panes ----------------------------------------------------------------------------------------
@@ -106,14 +134,15 @@ class ChatTab:
             self.picker = RunPicker(runs_dir, "chat", checkpoint_info="final = the weights saved when the run ended")
             self.run, self.checkpoint = self.picker.run, self.picker.checkpoint
             self.refresh = gr.Button("Refresh runs", elem_id="chat-refresh", scale=1)
+        self.sampling_note = gr.Markdown(elem_id="chat-sampling-note")
         with gr.Accordion("Settings", open=False, elem_id="chat-settings"):
             self.system_prompt = gr.Textbox(label="System prompt", info="Filled with the run's system prompt (if any) when you pick a run.",
                                             elem_id="chat-system")
             with gr.Row():
-                self.temperature = gr.Slider(0.0, 2.0, value=0.7, step=0.05, label="Temperature", info="0 = greedy (always the most likely token)",
+                self.temperature = gr.Slider(0.0, TEMPERATURE_MAX, value=0.7, step=0.05, label="Temperature", info="0 = greedy (always the most likely token)",
                                              elem_id="chat-temperature")
                 self.top_p = gr.Slider(0.05, 1.0, value=0.95, step=0.05, label="Top-p", elem_id="chat-top-p")
-                self.max_tokens = gr.Slider(1, 4096, value=256, step=1, label="Max new tokens", elem_id="chat-max-tokens")
+                self.max_tokens = gr.Slider(1, MAX_TOKENS_MAX, value=256, step=1, label="Max new tokens", elem_id="chat-max-tokens")
                 self.seed = gr.Number(0, precision=0, label="Seed", info="Both sides use it; Retry moves to the next one", elem_id="chat-seed")
                 self.decoding = gr.Radio([SAMPLED, GREEDY], value=SAMPLED, label="Decoding", elem_id="chat-decoding",
                                          info="greedy: always the most likely token (temperature, top-p and seed unused; "
@@ -149,8 +178,9 @@ class ChatTab:
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="chat_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.picker.wire(demo, poller)
-        self.run.change(self.pick_run, inputs=[self.run, self.blind], outputs=[self.checkpoint, self.system_prompt] + panes,
-                        api_name="chat_pick_run")
+        self.run.change(self.pick_run, inputs=[self.run, self.blind],
+                        outputs=[self.checkpoint, self.system_prompt] + panes
+                        + [self.temperature, self.top_p, self.max_tokens, self.sampling_note], api_name="chat_pick_run")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.blind.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.clear.click(self.reset, inputs=self.blind, outputs=panes, api_name="chat_clear")
@@ -182,16 +212,26 @@ class ChatTab:
         return gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt)
 
     def pick_run(self, run_id: str | None, blind: bool):
+        """The run's checkpoints and system prompt, fresh panes, and the sampling controls set to the run's own values
+        (kept as they are, with the reason, when its config cannot be read)."""
         ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
-        system = ""
+        system, controls, note = "", [gr.update()] * 3, ""
         if run_id:
             try:
                 from ..config import RunConfig
 
-                system = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE).data.system_prompt or ""
-            except (StudioError, OSError):
-                system = ""
-        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), system] + self.reset(blind)
+                cfg = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE)
+                system = cfg.data.system_prompt or ""
+                trained = trained_sampling(cfg)
+                controls = [gr.update(value=trained["temperature"], maximum=max(TEMPERATURE_MAX, trained["temperature"])),
+                            gr.update(value=trained["top_p"]),
+                            gr.update(value=trained["max_new_tokens"], maximum=max(MAX_TOKENS_MAX, trained["max_new_tokens"]))]
+                note = sampling_line(run_id, trained)
+            except (StudioError, OSError, ValueError, TypeError) as exc:
+                why = exc.what if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
+                note = (f"Run `{run_id}`'s config could not be read ({why}), so the sampling settings are not the run's: "
+                        "set them in Settings.")
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), system] + self.reset(blind) + controls + [note]
 
     def render(self, session: dict, status: str = "", pending: dict | None = None, voting: bool = False) -> list:
         left_side, right_side = layout(session)

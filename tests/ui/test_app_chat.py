@@ -34,6 +34,10 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
         assert ckpt_update["value"] == "final" and [c[0] for c in ckpt_update["choices"]] == ["final", "checkpoint-1"]
         picked = client.predict(RUN_ID, False, api_name="/chat_pick_run")
         assert picked[1] == "Answer briefly."  # the run's system prompt
+        # The sampling controls hold what the run trained with (TRL's temperature and top-p, its 16-token completions).
+        assert [u["value"] for u in picked[-4:-1]] == [1.0, 1.0, 16], picked[-4:]
+        assert picked[-1] == (f"Sampling as run `{RUN_ID}` trained: temperature 1.0, top-p 1.0, top-k off, up to 16 new tokens; "
+                              "change them in Settings (top-k stays the run's).")
 
         out = client.predict(RUN_ID, "final", "What is 12 + 7?", "Answer briefly.", 0.0, 1.0, 12, 0, api_name="/chat")
         left, right, left_badge, right_badge, status = out[:5]

@@ -148,3 +148,29 @@ def test_a_cut_off_reply_and_a_looping_reply_are_marked_and_the_marks_never_reac
     assert sent["base"] == [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "Let me start by"},
                             {"role": "user", "content": "q2"}]
     assert sent["tuned"][1] == {"role": "assistant", "content": looping}
+
+
+def test_picking_a_run_sets_the_sampling_controls_to_what_the_run_trained_with(run_dir):
+    """Temperature, top-p and max new tokens start at the run's effective values (TRL's generation_kwargs win over the
+    rloo keys, as in training), and one line says so, top-k included (the chat always applies the run's)."""
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    (run_dir / "config.yaml").write_text("model: {name_or_path: demo}\n"
+                                         "rloo: {temperature: 1.2, top_k: 20, max_completion_length: 64,"
+                                         " generation_kwargs: {top_p: 0.9}}\n")
+    out = tab.pick_run("r1", False)
+    temperature, top_p, max_tokens, note = out[-4:]
+    assert (temperature["value"], top_p["value"], max_tokens["value"]) == (1.2, 0.9, 64)
+    assert note == ("Sampling as run `r1` trained: temperature 1.2, top-p 0.9, top-k 20, up to 64 new tokens; "
+                    "change them in Settings (top-k stays the run's).")
+
+    # A run that left them unset trained with the defaults: TRL's temperature and top-p 1.0, top-k off, and ours, 256 tokens.
+    (run_dir / "config.yaml").write_text("model: {name_or_path: demo}\n")
+    temperature, top_p, max_tokens, note = tab.pick_run("r1", False)[-4:]
+    assert (temperature["value"], top_p["value"], max_tokens["value"]) == (1.0, 1.0, 256)
+    assert "temperature 1.0, top-p 1.0, top-k off, up to 256 new tokens" in note
+
+    # A config that cannot be read leaves the controls as they are and says why.
+    (run_dir / "config.yaml").write_text("model: [\n")
+    temperature, top_p, max_tokens, note = tab.pick_run("r1", False)[-4:]
+    assert temperature == gr.update() and max_tokens == gr.update()
+    assert "could not be read" in note
