@@ -157,7 +157,10 @@ def _again(raised: dict) -> BaseException:
     except Exception:  # noqa: BLE001 - a type whose constructor wants more arguments
         exc = None
     if exc is None:
-        exc = RuntimeError(f"{raised['type']}: {raised['message']}")
+        # Another library's type (torch.OutOfMemoryError, say): one of the same name, so the guard and the run's
+        # failure handling read it as they read the original (an out-of-memory error is not the reward's fault).
+        named = raised["type"] if str(raised["type"]).isidentifier() else "RewardCodeError"
+        exc = type(named, (RuntimeError,), {"__module__": "rloo_studio.rewards.boxed"})(raised["message"])
     if isinstance(exc, ModuleNotFoundError):
         exc.name = raised.get("module")
     exc.studio_where = raised.get("where")  # rewards.user.describe_call_error reads it

@@ -52,7 +52,10 @@ def real_run(tmp_path_factory, real_model_dir):
         # A fresh interpreter, as a person starts one (the tier's other commands fork from the tests' warm starter).
         done = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(config)], cwd=folder,
                               capture_output=True, text=True, timeout=3600,
-                              env=dict(os.environ, REALMODEL_REWARD_LOG=str(folder / "reward-calls.jsonl")))
+                              # The reward logs its calls to a file beside the run: outside the reward sandbox,
+                              # which allows no such write (tests/unit/test_sandbox.py tests the sandbox).
+                              env=dict(os.environ, REALMODEL_REWARD_LOG=str(folder / "reward-calls.jsonl"),
+                                       RLOO_STUDIO_SANDBOX="off"))
         assert done.returncode == 0, done.stderr[-4000:]
 
     # Once for the session, whichever test processes read it (the tests that write copy what they write into).

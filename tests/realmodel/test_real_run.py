@@ -52,7 +52,8 @@ def test_reward_preview_samples_chat_completions_that_end_at_the_end_of_turn(tmp
     config = _task_folder(tmp_path, real_model_dir)
     reward_log = tmp_path / "reward-calls.jsonl"
     result = run_cli("preview", config, "rloo.max_completion_length=24", "rloo.num_generations=4", "--num-prompts", "2",
-                     "--json", cwd=tmp_path, env={"REALMODEL_REWARD_LOG": str(reward_log)})
+                     # (the reward logs its calls to a file: outside the reward sandbox, which allows no such write)
+                     "--json", cwd=tmp_path, env={"REALMODEL_REWARD_LOG": str(reward_log), "RLOO_STUDIO_SANDBOX": "off"})
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     rows = report["rows"]

@@ -143,6 +143,7 @@ def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path)
                     "ppid": warm.STARTERS["transformers"].pid}
 
 
+@pytest.mark.usefixtures("outside_the_sandbox")  # a sandboxed child starts as itself, not forked: the forking is what is tested here
 def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(tmp_path):
     """`rloo-studio preview` and `scan`, run as warm children, start the reward preview's scoring child themselves
     (rewards.preview.start_scorer): it is forked from the same starter too, and answers as a fresh one does."""
