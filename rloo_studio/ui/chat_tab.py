@@ -214,13 +214,14 @@ class ChatTab:
     def pick_run(self, run_id: str | None, blind: bool):
         """The run's checkpoints and system prompt, fresh panes, and the sampling controls set to the run's own values
         (kept as they are, with the reason, when its config cannot be read)."""
-        ckpts = checkpoint_choices(self.runs_dir / run_id) if run_id else []
+        folder = runs.run_folder(self.runs_dir, run_id)  # a name that climbs out of the runs folder is no run
+        ckpts = checkpoint_choices(folder) if folder else []
         system, controls, note = "", [gr.update()] * 3, ""
-        if run_id:
+        if folder:
             try:
                 from ..config import RunConfig
 
-                cfg = RunConfig.load(self.runs_dir / run_id / runs.CONFIG_FILE)
+                cfg = RunConfig.load(folder / runs.CONFIG_FILE)
                 system = cfg.data.system_prompt or ""
                 trained = trained_sampling(cfg)
                 controls = [gr.update(value=trained["temperature"], maximum=max(TEMPERATURE_MAX, trained["temperature"])),
@@ -272,7 +273,8 @@ class ChatTab:
     def _problem(self, run_id, checkpoint) -> str | None:
         if not run_id or not checkpoint:
             return "Pick a run and a checkpoint first (a run appears here once it has saved its weights)."
-        if not (self.runs_dir / run_id / runs.CONFIG_FILE).is_file():
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder is None or not (folder / runs.CONFIG_FILE).is_file():
             return f"Run `{run_id}` is no longer in {self.runs_dir}: press Refresh runs."
         return busy_message(self.runs_dir, "The chat")
 
@@ -303,7 +305,7 @@ class ChatTab:
         pending = {}
         yield self.render(session, "Loading the model…" if self.worker.loaded is None else "Generating…", pending) + [""]
         try:
-            events = self.worker.chat(self.runs_dir / run_id, checkpoint, {side: [said(m) for m in session[side]] for side in order}, sampling,
+            events = self.worker.chat(runs.run_folder(self.runs_dir, run_id), checkpoint, {side: [said(m) for m in session[side]] for side in order}, sampling,
                                       system_prompt=system_prompt or None, sides=order,
                                       guard=lambda: busy_message(self.runs_dir, "The chat"))
             replies = {}
@@ -339,12 +341,13 @@ class ChatTab:
         else:
             note = (f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}: "
                     "one sample each; Retry draws another.")
-        not_final = not_final_note(self.runs_dir / run_id, checkpoint)
+        not_final = not_final_note(runs.run_folder(self.runs_dir, run_id), checkpoint)
         note += f" The tuned side is {not_final}." if not_final else ""
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
 
     def vote(self, run_id, checkpoint, session, choice: str) -> list:
-        if not session.get("blind") or session.get("voted", True) or not session.get("last"):
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if not session.get("blind") or session.get("voted", True) or not session.get("last") or folder is None:
             return self.render(session, "Votes are for blind mode, once per turn.")
         a_is = session["a_is"]
         b_is = "tuned" if a_is == "base" else "base"
@@ -352,10 +355,10 @@ class ChatTab:
         record = {"time": time.time(), "run": run_id, "checkpoint": checkpoint, "prompt": session["last"], "a_is": a_is,
                   "choice": choice, "preferred": preferred,
                   "replies": {side: session[side][-1]["content"] for side in ("base", "tuned") if session[side]}}
-        runs.append_jsonl(self.runs_dir / run_id / PREFERENCES_FILE, record)
+        runs.append_jsonl(folder / PREFERENCES_FILE, record)
         session["voted"] = True
         tally = {"tuned": 0, "base": 0, "tie": 0}
-        for r in runs.read_jsonl(self.runs_dir / run_id / PREFERENCES_FILE):
+        for r in runs.read_jsonl(folder / PREFERENCES_FILE):
             if r.get("preferred") in tally:
                 tally[r["preferred"]] += 1
         return self.render(session, f"Recorded. **A was the {a_is} model, B the {b_is} model.** This run's blind votes so far: "

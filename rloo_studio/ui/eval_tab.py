@@ -302,7 +302,8 @@ class EvalTab:
         return gr.update(choices=ckpts, value=default_checkpoint(ckpts))
 
     def _report(self, run_id) -> dict | None:
-        return runs.read_eval(self.runs_dir / run_id) if run_id else None
+        folder = runs.run_folder(self.runs_dir, run_id)  # a name that climbs out of the runs folder is no run
+        return runs.read_eval(folder) if folder else None
 
     def render(self, report: dict | None, message: str | None = None) -> list:
         columns = headers(report)
@@ -315,7 +316,8 @@ class EvalTab:
 
     def _summary(self, run_id) -> str:
         """The summary line of the run's evaluation; an earlier version's eval.json is said so, not shown as none."""
-        if run_id and runs.old_eval(self.runs_dir / run_id):
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder and runs.old_eval(folder):
             return f"**{runs.OLD_EVAL[0].upper() + runs.OLD_EVAL[1:]}:** press **Evaluate** to evaluate it again."
         return summary_markdown(self._report(run_id))
 
@@ -334,14 +336,15 @@ class EvalTab:
 
     def run_eval(self, run_id, checkpoint, limit, split, decoding="greedy", samples=4, base_tokens=0, select_split="",
                  max_tokens=0, progress=gr.Progress()):
-        if not run_id or not checkpoint:
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if folder is None or not checkpoint:
             return self.render(None, refuse("Pick a run (one appears here once it has saved an adapter) and a checkpoint."))
         if decoding == "sampled" and (not samples or int(samples) < 1):
             return self.render(self._report(run_id), refuse("**Samples per prompt** must be at least 1 for sampled decoding (4 is a good start)."))
         busy = busy_message(self.runs_dir, "An evaluation")
         if busy:
             return self.render(self._report(run_id), refuse(busy))
-        args = ["eval", str(self.runs_dir / run_id), "--json", "--events", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
+        args = ["eval", str(folder), "--json", "--events", "--checkpoint", "all" if checkpoint == ALL else checkpoint]
         if limit:
             args += ["--limit", str(int(limit))]
         if split and split.strip():
@@ -375,5 +378,5 @@ class EvalTab:
             report = json.loads(finished.stdout)
         except json.JSONDecodeError:
             report = self._report(run_id)
-        note = not_final_note(self.runs_dir / run_id, checkpoint)
+        note = not_final_note(folder, checkpoint)
         return self.render(report, f"**Evaluated {note}.**  \n" + summary_markdown(report) if note else None)

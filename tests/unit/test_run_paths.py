@@ -49,3 +49,23 @@ def test_delete_resume_and_detail_refuse_a_name_that_climbs_out_of_the_runs_fold
     assert tab.detail("../victim")[0] == "Pick a run above."
     assert tab.alerts_of("../victim") == ""
     assert "No run named `../victim`" in tab.compare(["../victim", "../victim"], "reward")[0]
+
+
+def test_chat_and_evaluate_neither_read_nor_write_a_run_outside_the_runs_folder(tmp_path):
+    from rloo_studio.ui.chat_tab import ChatTab, new_session
+    from rloo_studio.ui.eval_tab import EvalTab
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    victim = _run(tmp_path, "victim")
+    (victim / "config.yaml").write_text("model: {name_or_path: demo}\n")
+    (victim / "eval.json").write_text('{"n_prompts": 1}')
+    with gr.Blocks():
+        chat, evaluate = ChatTab(root, worker=None), EvalTab(root, worker=None)
+    assert "Pick a run" in chat._problem("../victim", "final") or "no longer in" in chat._problem("../victim", "final")
+    assert chat.pick_run("../victim", False)[0]["choices"] == []
+    assert evaluate._report("../victim") is None
+    session = {**new_session(True), "voted": False, "last": "hi", "base": [{"role": "assistant", "content": "a"}],
+               "tuned": [{"role": "assistant", "content": "b"}]}
+    chat.vote("../victim", "final", session, "a")
+    assert not (victim / "preferences.jsonl").exists()
