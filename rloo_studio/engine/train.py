@@ -163,6 +163,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
             self.started = time.time()
             self.first_step = resumed_from
             self.save_pending = False
+            self.step_times = dict  # StepTimer.take once the trainer exists: where the logged steps' time went
 
         def _eta(self, state):
             done = state.global_step - self.first_step
@@ -181,7 +182,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
             if "train_runtime" in logs:  # the end-of-training summary, not a step
                 runs.update_status(run_dir, summary=dict(logs))
                 return
-            record = {"step": state.global_step, "time": time.time(), **logs}
+            record = {"step": state.global_step, "time": time.time(), **logs, **self.step_times()}
             cuda = stack.torch.cuda
             if cuda.is_available():
                 # Peak since the start (or resume): what the memory estimator is checked against.
@@ -587,6 +588,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs
     from .model import count_4bit_layers, load_model
+    from .step_timer import StepTimer
     from .stack import rloo_config_fields
 
     trl = stack.trl
@@ -658,10 +660,14 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
 
     plan = _batch_plan(rloo_config)
     say(f"[rloo-studio] {summary_line(plan)}", flush=True)
+    studio_callback = _studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)
     trainer = trl.RLOOTrainer(
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
-        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)],
+        processing_class=loaded.tokenizer, callbacks=[studio_callback],
     )
+    step_timer = StepTimer(trainer, stack.torch)
+    trainer.add_callback(step_timer.callback(stack.transformers))
+    studio_callback.step_times = step_timer.take
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)
