@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import jobs, runs
+from . import jobs, runs, step_time
 from .batching import BatchPlan, batch_plan, epochs, epochs_words
 from .config import RunConfig
 from .errors import StudioError
@@ -47,6 +47,7 @@ class Measurement:
     peak_gpu_gib: float | None  # torch's peak allocated GPU memory in the trial (None without CUDA)
     peak_rss_gib: float | None  # the worker's peak resident memory (Linux), what a CPU run needs
     judge_share: float | None = None  # the judges' share of the timed steps' training time (None without a judge)
+    step_time: dict | None = None  # the timed steps' mean time by part (step_time.py's keys); None if not recorded
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -147,14 +148,15 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     first = min(rows)
     startup = max(0.0, rows[first]["time"] - started - first * per_step)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
-    share = judge_time_share([r for step, r in rows.items() if warm < step <= last])
+    timed_rows = [r for step, r in rows.items() if warm < step <= last]
+    share = judge_time_share(timed_rows)
     total_steps = run_steps(cfg, plan, train_rows)
     return Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, startup_s=startup,
                        run_steps=total_steps or 0, run_s=startup + (total_steps or 0) * per_step,
                        epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
                        train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
                        peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
-                       judge_share=share[0] / share[1] if share else None)
+                       judge_share=share[0] / share[1] if share else None, step_time=step_time.mean_breakdown(timed_rows))
 
 
 def duration(seconds: float) -> str:
@@ -174,6 +176,8 @@ def summary_lines(m: Measurement) -> list[str]:
     if m.epochs is not None:
         lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
                      f"{epochs_words(m.epochs)}")
+    if m.step_time:
+        lines.append(step_time.breakdown_line(m.step_time, m.seconds_per_step))
     if m.judge_share is not None:
         lines.append(f"the judge takes {100 * m.judge_share:.0f} % of each step's time "
                      f"(about {m.judge_share * m.seconds_per_step:.1f} s of {m.seconds_per_step:.1f} s)")
