@@ -589,6 +589,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from .generate import chat_template_kwargs
     from .model import count_4bit_layers, load_model
     from .step_timer import StepTimer
+    from .trainer_patches import skip_needless_old_logprobs
     from .stack import rloo_config_fields
 
     trl = stack.trl
@@ -665,9 +666,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
         processing_class=loaded.tokenizer, callbacks=[studio_callback],
     )
-    step_timer = StepTimer(trainer, stack.torch)
-    trainer.add_callback(step_timer.callback(stack.transformers))
-    studio_callback.step_times = step_timer.take
+    kept_because = skip_needless_old_logprobs(trainer, stack.torch)
+    say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
+        "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"), flush=True)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)
@@ -685,6 +686,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         backend = dist.get_backend() if dist.is_initialized() else "not initialised"
         print(f"[rloo-studio] rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
               f"completions per step of a generation batch of {rloo_config.generation_batch_size}", flush=True)
+    # Last of the trainer's wrappers (patches, sample recording): each part is timed with what it really runs.
+    step_timer = StepTimer(trainer, stack.torch)
+    trainer.add_callback(step_timer.callback(stack.transformers))
+    studio_callback.step_times = step_timer.take
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     stopped = bool(stop_flag.get("requested"))

@@ -8,6 +8,14 @@
   Unsloth replaces that kernel with its own when it is imported, so this is installed on the transformers
   backend only.
 
+* `skip_needless_old_logprobs`: after generating, TRL runs the policy once more without gradients over every
+  completion, for the "old" log-probabilities of its importance ratio, and then again, with gradients, to train.
+  When the weights cannot change in between (`num_iterations` 1 and one generation batch per optimizer step), no
+  dropout makes the two passes differ, and β is 0 (no KL term reads the old values), both passes give the same
+  numbers: the ratio is exp(0) = 1 and the old pass only costs time (a quarter of a `cpu-small-real` step). It is
+  then skipped, and the training pass's own log-probabilities, detached, stand in for the old ones. Otherwise TRL
+  runs unchanged, and the training log says why the pass is kept.
+
 Each change is checked against TRL's own result to float tolerance (tests/engine/test_trainer_patches.py).
 """
 
@@ -102,3 +110,70 @@ def use_torch_logprobs_on_cpu(torch) -> bool:
         return False
     trl_utils._ChunkedLogProbFunction = torch_logprob_function(torch, current)
     return True
+
+
+def old_logprobs_needed(trainer, torch) -> str | None:
+    """Why TRL's no-grad "old" log-prob pass gives other numbers than the training pass (None: it gives the same)."""
+    args = trainer.args
+    if getattr(trainer, "beta", 0.0) != 0.0:
+        return f"beta is {trainer.beta}: the KL term reads the old log-probabilities"
+    if getattr(trainer, "num_iterations", 1) != 1:
+        return f"num_iterations is {trainer.num_iterations}: later passes train on weights that moved since generation"
+    if args.steps_per_generation != args.gradient_accumulation_steps:
+        return (f"steps_per_generation ({args.steps_per_generation}) differs from gradient_accumulation_steps "
+                f"({args.gradient_accumulation_steps}): one generation batch spans several optimizer steps")
+    if getattr(args, "use_vllm", False):
+        return "use_vllm: completions come from another engine"
+    model = trainer.model
+    active = [name for name, module in model.named_modules()
+              if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0]
+    config = getattr(model, "config", None)
+    config_dropout = {k: v for k, v in (vars(config).items() if config is not None else ())
+                      if "dropout" in k and isinstance(v, (int, float)) and v > 0}
+    if active or config_dropout:
+        return f"dropout is on ({(active or list(config_dropout))[0]}): the two passes differ at random"
+    return None
+
+
+def skip_needless_old_logprobs(trainer, torch) -> str | None:
+    """Skip TRL's old log-prob pass where it cannot change anything (see the module docstring), on this trainer.
+
+    Returns None when it is skipped, else why it is kept. Only training steps change; evaluation runs TRL's code."""
+    reason = old_logprobs_needed(trainer, torch)
+    if reason is not None:
+        return reason
+    logprobs, generate_and_score, compute_loss = (trainer._get_per_token_logps_and_entropies,
+                                                  trainer._generate_and_score_completions, trainer._compute_loss)
+    inside = {"generation": False}
+
+    def generate_and_score_completions(*args, **kwargs):
+        inside["generation"] = trainer.model.training  # with beta 0 its only log-prob call is the old pass
+        try:
+            return generate_and_score(*args, **kwargs)
+        finally:
+            inside["generation"] = False
+
+    def get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        if inside["generation"]:
+            # Placeholders of the pass's shape: `_compute_loss` replaces the old log-probabilities before it reads them.
+            return torch.zeros(input_ids.shape[0], logits_to_keep, device=input_ids.device), None, None
+        per_token, entropies, aux = logprobs(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        if filling["inputs"] is not None:
+            inputs = filling["inputs"]
+            # The same masked sum `_compute_loss` takes of these values, detached: the ratio is exactly 1.
+            inputs["old_logps"] = (per_token.detach() * inputs["completion_mask"]).sum(1)
+        return per_token, entropies, aux
+
+    filling: dict = {"inputs": None}
+
+    def compute_loss_(model, inputs, *args, **kwargs):
+        filling["inputs"] = inputs if trainer.model.training else None
+        try:
+            return compute_loss(model, inputs, *args, **kwargs)
+        finally:
+            filling["inputs"] = None
+
+    trainer._generate_and_score_completions = generate_and_score_completions
+    trainer._get_per_token_logps_and_entropies = get_per_token_logps_and_entropies
+    trainer._compute_loss = compute_loss_
+    return None

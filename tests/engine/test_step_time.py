@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_each_step_records_where_its_time_went(workspace):
-    config = workspace.write_config(rloo={"max_steps": 4, "save_steps": 2})
+    # beta > 0: the no-grad passes (the policy's old log-probs, the reference model's) run and are timed.
+    config = workspace.write_config(rloo={"max_steps": 4, "save_steps": 2, "beta": 0.04})
     result = run_cli("train", config, cwd=workspace.path)
     assert result.returncode == 0, result.stderr[-4000:]
     run_dir = only_run_dir(workspace.path / "runs")
@@ -28,7 +29,7 @@ def test_each_step_records_where_its_time_went(workspace):
         assert all(p >= 0 for p in parts), r  # no part counted twice (that would leave `other` below zero)
         assert sum(parts) == pytest.approx(r[STEP_KEY], rel=0.05, abs=1e-3)
         assert r["time/generation"] > 0 and r["time/optimizer"] > 0 and r["time/rewards"] > 0
-        assert r["time/logprobs"] > 0  # TRL's no-grad pass over the completions (beta 0: the old policy's)
+        assert r["time/logprobs"] > 0
         # Completion tokens this process generated per second of generation: TRL's mean completion length x the 8
         # completions of the step.
         tokens = r["completions/mean_length"] * 8

@@ -81,3 +81,55 @@ def test_transformers_backend_on_cpu_never_runs_trls_triton_kernel(workspace):
     assert outcome == {"code": 0, "calls": {"forward": 0, "backward": 0}}, outcome
     run_dir = only_run_dir(workspace.path / "runs")
     assert [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")] == [1, 2]
+
+
+# A short run of the demo preset in this process, with TRL's log-prob method counted at class level (under the
+# studio's per-trainer wrappers): how often it really ran without gradients. argv: config, run dir, out file, "skip" or
+# "keep" (keep: the skip is switched off, as TRL runs by itself).
+DEMO_RUN = r"""
+import json, sys
+from rloo_studio.config import RunConfig
+from rloo_studio.engine import trainer_patches
+from rloo_studio.engine.stack import import_training_stack
+from rloo_studio.engine.train import run_training
+config, run_dir, out, mode = sys.argv[1:5]
+cfg = RunConfig.load(config, ["rloo.max_steps=3", "rloo.per_device_train_batch_size=32", "rloo.save_steps=3",
+                              "rloo.logging_steps=1"])
+stack = import_training_stack(cfg.model.backend)
+torch, trainer_class = stack.torch, stack.trl.RLOOTrainer
+calls = {"no_grad": 0, "grad": 0}
+original = trainer_class._get_per_token_logps_and_entropies
+
+def counted(self, *args, **kwargs):
+    calls["grad" if torch.is_grad_enabled() else "no_grad"] += 1
+    return original(self, *args, **kwargs)
+
+trainer_class._get_per_token_logps_and_entropies = counted
+if mode == "keep":
+    trainer_patches.skip_needless_old_logprobs = lambda trainer, torch: "switched off by the test"
+run_training(cfg, run_dir)
+json.dump(calls, open(out, "w"))
+"""
+
+
+def test_skipping_the_old_logprob_pass_trains_the_same_numbers(tmp_path):
+    from helpers import ROOT
+
+    outcome = {}
+    for mode in ("keep", "skip"):
+        run_dir = tmp_path / mode
+        result = run_code(DEMO_RUN, str(ROOT / "presets" / "cpu-demo.yaml"), str(run_dir), str(tmp_path / f"{mode}.json"), mode,
+                          stack="unsloth", cwd=tmp_path, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outcome[mode] = (json.loads((tmp_path / f"{mode}.json").read_text()), runs.read_jsonl(run_dir / "metrics.jsonl"),
+                         runs.read_jsonl(run_dir / "samples.jsonl"), (run_dir / "train.log").read_text())
+    (kept_calls, kept, kept_samples, kept_log), (skip_calls, skipped, skip_samples, skip_log) = outcome["keep"], outcome["skip"]
+    assert kept_calls == {"no_grad": 3, "grad": 3} and skip_calls == {"no_grad": 0, "grad": 3}
+    assert "old log-prob pass: skipped" in skip_log and "old log-prob pass: kept (switched off by the test)" in kept_log
+    assert [r["step"] for r in skipped] == [r["step"] for r in kept] == [1, 2, 3]
+    for a, b in zip(kept, skipped):
+        for key in ("loss", "grad_norm", "reward", "reward_std", "entropy", "completions/mean_length", "clip_ratio/region_mean"):
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    # The same completions, scores and advantages: the skip changes no random draw and no weight.
+    assert [(s["completion"], s["total"]) for s in skip_samples] == [(s["completion"], s["total"]) for s in kept_samples]
+    assert [s["advantage"] for s in skip_samples] == pytest.approx([s["advantage"] for s in kept_samples], abs=1e-6)
