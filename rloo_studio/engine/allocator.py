@@ -2,10 +2,10 @@
 
 A CPU training step allocates and frees the same large tensors (activations, logits, gradients) every step. By
 default glibc serves each large block with its own mmap and hands it back to the system when it is freed, and trims
-the heap's top, so the next step faults every page in again: 200-330 thousand page faults a step for
-`cpu-small-real`. With mmap off for malloc and a large trim threshold and top pad, freed blocks stay in the heap and
-are reused: ~4 thousand faults a step, steps x 0.82-0.88 in time, and a lower peak (7.75 -> 5.6 GB) because the
-heap is reused instead of mapped anew. These are the settings MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_ and
+the heap's top, so the next step faults every page in again. With mmap off for malloc and a large trim threshold
+and top pad, freed blocks stay in the heap and are reused. A profile of `cpu-small-real` on 2 idle cores measured
+200-330 thousand page faults a step before and ~4 thousand after, steps x 0.82-0.88 in time, and a lower peak
+(7.75 -> 5.6 GB); benchmarks/cpu_roofline.py measures it together with the other changes. These are the settings MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_ and
 MALLOC_TOP_PAD_ give, set here with mallopt(3) in the worker itself so that a run started from a terminal gets them
 as one the app starts does. Elsewhere than glibc (macOS, Windows, musl) nothing is changed.
 """

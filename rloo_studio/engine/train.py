@@ -588,6 +588,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs
     from .model import count_4bit_layers, load_model
+    from .allocator import keep_freed_memory
     from .step_timer import StepTimer
     from .trainer_patches import skip_needless_old_logprobs
     from .stack import rloo_config_fields
@@ -623,6 +624,11 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         if skipped:
             say(f"[rloo-studio] {skipped}", flush=True)
 
+    if not stack.cuda:  # before the model's memory is allocated (engine/allocator.py: fewer page faults, faster steps)
+        kept = keep_freed_memory()
+        if kept:
+            say(f"[rloo-studio] memory allocator: freed memory kept for reuse ({', '.join(f'{k} {v}' for k, v in kept.items())})",
+                flush=True)
     # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
     seed = int(cfg.rloo_value("seed"))
     loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)

@@ -22,6 +22,8 @@ def test_each_step_records_where_its_time_went(workspace):
     assert result.returncode == 0, result.stderr[-4000:]
     run_dir = only_run_dir(workspace.path / "runs")
     assert_trained_with(run_dir)
+    # The worker's malloc keeps freed memory for the next step (engine/allocator.py; tests/unit/test_allocator.py).
+    assert "memory allocator: freed memory kept for reuse (mmap_max 0" in (run_dir / "train.log").read_text()
     records = runs.read_jsonl(run_dir / "metrics.jsonl")
     assert [r["step"] for r in records] == [1, 2, 3, 4]
     for r in records:
