@@ -84,3 +84,51 @@ def test_the_time_trial_says_where_the_timed_steps_time_goes(tmp_path):
     assert ("of the 10.0 s per step: 5.0 s generation (50 %), 3.8 s forward + backward + optimizer (38 %), "
             "0.8 s log-prob passes (8 %), 0.3 s other (3 %), 0.2 s reward scoring (2 %); 60 tokens/s generated") \
         in trial.summary_lines(m)
+
+
+def test_the_step_timer_counts_each_second_once_in_the_part_that_spent_it():
+    """engine/step_timer.py with a stand-in trainer and clock: nested calls are taken out of the call around them."""
+    from types import SimpleNamespace
+
+    from rloo_studio.engine.step_timer import StepTimer
+
+    now = [0.0]
+    grad = [True]
+    fake_torch = SimpleNamespace(is_grad_enabled=lambda: grad[0])
+
+    class Trainer:  # the call structure of TRL's RLOOTrainer, each method taking a known time of its own
+        def training_step(self):
+            now[0] += 1.0                     # optimizer: the forward/backward around the rest
+            self._generate_and_score_completions()
+            self._get_per_token_logps_and_entropies()  # with gradients: the training forward
+            return "loss"
+
+        def _generate_and_score_completions(self):
+            now[0] += 0.5                     # other: batching, advantages
+            self._generate()
+            grad[0] = False
+            self._get_per_token_logps_and_entropies()  # no grad: a log-prob pass
+            grad[0] = True
+            self._calculate_rewards()
+
+        def _generate(self):
+            now[0] += 4.0
+            return ([[1, 2]] * 2, [[5, 6, 7], [8]], ["a", "b"])  # 4 completion tokens
+
+        def _get_per_token_logps_and_entropies(self):
+            now[0] += 2.0
+
+        def _calculate_rewards(self):
+            now[0] += 0.25
+
+    trainer = Trainer()
+    timer = StepTimer(trainer, fake_torch, clock=lambda: now[0])
+    timer.start()
+    for _ in range(2):  # two steps before one log (logging_steps 2): the means per step
+        trainer.training_step()
+        now[0] += 0.75                        # outside every timed call: status writing, logging
+        timer.step_ended()
+    got = timer.take()
+    assert got == {"time/generation": 4.0, "time/rewards": 0.25, "time/logprobs": 2.0, "time/optimizer": 3.0,
+                   "time/other": 1.25, "time/step": 10.5, "tokens_per_s": 1.0}
+    assert timer.take() == {}  # nothing since the last log
