@@ -167,6 +167,8 @@ def main() -> None:
     parser.add_argument("--fallback-only", action="store_true", help="only the transformers backend's before/after")
     parser.add_argument("--no-fallback", action="store_true", help="leave out the transformers backend's before/after")
     parser.add_argument("--fallback-batch", type=int, default=8, help="completions per step for the fallback (default 8)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every run (e.g. a smoke test: --set rloo.max_completion_length=4)")
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -189,7 +191,7 @@ def main() -> None:
         workdir = Path(tmp)
         for name in names:
             preset = yaml.safe_load(PRESETS[name].read_text())
-            overrides = [f"rloo.max_steps={args.steps}", "rloo.save_steps=100000", "rloo.logging_steps=1"]
+            overrides = [f"rloo.max_steps={args.steps}", "rloo.save_steps=100000", "rloo.logging_steps=1", *args.set]
             model_dir = ROOT / "assets" / "demo-model"
             if name == "cpu-small-real":
                 overrides.append(f"model.name_or_path={real_model}")
@@ -200,7 +202,9 @@ def main() -> None:
                     r = run(variant, PRESETS[name], overrides, workdir, env)
                     runs_by_variant[variant].append(r)
                     print(f"{name} {variant} #{i + 1}: {r['step_s']:.2f} s/step, parts {r['parts_s']}", flush=True)
-            completions = int(preset["rloo"]["per_device_train_batch_size"])
+            completions = int(next((o.split("=", 1)[1] for o in reversed(args.set)
+                                    if o.startswith("rloo.per_device_train_batch_size=")),
+                                   preset["rloo"]["per_device_train_batch_size"]))
             lora = preset.get("lora")
             summary = {}
             for variant, found in runs_by_variant.items():
@@ -220,7 +224,7 @@ def main() -> None:
         if not args.no_fallback and (args.fallback_only or not args.only or args.only == "cpu-small-real"):
             overrides = [f"model.name_or_path={real_model}", "model.backend=transformers", "rloo.max_steps=2",
                          "rloo.save_steps=100000", "rloo.logging_steps=1",
-                         f"rloo.per_device_train_batch_size={args.fallback_batch}"]
+                         f"rloo.per_device_train_batch_size={args.fallback_batch}", *args.set]
             fallback = {}
             for variant in ("interpreted", "after"):
                 r = run(variant, PRESETS["cpu-small-real"], overrides, workdir, env)

@@ -13,7 +13,9 @@ that asked for it) is taken out of the outer one, so no second is counted twice.
 `time/step` is the wall time from the end of one step to the end of the next (the first step from the start of
 training), so the five parts add up to it; `tokens_per_s` is completion tokens generated per second of generation,
 in this process. With `logging_steps` > 1 each value is the mean over the steps since the last logged one. With
-several processes each times its own work, and rank 0's numbers are the ones recorded. The keys are
+several processes each times its own work, and rank 0's numbers are the ones recorded. On a GPU the parts are the
+CPU's view: kernels still queued when a part ends are counted in the part that next waits for them (no
+synchronisation is added to measure them, which would slow training). The keys are
 rloo_studio/step_time.py's.
 """
 
