@@ -5,8 +5,9 @@ generation cycles with the config as it is — model, data, rewards, batch — s
 looks: its folder is temporary and removed afterwards. The first cycle pays the one-time costs (loading
 the model, compiling, warming caches); the second is timed, so one step's time covers a generation and
 an update, as every step of the real run does. From it: the whole run's time, the epochs over the
-training data, and the peak memory (the GPU's peak from the run's metrics, or on a CPU the worker's
-peak resident memory), to put beside the memory estimator's prediction. No torch in this process.
+training data, where a step's time goes (the timed steps' time/* keys, step_time.py), and the peak
+memory (the GPU's peak from the run's metrics, or on a CPU the worker's peak resident memory), to put
+beside the memory estimator's prediction. No torch in this process.
 """
 
 from __future__ import annotations
