@@ -134,7 +134,43 @@ def _fmt_time(ts) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
 
+SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of this many last logged steps
+
+
+def _show_run(args: argparse.Namespace) -> int:
+    """`runs --show RUN`: one run's state, reward and where its steps' time goes."""
+    from . import step_time
+
+    run_dir = Path(args.show)
+    if not (run_dir / runs.STATUS_FILE).exists():
+        run_dir = Path(args.runs_dir) / args.show
+    if not (run_dir / runs.STATUS_FILE).exists():
+        return _fail(StudioError(f"no run {args.show!r}: neither it nor {run_dir} is a run directory",
+                                 f"a run directory holds {runs.STATUS_FILE}",
+                                 f"pick a RUN from `rloo-studio runs{' --runs-dir ' + str(args.runs_dir) if args.runs_dir != 'runs' else ''}`"))
+    summary = runs.summarize_run(run_dir)
+    breakdown = step_time.mean_breakdown(runs.read_jsonl(run_dir / runs.METRICS_FILE)[-SHOW_STEPS:])
+    if args.json:
+        print(json.dumps({**summary.as_dict(), "step_time": breakdown}))
+        return EXIT_OK
+    step = f"{summary.step}/{summary.max_steps}" if summary.max_steps else str(summary.step)
+    reward = f"{summary.last_reward:.3f}" if isinstance(summary.last_reward, (int, float)) else "-"
+    print(f"run {summary.run_id}: {summary.state}, step {step}, last reward {reward}, model {summary.model or '-'}")
+    if breakdown is None:
+        print("step time: not recorded (no step logged yet, or a run from a version that did not record it)")
+        return EXIT_OK
+    steps = int(breakdown["steps"])
+    print(f"step time, mean of the last {steps} logged step{'s' if steps != 1 else ''}: {step_time.breakdown_line(breakdown)}")
+    total = float(breakdown[step_time.STEP_KEY]) or 1.0
+    for part in step_time.PARTS:
+        seconds = float(breakdown[f"time/{part}"])
+        print(f"  {step_time.WORDS[part]:<32} {seconds:8.2f} s  {100 * seconds / total:5.1f} %")
+    return EXIT_OK
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.show:
+        return _show_run(args)
     found = runs.list_runs(args.runs_dir)
     if args.json:
         print(json.dumps([r.as_dict() for r in found]))
@@ -817,6 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list runs with their state, step and last reward")
     p.add_argument("--runs-dir", default="runs", help="the folder holding run directories (default: runs)")
+    p.add_argument("--show", metavar="RUN", help="one run (its id under --runs-dir, or its folder): its state and where "
+                                                 "its steps' time goes (generation, rewards, log-prob passes, optimizer, other)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_runs)
 

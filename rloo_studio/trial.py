@@ -5,8 +5,9 @@ generation cycles with the config as it is — model, data, rewards, batch — s
 looks: its folder is temporary and removed afterwards. The first cycle pays the one-time costs (loading
 the model, compiling, warming caches); the second is timed, so one step's time covers a generation and
 an update, as every step of the real run does. From it: the whole run's time, the epochs over the
-training data, and the peak memory (the GPU's peak from the run's metrics, or on a CPU the worker's
-peak resident memory), to put beside the memory estimator's prediction. No torch in this process.
+training data, where a step's time goes (the timed steps' time/* keys, step_time.py), and the peak
+memory (the GPU's peak from the run's metrics, or on a CPU the worker's peak resident memory), to put
+beside the memory estimator's prediction. No torch in this process.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import jobs, runs
+from . import jobs, runs, step_time
 from .batching import BatchPlan, batch_plan, effective_line, epochs, epochs_words
 from .config import RunConfig
 from .errors import StudioError
@@ -49,6 +50,7 @@ class Measurement:
     judge_share: float | None = None  # the judges' share of the timed steps' training time (None without a judge)
     trainer_line: str | None = None   # the batch plan and arguments the trial's trainer used (its trainer_args.json)
     trainer_changed: dict | None = None  # arguments the trainer holds other than it was given: {key: [given, used]}
+    step_time: dict | None = None  # the timed steps' mean time by part (step_time.py's keys); None if not recorded
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -149,7 +151,8 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     first = min(rows)
     startup = max(0.0, rows[first]["time"] - started - first * per_step)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
-    share = judge_time_share([r for step, r in rows.items() if warm < step <= last])
+    timed_rows = [r for step, r in rows.items() if warm < step <= last]
+    share = judge_time_share(timed_rows)
     # The plan the trial's trainer derived from the arguments it holds (trainer_args.json): the run trains the same.
     recorded = runs.read_json(run_dir / runs.TRAINER_ARGS_FILE) or {}
     held = recorded.get("args")
@@ -163,7 +166,7 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
                        peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
                        judge_share=share[0] / share[1] if share else None,
                        trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
-                       trainer_changed=recorded.get("changed") or None)
+                       trainer_changed=recorded.get("changed") or None, step_time=step_time.mean_breakdown(timed_rows))
 
 
 def duration(seconds: float) -> str:
@@ -187,6 +190,8 @@ def summary_lines(m: Measurement) -> list[str]:
         lines.append(f"as the trial's trainer ran it: {m.trainer_line}")
     for key, (given, used) in (m.trainer_changed or {}).items():
         lines.append(f"the trainer used {key} = {used!r}, not the {given!r} the settings give")
+    if m.step_time:
+        lines.append(step_time.breakdown_line(m.step_time, m.seconds_per_step))
     if m.judge_share is not None:
         lines.append(f"the judge takes {100 * m.judge_share:.0f} % of each step's time "
                      f"(about {m.judge_share * m.seconds_per_step:.1f} s of {m.seconds_per_step:.1f} s)")

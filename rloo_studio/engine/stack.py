@@ -72,8 +72,10 @@ def import_training_stack(backend: str = "auto") -> TrainingStack:
     cuda = torch.cuda.is_available()
     if not cuda:
         # TRL 1.15 runs a Triton kernel for the LM head that fails without a GPU driver
-        # ("0 active drivers"); Triton's interpreter mode runs it on the CPU. It must be set
-        # before TRL is imported.
+        # ("0 active drivers"). Unsloth serves that call with its own kernel; where it still hands
+        # one back to TRL's, Triton's interpreter runs it on the CPU. It must be set before TRL is
+        # imported. On the transformers backend the call goes to torch instead (below): the
+        # interpreter runs on one thread, ~9x slower per step.
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
     unsloth = None
@@ -102,6 +104,11 @@ def import_training_stack(backend: str = "auto") -> TrainingStack:
     import peft
     import transformers
     import trl
+
+    if unsloth is None and not cuda:
+        from .trainer_patches import use_torch_logprobs_on_cpu
+
+        use_torch_logprobs_on_cpu(torch)
 
     _STACK = TrainingStack(
         torch=torch, transformers=transformers, trl=trl, peft=peft, unsloth=unsloth,

@@ -224,6 +224,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
             self.started = time.time()
             self.first_step = resumed_from
             self.save_pending = False
+            self.step_times = dict  # StepTimer.take once the trainer exists: where the logged steps' time went
 
         def _eta(self, state):
             done = state.global_step - self.first_step
@@ -242,7 +243,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
             if "train_runtime" in logs:  # the end-of-training summary, not a step
                 runs.update_status(run_dir, summary=dict(logs))
                 return
-            record = {"step": state.global_step, "time": time.time(), **logs}
+            record = {"step": state.global_step, "time": time.time(), **logs, **self.step_times()}
             cuda = stack.torch.cuda
             if cuda.is_available():
                 # Peak since the start (or resume): what the memory estimator is checked against.
@@ -712,6 +713,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from ..data import to_trl_dataset
     from .generate import chat_template_kwargs, end_token_ids
     from .model import count_4bit_layers, load_model
+    from .allocator import keep_freed_memory
+    from .step_timer import StepTimer
+    from .trainer_patches import skip_needless_old_logprobs
 
     trl = stack.trl
     resume_step, checkpoint, skipped = 0, None, None
@@ -744,6 +748,11 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         if skipped:
             say(f"[rloo-studio] {skipped}", flush=True)
 
+    if not stack.cuda:  # before the model's memory is allocated (engine/allocator.py: fewer page faults, faster steps)
+        kept = keep_freed_memory()
+        if kept:
+            say(f"[rloo-studio] memory allocator: freed memory kept for reuse ({', '.join(f'{k} {v}' for k, v in kept.items())})",
+                flush=True)
     # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
     seed = int(cfg.rloo_value("seed"))
     loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)
@@ -788,9 +797,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     rloo_config.reward_weights = [r.weight for r in rewards]
 
     plan = _batch_plan(rloo_config)
+    studio_callback = _studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)
     trainer = trl.RLOOTrainer(
         model=loaded.model, reward_funcs=reward_funcs, args=rloo_config, train_dataset=train_ds,
-        processing_class=loaded.tokenizer, callbacks=[_studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)],
+        processing_class=loaded.tokenizer, callbacks=[studio_callback],
     )
     # Said and recorded from the built trainer: Unsloth's trainer rewrites some arguments in its __init__.
     if main:
@@ -807,6 +817,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         health.keep_checkpoint = lambda step: setattr(trainer.state, "best_model_checkpoint",
                                                       os.path.join(trainer.args.output_dir, f"checkpoint-{step}"))
         health.set_beta = lambda beta: _set_beta(trainer, cfg, run_dir, beta)
+    kept_because = skip_needless_old_logprobs(trainer, stack.torch)
+    say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
+        "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"), flush=True)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)
@@ -833,6 +846,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         backend = dist.get_backend() if dist.is_initialized() else "not initialised"
         print(f"[rloo-studio] rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
               f"completions per step of a generation batch of {rloo_config.generation_batch_size}", flush=True)
+    # Last of the trainer's wrappers (patches, sample recording): each part is timed with what it really runs.
+    step_timer = StepTimer(trainer, stack.torch)
+    trainer.add_callback(step_timer.callback(stack.transformers))
+    studio_callback.step_times = step_timer.take
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     stopped = bool(stop_flag.get("requested"))

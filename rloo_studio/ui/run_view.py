@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import alerts, runs
+from .. import alerts, runs, step_time
 from ..jobs import RunView
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
@@ -94,6 +94,29 @@ def progress_html(view: RunView | None) -> str:
     return (f'<div id="train-progress" data-step="{view.step if view else 0}" style="width:100%;background:#e5e7eb;border-radius:6px;height:22px;">'
             f'<div style="width:{100 * fraction:.1f}%;background:#f97316;height:22px;border-radius:6px;color:white;'
             f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
+
+
+STEP_TIME_STEPS = 5  # the live view's breakdown is the mean of this many last logged steps: one slow step does not jump it
+
+
+def step_time_html(view: RunView | None) -> str:
+    """Where the last steps' time went, as a small stacked bar (one colour per part) and the same in words.
+    Empty for a run whose metrics have no step-time keys (recorded before they existed, or no step logged yet)."""
+    breakdown = step_time.mean_breakdown((view.metrics if view else [])[-STEP_TIME_STEPS:])
+    if not breakdown or not breakdown.get(step_time.STEP_KEY):
+        return ""
+    total = float(breakdown[step_time.STEP_KEY])
+    segments = []
+    for i, part in enumerate(step_time.PARTS):
+        share = max(0.0, float(breakdown.get(f"time/{part}") or 0.0) / total)
+        label = f"{step_time.WORDS[part]}: {share * total:.2f} s ({100 * share:.0f} %)"
+        segments.append(f'<div data-part="{part}" title="{html.escape(label)}" style="width:{100 * share:.1f}%;'
+                        f'background:{PALETTE[i + 1]};height:10px;"></div>')
+    steps = int(breakdown["steps"])
+    said = step_time.breakdown_line(breakdown)
+    return (f'<div id="step-time" style="margin-top:6px;"><div style="display:flex;width:100%;border-radius:4px;overflow:hidden;">'
+            f'{"".join(segments)}</div><div style="font-size:12px;color:#4b5563;">Step time (mean of the last {steps} logged '
+            f'step{"s" if steps != 1 else ""}): {html.escape(said)}</div></div>')
 
 
 def alerts_html(run_dir: str | Path | None) -> str:

@@ -306,7 +306,9 @@ class TrainTab:
 
     @staticmethod
     def render(view: RunView | None) -> list:
-        return [run_view.status_markdown(view) + trainer_markdown(view.path if view else None), run_view.progress_html(view), run_view.plot_update(run_view.reward_frame(view)),
+        return [run_view.status_markdown(view) + trainer_markdown(view.path if view else None),
+                run_view.progress_html(view) + run_view.step_time_html(view),
+                run_view.plot_update(run_view.reward_frame(view)),
                 run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
                 run_view.readable_log(view.log_tail) if view else ""]
 

@@ -13,6 +13,7 @@ import pytest
 from helpers import ROOT, STOPPING_REWARDS, run_cli, run_code
 
 from rloo_studio import runs
+from rloo_studio.step_time import KEYS, STEP_KEY, TOKENS_KEY
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +114,8 @@ def test_samples_hold_trls_advantages_and_lora_stays_fp32(workspace, tmp_path, c
     assert trl["lora_A_changed"] > 0.9, trl["lora_A_changed"]
 
 
-VARYING_KEYS = {"time", "step_time"}  # wall-clock measurements
+# Wall-clock measurements: TRL's step time, the records' time stamps, and where each step's time went.
+VARYING_KEYS = {"time", "step_time", *KEYS, STEP_KEY, TOKENS_KEY}
 
 
 def _comparable(metrics: list[dict]) -> list[dict]:

@@ -28,7 +28,7 @@ if not cuda_available():
     pytest.skip("needs a CUDA GPU (benchmarks/gpu_check.py runs these on one)", allow_module_level=True)
 
 EXACT_PREFIXES = ("rewards/", "reward", "frac_reward_zero_std", "completions/", "num_tokens", "step", "learning_rate")
-MEASURED = ("time", "step_time", "memory/")  # wall clock and memory: measurements, not the run's results
+MEASURED = ("time", "step_time", "memory/", "tokens_per_s")  # wall clock (time/* too) and memory: measurements, not the run's results
 
 
 def _config(tmp_path, tiny_model_dir, **rloo) -> str:

@@ -1,0 +1,52 @@
+"""Where a training step's time goes, as metrics.jsonl records it: the keys, and the breakdown in words.
+
+The training worker times each step by part (engine/step_timer.py) and writes, per logged step, `time/generation`,
+`time/rewards`, `time/logprobs`, `time/optimizer` and `time/other` (seconds per step; they add up to `time/step`,
+the step's wall time) and `tokens_per_s` (completion tokens generated per second of generation). The Train tab,
+`rloo-studio runs --show` and the time trial read them through this module; runs recorded before these keys
+existed have none, and every reader then shows no breakdown.
+"""
+
+from __future__ import annotations
+
+PARTS = ("generation", "rewards", "logprobs", "optimizer", "other")
+KEYS = tuple(f"time/{part}" for part in PARTS)
+STEP_KEY = "time/step"
+TOKENS_KEY = "tokens_per_s"
+# How each part reads in a sentence.
+WORDS = {"generation": "generation", "rewards": "reward scoring", "logprobs": "log-prob passes",
+         "optimizer": "forward + backward + optimizer", "other": "other"}
+
+
+def mean_breakdown(records: list[dict]) -> dict | None:
+    """The mean of each time key (and tokens_per_s) over the records that have them; None when none has."""
+    timed = [r for r in records if isinstance(r.get(STEP_KEY), (int, float))]
+    if not timed:
+        return None
+    out = {key: sum(float(r.get(key) or 0.0) for r in timed) / len(timed) for key in (*KEYS, STEP_KEY)}
+    tokens = [float(r[TOKENS_KEY]) for r in timed if isinstance(r.get(TOKENS_KEY), (int, float))]
+    if tokens:
+        out[TOKENS_KEY] = sum(tokens) / len(tokens)
+    out["steps"] = len(timed)
+    return out
+
+
+def breakdown_line(breakdown: dict | None, per_step: float | None = None) -> str:
+    """'of the 24.1 s per step, 7.7 s are generation (32 %), ...; 66 tokens/s generated' ('' without a breakdown).
+
+    `per_step` is the step time to state (the time trial's own measurement); the parts are scaled to it, since they
+    are shares of the same steps' wall time."""
+    if not breakdown or not breakdown.get(STEP_KEY):
+        return ""
+    step = float(breakdown[STEP_KEY])
+    total = per_step if per_step else step
+    parts = sorted(PARTS, key=lambda p: -float(breakdown.get(f"time/{p}") or 0.0))
+    words = []
+    for part in parts:
+        share = float(breakdown.get(f"time/{part}") or 0.0) / step
+        if share >= 0.005 or part == "generation":
+            words.append(f"{share * total:.1f} s {WORDS[part]} ({100 * share:.0f} %)")
+    line = f"of the {total:.1f} s per step: " + ", ".join(words)
+    if breakdown.get(TOKENS_KEY):
+        line += f"; {breakdown[TOKENS_KEY]:.0f} tokens/s generated"
+    return line
