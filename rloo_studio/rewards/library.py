@@ -335,11 +335,27 @@ def with_header(source: str, **changes) -> str:
 
 # ---- the library --------------------------------------------------------------------------------
 
+def template_file(name: str) -> str:
+    """Bundled template `name` (rewards/templates.py) as a reward file: its code under a header with the function's own
+    first docstring line as description, the columns its function takes, weight 1.0, and the template's tags and
+    pinned examples (templates.TEMPLATE_HEADERS)."""
+    from ..data import TRL_REWARD_ARGS
+    from .templates import TEMPLATE_HEADERS, template
+
+    code = template(name)
+    functions = [n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    columns = [a.arg for f in functions for a in f.args.args if a.arg not in TRL_REWARD_ARGS]
+    description = (ast.get_docstring(functions[0]) or name).splitlines()[0]
+    header = {"name": name, "description": description, "columns": list(dict.fromkeys(columns)), **TEMPLATE_HEADERS[name],
+              "parameters": {}, "weights": {f.name: 1.0 for f in functions}}
+    return render({k: header[k] for k in ("name", "description", "columns", "tags", "parameters", "weights", "examples")}, code)
+
+
 def bundled() -> list[RewardFile]:
     """The bundled templates as reward files (they are listed beside the library, never stored in it)."""
-    from .templates import TEMPLATE_HEADERS, library_template
+    from .templates import TEMPLATE_HEADERS
 
-    return [parse(library_template(name), f"{name}.py", None, BUNDLED) for name in TEMPLATE_HEADERS]
+    return [parse(template_file(name), f"{name}.py", None, BUNDLED) for name in TEMPLATE_HEADERS]
 
 
 def entries(folder: str | Path | None = None, with_bundled: bool = True) -> tuple[list[RewardFile], list[str]]:

@@ -3,13 +3,12 @@
 Each template is complete, self-contained Python in TRL's contract that a person can paste into
 the editor and change. They do what the builtins in `builtin.py` do, written for reading rather
 than for every edge case (the builtins stay the reference implementations). Each is also a library
-entry (`library_template`): a reward file whose header gives its tags and pinned examples, which a
+entry (`library.template_file`): a reward file whose header gives its tags and pinned examples, which a
 test scores. Pure text: nothing here is executed by the app's process.
 """
 
 from __future__ import annotations
 
-import ast
 
 TEMPLATES: dict[str, str] = {
     "answer match (exact text)": '''
@@ -209,19 +208,3 @@ TEMPLATE_HEADERS: dict[str, dict] = {
         _ex(SUM, "<think>47+28</think>75", 1.0, 1.0, answer="75"),
         _ex(SUM, "<think>47+28</think>74", 0.0, 0.0, answer="75")]},
 }
-
-_TRL_ARGS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"}
-
-
-def library_template(name: str) -> str:
-    """Template `name` as a reward file (library.render): its code under a header with the function's own first
-    docstring line as description, the columns its function takes, weight 1.0, and the tags and pinned examples above."""
-    from .library import render
-
-    code = template(name)
-    functions = [n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-    columns = [a.arg for f in functions for a in f.args.args if a.arg not in _TRL_ARGS]
-    description = (ast.get_docstring(functions[0]) or name).splitlines()[0]
-    header = {"name": name, "description": description, "columns": list(dict.fromkeys(columns)), **TEMPLATE_HEADERS[name],
-              "parameters": {}, "weights": {f.name: 1.0 for f in functions}}
-    return render({k: header[k] for k in ("name", "description", "columns", "tags", "parameters", "weights", "examples")}, code)
