@@ -362,7 +362,7 @@ def _cell(value, width: int = 8) -> str:
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from .config import RewardSpec, RunConfig
-    from .rewards.preview import score_in_child, scoring_request
+    from .rewards.preview import probes_line, score_in_child, scoring_request
 
     quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
@@ -436,7 +436,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     for probe in result["probes"]:
         print(f"Hack probe: {probe['message']}")
     if not result["probes"]:
-        print("Hack probes: no function scores empty, tag-only, repeated, rambling or echoed completions as well as real ones.")
+        print(probes_line(result))
     for ask in result.get("asks", []):  # the prompt <-> reward check: a format nobody asks for
         if ask["warning"] or ask["note"]:
             print(f"{'Warning' if ask['warning'] else 'Note'}: {ask['warning'] or ask['note']}")

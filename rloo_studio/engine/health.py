@@ -189,8 +189,10 @@ class HealthWatch:
             # Kept from now on: a save_total_limit rotation at a later checkpoint would otherwise delete it before the
             # plateau that makes it the one to use is seen.
             self.keep_checkpoint(step)
-        self.say(f"[rloo-studio] held-out check at step {step}: mean reward {mean:.4g} on the first "
-                 f"{alerts.HELDOUT_PROMPTS} held-out prompts")
+        counted = getattr(self.heldout, "prompts", alerts.HELDOUT_PROMPTS)
+        self.say(f"[rloo-studio] held-out check at step {step}: mean reward {mean:.4g} on "
+                 + (f"the first {counted} held-out prompts" if counted >= alerts.HELDOUT_PROMPTS else
+                    f"all {counted} held-out prompt{'s' if counted != 1 else ''} (few: the check is rough)"))
         self._update(step)
 
     def _check_probes(self, step: int) -> dict | None:

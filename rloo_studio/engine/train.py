@@ -468,6 +468,7 @@ def _heldout_scorer(trainer, loaded, cfg: RunConfig, test_rows: list[dict], rewa
         totals = [t for t in weighted_totals([values[r.name] for r in rewards], [r.weight for r in rewards]) if t is not None]
         return sum(totals) / len(totals) if totals else None
 
+    check.prompts = len(rows)  # how many held-out prompts it scores (the first HELDOUT_PROMPTS, or fewer): said with it
     return check
 
 

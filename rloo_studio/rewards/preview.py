@@ -340,6 +340,8 @@ def _score(request: dict) -> dict:
         "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages"),
                                            request.get("reward_clip_range")),
         "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
+        # The functions the probes could test: those whose real scores differ (a degenerate answer is compared with them).
+        "probed": [r.name for r in rewards if _varies(per_function[r.name])] if request.get("probes", True) else [],
         "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
         # The judge's own check (empty and read-back answers), on every check, pinned examples too (without the general
         # probes: on one prompt); bounded by the judge's time limit. A judge that failed is reported by its error instead.
@@ -454,12 +456,34 @@ def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = No
     return {"no_signal_share": share, "groups": len(flat), "no_signal_groups": sum(flat), "verdict": verdict}
 
 
+def probes_line(result: dict, page: bool = False) -> str:
+    """The hack probes' verdict when none was flagged: which functions they tested (a function whose real scores did
+    not differ — all alike, None, or failed — has nothing a degenerate answer could be compared with), never a plain ✅
+    for a test that did not run."""
+    probed = result.get("probed")
+    names = list(result.get("functions") or {})
+    untested = [n for n in names if probed is not None and n not in probed]
+    b = "**" if page else ""
+    if probed is not None and not probed:
+        return (f"{'ℹ️ ' if page else ''}{b}Hack probes:{b} not run — no function's scores differed among these completions "
+                "(all alike, None or failed), so there was nothing to compare an empty, repeated or echoed answer with.")
+    said = ("no function scores empty, tag-only, repeated, rambling or echoed completions as well as the real ones"
+            + (f" (not tested: {', '.join(f'`{n}`' for n in untested)}, whose scores did not differ)" if untested else "") + ".")
+    return f"{'✅ ' if page else ''}{b}Hack probes:{b} {said}"
+
+
+def _varies(values) -> bool:
+    """Whether a function's scores of the real completions differ (None left out): only then can a probe be compared."""
+    real = [v for v in values if v is not None]
+    return bool(real) and max(real) != min(real)
+
+
 def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     """Functions that give a degenerate completion at least the median reward of the real completions."""
     findings = []
     for r in rewards:
         real = sorted(v for v in per_function[r.name] if v is not None)
-        if not real or max(real) == min(real):
+        if not _varies(real):
             continue  # a constant reward is reported by the learnability check, not as a hack
         median = statistics.median(real)
         for g in groups[:3]:

@@ -29,7 +29,7 @@ from ..jobs import absolute_paths
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import agreement_sentence, score_in_child, scoring_request, start_scorer, tokenizer_source
+from ..rewards.preview import agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
@@ -530,8 +530,7 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     for p in probes:
         findings.append(f"⚠️ **Hack probe:** {p['message']}")
     if learn and not probes:
-        findings.append("✅ **Hack probes:** no function scores empty, tag-only, repeated, rambling or echoed completions as well "
-                        "as the real ones.")
+        findings.append(probes_line(result, page=True))
     return ({"headers": headers, "data": rows}, {"headers": ["function", "weight", "mean", "std", "min", "max", "None", "errors"],
                                                   "data": summary_rows}, "\n\n".join(findings))
 

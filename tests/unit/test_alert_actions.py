@@ -182,3 +182,16 @@ def test_a_hacking_alarm_can_raise_beta_and_train_on(tmp_path):
     assert any("'raise_beta' needs a reference model" in p for p in full.validate())
     assert not any("raise_beta" in p for p in RunConfig.from_dict({"alerts": {"on_hacking": "raise_beta"}, "lora": {},
                                                                    "rloo": {"beta": 0.0}}).validate())
+
+
+def test_the_heldout_check_says_how_many_prompts_it_scored_when_there_are_few(tmp_path):
+    said = []
+    watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=said.append)
+
+    def check():
+        return 0.0
+
+    check.prompts = 3  # a run whose data holds back only 3 prompts
+    watch.heldout = check
+    watch._check_heldout(1)
+    assert said == ["[rloo-studio] held-out check at step 1: mean reward 0 on all 3 held-out prompts (few: the check is rough)"]

@@ -350,3 +350,18 @@ def test_a_functions_std_is_the_sample_std_that_training_logs():
     source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
     result = score_in_child(request(source, [["a", "b"]], probes=False))
     assert result["functions"]["first_wins"]["std"] == pytest.approx(0.5 ** 0.5)  # values 1, 0; not the population 0.5
+
+
+def test_the_hack_probes_never_read_as_passed_when_they_could_not_run():
+    """A probe is compared with the real completions' scores: a function whose scores did not differ (all 0, all None,
+    or failed) cannot be tested, and the verdict says so instead of a plain pass."""
+    from rloo_studio.rewards.preview import probes_line, score
+
+    def request(source):
+        return {"groups": [{"prompt": "p", "row": {}, "completions": ["a", "bb", "ccc", "dddd"]}], "num_generations": 4,
+                "source": source, "rewards": [{"file": "rewards.py"}]}
+
+    flat = score(request("def flat(completions, **kwargs):\n    return [0.0 for _ in completions]\n"))
+    assert flat["probed"] == [] and "not run" in probes_line(flat) and "✅" not in probes_line(flat, page=True)
+    varied = score(request("def longer(completions, **kwargs):\n    return [-float(len(c)) for c in completions]\n"))
+    assert varied["probed"] == ["longer"] and probes_line(varied, page=True).startswith("✅")
