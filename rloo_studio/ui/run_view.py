@@ -71,6 +71,9 @@ def status_markdown(view: RunView | None) -> str:
                      f"generated prompt groups left out ({sampled.get(alerts.GENERATIONS_KEY, 1):.0f} batches generated); "
                      f"{100 * (sampled.get(alerts.TIED_KEPT_SHARE_KEY) or 0):.0f}% of the batch trained on is tied groups "
                      "the cap let in")
+    unchanged = weights_unchanged_line(view.metrics)
+    if unchanged:
+        lines.append(unchanged)
     if view.status.get("note"):
         lines.append(f"Note: {view.status['note']}")
     error = view.status.get("error")
@@ -83,6 +86,18 @@ def status_markdown(view: RunView | None) -> str:
     if view.state == "interrupted":
         lines.append("The log's last lines are below.")
     return "  \n".join(lines)
+
+
+def weights_unchanged_line(metrics: list[dict]) -> str | None:
+    """Said when no logged step moved the weights (every grad norm 0): the run "finished" and its tuned model is the
+    base model, which a person must not read as "RLOO tried and did not help". None when any step had a gradient."""
+    norms = [m["grad_norm"] for m in metrics if isinstance(m.get("grad_norm"), (int, float))]
+    if not norms or any(n > 0 for n in norms):
+        return None
+    return (f"⚠️ **The weights have not changed:** all {len(norms)} logged steps had a gradient of 0, so the tuned model is "
+            "still the base model. Every prompt's completions scored alike (no learning signal): check in the Rewards tab "
+            "that the model can earn your reward at all (Sample and score, Scan the data), e.g. that it writes the format or "
+            "the kind of answer the reward looks for.")
 
 
 def progress_html(view: RunView | None) -> str:

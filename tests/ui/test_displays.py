@@ -88,3 +88,12 @@ def test_recent_completions_mark_cut_off_and_looping_answers():
     # A recorder that was not told the budget (or samples of an earlier version) marks nothing.
     older = SampleRecorder(["r"], [1.0], num_generations=4, groups_per_step=1, write=written.extend)
     assert older._cut_off([5, 6, 7, 8]) is None
+
+
+def test_a_run_whose_weights_never_moved_says_so_in_its_status():
+    from rloo_studio.ui.run_view import weights_unchanged_line
+
+    flat = [{"step": s, "reward": 0.0, "grad_norm": 0.0} for s in range(1, 21)]
+    assert "The weights have not changed" in weights_unchanged_line(flat) and "all 20 logged steps" in weights_unchanged_line(flat)
+    assert weights_unchanged_line(flat[:-1] + [{"step": 20, "grad_norm": 0.02}]) is None
+    assert weights_unchanged_line([{"step": 1, "reward": 0.5}]) is None  # nothing to go on: nothing said
