@@ -300,16 +300,21 @@ def _score(request: dict) -> dict:
             said = _judge_words(r.func, len(completions))
             if said:
                 reasons[r.name] = said
-            # Find the completion it fails on by calling it one completion at a time.
-            failing = completions[0] if completions else ""
+            # Find the completion it fails on by calling it one completion at a time. Hand-written examples (pinned
+            # examples, pasted completions) are each a case of their own: one that makes the function raise leaves the
+            # others' scores standing. Sampled completions stay one batch, as TRL calls it: it fails as a whole.
+            written = request.get("data") is not None
+            failing, alone = None, [None] * len(completions)
             for i in range(len(completions)):
                 try:
-                    _check_values(r.name, _call(r.func, batch([prompts[i]], [completions[i]], [rows[i]], [ids[i]])), 1)
+                    alone[i] = _check_values(r.name, _call(r.func, batch([prompts[i]], [completions[i]], [rows[i]], [ids[i]])), 1)[0]
                 except BaseException:  # noqa: BLE001
-                    failing = completions[i]
-                    break
-            errors[r.name] = [_error_detail(exc, r.name, r.source_file, failing)]
-            per_function[r.name] = [None] * len(completions)
+                    failing = completions[i] if failing is None else failing
+                    if not written:
+                        break
+            errors[r.name] = [_error_detail(exc, r.name, r.source_file, completions[0] if failing is None and completions
+                                            else failing or "")]
+            per_function[r.name] = alone if written else [None] * len(completions)
             continue
         said = _judge_words(r.func, len(completions))
         if said:

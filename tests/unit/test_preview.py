@@ -365,3 +365,34 @@ def test_the_hack_probes_never_read_as_passed_when_they_could_not_run():
     assert flat["probed"] == [] and "not run" in probes_line(flat) and "✅" not in probes_line(flat, page=True)
     varied = score(request("def longer(completions, **kwargs):\n    return [-float(len(c)) for c in completions]\n"))
     assert varied["probed"] == ["longer"] and probes_line(varied, page=True).startswith("✅")
+
+
+def test_one_pinned_example_that_makes_a_reward_raise_fails_alone(tmp_path):
+    """A pinned example is a case of its own: an example without the column the reward reads makes it raise, and that
+    example fails with the error while the others keep their own verdicts (found walking the app: the demo's leftover
+    pin made a person's correct example fail with the other's error)."""
+    from helpers.app import warm_children
+
+    from rloo_studio.config import RunConfig
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.ui import rewards_tab
+
+    source = ("def mentions_hours(completions, hours, **kwargs):\n"
+              "    texts = [c if isinstance(c, str) else c[0]['content'] for c in completions]\n"
+              "    return [1.0 if h.lower() in t.lower() else 0.0 for t, h in zip(texts, hours)]\n")
+    groups = rewards_tab.pinned_groups([["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "", 1.0, 1.0],
+                                        ["Hours on Friday?", "We are open 6am to 6pm.", "day=Friday; hours=6am to 6pm", 1.0, 1.0]],
+                                       columns=["question", "day", "hours"], answer="hours", prompt_column="question")
+    cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                               "data": {"source": "demo", "prompt_format": "plain"},
+                               "rewards": [{"file": "rewards.py", "function": "mentions_hours"}]})
+    with warm_children():
+        try:
+            report = rewards_tab.PinnedChecks().report(groups, source, cfg, again=True)
+        finally:
+            left = rewards_tab._standby_written.pop("proc", None)
+            if left is not None:
+                left.kill()
+    assert "1/2 pinned examples pass" in report, report
+    friday = next(line for line in report.splitlines() if "We are open" in line)
+    assert friday.startswith("- ✅") and "raised" not in friday, report
