@@ -198,7 +198,8 @@ def scoring_box(specs: Sequence[dict]) -> "sandbox.Box":
 
 # ---- the child ---------------------------------------------------------------------------------------------------
 
-def _memory_limit_gib() -> float:
+def memory_limit_gib() -> float:
+    """The data-memory limit of a child that runs reward code: BOX_MEMORY_GIB, at most half the machine's memory."""
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         return min(BOX_MEMORY_GIB, MEMORY_LIMIT_RAM_SHARE * ram)
@@ -210,7 +211,7 @@ def _serve() -> None:
     from ..errors import StudioError
     from .user import describe_call_error, load_reward_file
 
-    sandbox.limit_memory(_memory_limit_gib())
+    sandbox.limit_memory(memory_limit_gib())
     answers = sys.stdout
     sys.stdout = sys.stderr  # prints in reward code must not corrupt the answers
     real_exit = os._exit

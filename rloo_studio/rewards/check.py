@@ -49,6 +49,9 @@ def _main() -> None:
     from ..errors import RewardError
     from .user import load_reward_source, public_function_names
 
+    from .boxed import memory_limit_gib
+
+    sandbox.limit_memory(memory_limit_gib())  # before the person's code runs: as the preview's and training's children
     request = json.loads(sys.stdin.read())
     result = {"functions": [], "problems": []}
     real_stdout = sys.stdout

@@ -154,3 +154,14 @@ def test_the_rewards_tab_says_where_reward_code_runs(monkeypatch):
     monkeypatch.setattr(sandbox, "_status", sandbox.Status(None, "No reward sandbox: bubblewrap is not installed, …"))
     assert sandbox_markdown() == "⚠️ No reward sandbox: bubblewrap is not installed, …"
     monkeypatch.setattr(sandbox, "_status", None)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the data-memory limit holds on Linux")
+def test_check_the_code_runs_under_the_same_memory_limit_as_the_preview():
+    from rloo_studio.rewards.boxed import memory_limit_gib
+    from rloo_studio.rewards.check import check_source
+
+    # Untouched (calloc'd) memory past the limit: refused under it, granted lazily without one.
+    big = int(memory_limit_gib() + 2)
+    checked = check_source(f"block = bytearray({big} * 2**30)\n\ndef r(completions, **kwargs):\n    return [0.0 for _ in completions]\n")
+    assert any("MemoryError" in p for p in checked["problems"]), checked
