@@ -231,8 +231,9 @@ def test_own_csv_up_to_start(studio):
             expect(result).to_contain_text("2/2 pinned examples pass", timeout=300_000)
     expect(page.locator("#pinned")).to_contain_text("BOOM")
     page.locator("#check-code").click()
-    # A reward function scores a batch: raising on one completion fails every pin scored with it.
-    expect(result).to_contain_text("0/3 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
+    # Each pin is a case of its own: the one that makes `polite` raise fails alone, with the error; the others still pass.
+    expect(result).to_contain_text("2/3 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
+    expect(result).to_contain_text("❌ BOOM → total")
     expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
 
     # Preview: k = 4 completions of one prompt, scored by every ticked function.
