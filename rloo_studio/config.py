@@ -26,6 +26,7 @@ from .batching import BatchPlan, batch_plan
 from .errors import ConfigError
 
 BACKENDS = ("auto", "unsloth", "transformers")
+FAST_GENERATION = ("off", "auto", "on")  # engine/fast_generation.py decides what `auto` means on the worker's device
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 PROMPT_FORMATS = ("auto", "chat", "plain")
 
@@ -130,6 +131,9 @@ class ModelConfig:
     gradient_checkpointing: bool = _help("Recompute activations in the backward pass: much less memory, ~30% slower. Off for tiny models.",
                                          "Gradient checkpointing", default=True)
     trust_remote_code: bool = _help("Allow model code from the model's repository to run (only for models you trust).", default=False)
+    fast_generation: str = _help("Sample completions with vLLM on the GPU: `auto` (where vLLM is installed and the GPU can run it), `on` "
+                                 "(refuse to start without it), `off`. Not yet measured on a GPU.", "Fast generation (vLLM)",
+                                 default="auto")
 
 
 @dataclass
@@ -478,6 +482,7 @@ class RunConfig:
             problems.append("model.name_or_path: empty; give a hub id, a local folder or `demo`")
         _check_choice(problems, "model.backend", m.backend, BACKENDS)
         _check_choice(problems, "model.dtype", m.dtype, DTYPES)
+        _check_choice(problems, "model.fast_generation", m.fast_generation, FAST_GENERATION)
         _check_positive(problems, "model.max_seq_length", m.max_seq_length)
         if self.lora is not None:
             _check_positive(problems, "lora.r", self.lora.r)

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import runs
+from . import paths, runs
 from .config import RewardSpec, RunConfig
 from .errors import StudioError
 from .procs import STDOUT, Child
@@ -53,12 +53,19 @@ def _refuse_if_busy(runs_dir: str | Path) -> None:
                           "wait for it to finish, or press Stop and start again when it has stopped")
 
 
-def _spawn(run_dir: Path, args: list[str]) -> Child:
+def worker_python(cfg: RunConfig) -> str:
+    """The interpreter a run's worker starts from: the fast-generation environment (vLLM) where one was set up and the
+    run does not switch fast generation off, else this one. The worker decides whether vLLM is really used."""
+    fast = paths.fast_python() if cfg.model.fast_generation != "off" else None
+    return str(fast) if fast is not None else sys.executable
+
+
+def _spawn(run_dir: Path, args: list[str], python: str | None = None) -> Child:
     env = {**os.environ, runs.LOG_CAPTURED_ENV: str(run_dir.resolve()), "PYTHONUNBUFFERED": "1"}
     log = open(run_dir / runs.LOG_FILE, "a", encoding="utf-8")
     try:
         # Its own session: it survives the app's restart and its Ctrl-C.
-        proc = Child([sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=STDOUT, env=env)
+        proc = Child([python or sys.executable, "-m", "rloo_studio.cli", "train", *args], stdout=log, stderr=STDOUT, env=env)
     finally:
         log.close()  # the child has its own copy of the descriptor
     _children[str(run_dir.resolve())] = proc
@@ -96,7 +103,7 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
     cfg.save(config_path)
     runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo_value("max_steps"), model=cfg.model.name_or_path,
                        started_at=time.time(), started_by="app")
-    proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)])
+    proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)], worker_python(cfg))
     runs.update_status(run_dir, pid=proc.pid)
     return run_dir
 
@@ -154,7 +161,7 @@ def _resume_run(run_dir: str | Path) -> Path:
         note = f"continuing from checkpoint {runs.last_checkpoint(run_dir)[0]}"
     runs.clear_stop(run_dir)
     runs.update_status(run_dir, state="queued", pid=None, error=None, note=note)
-    proc = _spawn(run_dir, ["--resume", str(run_dir)])
+    proc = _spawn(run_dir, ["--resume", str(run_dir)], worker_python(RunConfig.load(run_dir / runs.CONFIG_FILE)))
     runs.update_status(run_dir, pid=proc.pid)
     return run_dir
 

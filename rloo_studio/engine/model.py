@@ -105,9 +105,10 @@ def _explain_load_error(exc: Exception, source: str) -> ModelError:
 
 
 def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: TrainingStack, base_dir: str | Path = ".",
-               for_training: bool = True, seed: int | None = None) -> LoadedModel:
+               for_training: bool = True, seed: int | None = None, fast_load: dict | None = None) -> LoadedModel:
     """Load the model (and attach LoRA when training). With `seed`, every random number generator is seeded
-    first, so the LoRA initialisation, and with it the whole run, repeats exactly for one seed. For training, the
+    first, so the LoRA initialisation, and with it the whole run, repeats exactly for one seed. `fast_load`: Unsloth's
+    fast-generation load arguments (`fast_generation.load_arguments`). For training, the
     sections come from a validated RunConfig (run_training validates first): it holds no 4-bit model without LoRA."""
     source = resolve_model_source(model_cfg.name_or_path, base_dir)
     torch = stack.torch
@@ -118,7 +119,7 @@ def load_model(model_cfg: ModelConfig, lora_cfg: LoraConfig | None, stack: Train
     torch_dtype = getattr(torch, dtype_name)
     try:
         if stack.backend == "unsloth":
-            model, tokenizer = _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed)
+            model, tokenizer = _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed, fast_load or {})
         else:
             model, tokenizer = _load_transformers(source, model_cfg, lora_cfg, stack, torch_dtype, for_training)
     except ModelError:
@@ -146,7 +147,7 @@ def _target_modules(lora_cfg: LoraConfig, model) -> list[str]:
 UNSLOTH_DEFAULT_RANDOM_STATE = 3407
 
 
-def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed=None):
+def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training, seed=None, fast_load=None):
     from unsloth import FastLanguageModel
 
     checkpointing = ("unsloth" if stack.cuda else True) if model_cfg.gradient_checkpointing else False
@@ -158,6 +159,7 @@ def _load_unsloth(source, model_cfg, lora_cfg, stack, torch_dtype, for_training,
         full_finetuning=lora_cfg is None and for_training,
         trust_remote_code=model_cfg.trust_remote_code,
         use_gradient_checkpointing=checkpointing,  # Unsloth's default ("unsloth") would ignore the config for full fine-tuning
+        **(fast_load or {}),
     )
     if lora_cfg is not None and for_training:
         model = FastLanguageModel.get_peft_model(

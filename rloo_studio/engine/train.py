@@ -27,6 +27,8 @@ from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler
+from . import fast_generation
+from .fast_generation import FastGeneration
 from .health import HealthWatch, roll_back
 from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
 
@@ -149,11 +151,13 @@ def _set_beta(trainer, cfg: RunConfig, run_dir: Path, beta: float) -> None:
     config_path.write_text(resolved_config(cfg, run_dir).to_yaml(), encoding="utf-8")
 
 
-def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str) -> dict:
+def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str, fast: FastGeneration | None = None) -> dict:
     """Keyword arguments for trl.RLOOConfig: every effective value of the config (`RunConfig.effective_rloo`, each key
     explicit: Unsloth's patched RLOOConfig fills the unset ones with its own defaults), the precision of the device and
-    the loaded weights, and the run's paths."""
+    the loaded weights, the fast-generation switches when vLLM samples, and the run's paths."""
     args = cfg.effective_rloo()
+    if fast is not None:
+        args.update(fast_generation.trainer_arguments(fast, stack.backend))
     if not stack.cuda:
         args.update(use_cpu=True, bf16=False, fp16=False)
     else:
@@ -504,6 +508,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     # Several processes (accelerate launch): TRL's generation batch counts every process.
     processes = world_size()
     rows = preflight(cfg, num_processes=processes)  # cheap checks first: a typo should not wait for torch to import
+    fast = fast_generation.for_run(cfg)  # before the stack: Standby is read by `import unsloth`
     stack = import_training_stack(cfg.model.backend)
     problems = cfg.validate(rloo_config_fields(), processes)  # now also: are the `rloo` keys real RLOOConfig options?
     if problems:
@@ -756,7 +761,12 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                 flush=True)
     # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
     seed = int(cfg.rloo_value("seed"))
-    loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)
+    fast = fast_generation.for_run(cfg)
+    if main:
+        say(f"[rloo-studio] {fast.line()}", flush=True)
+        runs.update_status(run_dir, fast_generation={"used": fast.used, "why": fast.why})
+    loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed,
+                        fast_load=fast_generation.load_arguments(fast, stack.backend, cfg.lora.r if cfg.lora else None))
     # What was loaded, not what was asked: the count of bitsandbytes 4-bit layers shows whether quantisation really happened.
     four_bit = f", 4-bit: {count_4bit_layers(loaded.model)} bitsandbytes layers" if cfg.model.load_in_4bit else ""
     say(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
@@ -769,7 +779,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                             prompt_opens_think=prompt_opens_think(train_ds["prompt"], loaded.tokenizer, chat_template_kwargs(cfg)))
     if any(r.source_file for r in rewards):
         say(f"[rloo-studio] {sandbox_line(rewards)}", flush=True)
-    args = rloo_arguments(cfg, stack, run_dir, loaded.dtype)
+    args = rloo_arguments(cfg, stack, run_dir, loaded.dtype, fast)
     try:
         rloo_config = trl.RLOOConfig(**args)
     except (TypeError, ValueError) as exc:
