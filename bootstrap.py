@@ -61,6 +61,21 @@ CUDA_BUILDS = (  # newest first: (index tag, CUDA version, minimum driver, lowes
     ("cu130", "13.0", (580,), (7, 5)),
     ("cu126", "12.6", (525,), (5, 0)),
 )
+# The opt-in fast-generation environment (vLLM samples the completions on the GPU): a second virtualenv, because the vLLM
+# releases TRL 1.15 accepts (0.21-0.31) pin an older torch than ours. Facts read from the package metadata:
+# - vllm 0.31.0 requires torch==2.13.0, torchvision==0.28.0, transformers>=5.10.4,<5.18 (5.17.0, ours, fits);
+#   its wheel is cp38-abi3 manylinux_2_28 x86_64, built against the default index's torch.
+# - The default index's torch 2.13.0 Linux wheel depends on cuda-toolkit 13.0.3: the CUDA 13.0 build, so a driver
+#   >= 580 and compute capability >= 7.5 (see CUDA_BUILDS); PyTorch's own indexes are not used for it, since vLLM's
+#   compiled kernels must match the torch build they were built against.
+# - These pins with Unsloth 2026.10.9, TRL 1.15.0, transformers 5.17.0 and the rest of pyproject.toml resolve together
+#   for Linux x86_64, Python 3.11 (237 packages; benchmarks/fast_env_resolve.py re-checks it). Not yet run on a GPU.
+FAST_VENV_DIR = ROOT / ".venv-fast"  # rloo_studio/paths.py FAST_VENV_DIR: the app starts a run's worker from it
+FAST_TORCH_VERSION, FAST_TORCHVISION_VERSION, FAST_VLLM_VERSION = "2.13.0", "0.28.0", "0.31.0"
+FAST_PACKAGES = [f"torch=={FAST_TORCH_VERSION}", f"torchvision=={FAST_TORCHVISION_VERSION}", f"vllm=={FAST_VLLM_VERSION}"]
+FAST_MIN_DRIVER, FAST_MIN_COMPUTE = (580,), (7, 5)
+FAST_FLAG = "--setup-fast-generation"
+
 # AMD: the 2.14 row lists "ROCm 7.14", which we could not match to a published index folder; the
 # nearest documented release (2.12 and 2.13 rows) is ROCm 7.2, Linux only (PyTorch publishes no ROCm
 # wheels for Windows). Unsloth's own AMD route is a ROCm Docker image (unsloth.ai docs, "AMD").
@@ -314,6 +329,65 @@ def plan_install(machine: Machine, override: str | None = None,
                        "Linux it also downloads ~7 GB of CUDA libraries it will not use)", notes=amd_note)
 
 
+@dataclass
+class FastPlan:
+    """Whether the fast-generation environment can be made on this machine, and why (or why not)."""
+    machine: Machine
+    ok: bool
+    why: str
+
+    def describe(self) -> str:
+        head = f"Fast generation (vLLM {FAST_VLLM_VERSION} with torch {FAST_TORCH_VERSION}, in {FAST_VENV_DIR.name}/; not yet measured on a GPU)"
+        if not self.ok:
+            return f"{head}\n  not offered: {self.why}"
+        return (f"{head}\n  offered:  {self.why}\n  set up:   python launch.py {FAST_FLAG}"
+                f"\n  command:  pip install {' '.join(FAST_PACKAGES)} (default index), then this project")
+
+
+def plan_fast_generation(machine: Machine) -> FastPlan:
+    """Whether vLLM's environment fits `machine`: Linux or WSL2 on x86_64, an NVIDIA driver and GPU its torch build runs on."""
+    if machine.system not in ("Linux", "WSL"):
+        where = {"Windows": "vLLM publishes no wheels for native Windows; under WSL2 it works (run the app there)",
+                 "macOS": "vLLM needs an NVIDIA GPU, which Macs do not have"}.get(machine.system, f"{machine.system} is not supported by vLLM")
+        return FastPlan(machine, False, where)
+    if machine.arch not in ("x86_64", "AMD64"):
+        return FastPlan(machine, False, f"only vLLM's x86_64 Linux wheel was checked, this machine is {machine.arch}")
+    if not machine.nvidia:
+        return FastPlan(machine, False, "no NVIDIA GPU found (vLLM's fast generation needs one; training works without it)")
+    driver = min((g.driver for g in machine.nvidia), key=_driver_version)
+    if _driver_version(driver) < FAST_MIN_DRIVER:
+        return FastPlan(machine, False, f"the NVIDIA driver {driver} is older than {FAST_MIN_DRIVER[0]}, which torch "
+                        f"{FAST_TORCH_VERSION}'s CUDA 13.0 build needs: "
+                        f"{DRIVER_UPDATE_HELP.get(machine.system, DRIVER_UPDATE_HELP['Linux'])}")
+    caps = [tuple(int(x) for x in g.compute.split(".")) for g in machine.nvidia if g.compute]
+    if caps and min(caps) < FAST_MIN_COMPUTE:
+        low = min(caps)
+        return FastPlan(machine, False, f"compute capability {low[0]}.{low[1]} is below {FAST_MIN_COMPUTE[0]}.{FAST_MIN_COMPUTE[1]}, "
+                        f"the oldest that torch {FAST_TORCH_VERSION}'s CUDA 13.0 build runs")
+    return FastPlan(machine, True, f"{machine.system} x86_64 with NVIDIA driver {driver}"
+                    + (f" and compute capability {min(caps)[0]}.{min(caps)[1]}" if caps else ""))
+
+
+def setup_fast_generation(extras: str = "") -> None:
+    """Make FAST_VENV_DIR: vLLM and its torch, then this project with the same pins (torch held at vLLM's)."""
+    plan = plan_fast_generation(detect_machine())
+    print(plan.describe(), flush=True)
+    if not plan.ok:
+        sys.exit(f"[setup] fast generation is not offered here: {plan.why}. Training works without it.")
+    python = venv_python(FAST_VENV_DIR)
+    if not python.exists():
+        _say(f"creating the fast-generation environment in {FAST_VENV_DIR}")
+        venv.EnvBuilder(with_pip=True).create(FAST_VENV_DIR)
+    _pip(python, "--upgrade", "pip")
+    _pip(python, *FAST_PACKAGES)
+    # The project's own torch range (<2.15) admits 2.13.0; the constraint keeps pip from moving it while resolving.
+    constraints = FAST_VENV_DIR / "constraints.txt"
+    constraints.write_text("\n".join(FAST_PACKAGES) + "\n", encoding="utf-8")
+    _pip(python, "-c", str(constraints), "-e", f"{ROOT}[{extras}]" if extras else str(ROOT))
+    self_check(python)
+    _say(f"fast-generation environment ready: runs whose model.fast_generation is auto or on start from {FAST_VENV_DIR}")
+
+
 def current_plan(override: str | None = None) -> InstallPlan:
     return plan_install(detect_machine(), override or os.environ.get(TORCH_INDEX_ENV) or None)
 
@@ -445,7 +519,11 @@ def setup_from_command_line(extras: str = "") -> list[str]:
     if print_plan:
         plan = current_plan()
         print(plan.describe(), flush=True)
+        print(plan_fast_generation(plan.machine).describe(), flush=True)
         sys.exit(1 if plan.error else 0)
+    if FAST_FLAG in rest:
+        setup_fast_generation()
+        sys.exit(0)
     sys.argv[1:] = rest
     ensure_environment(extras)
     return rest
@@ -479,4 +557,5 @@ if __name__ == "__main__":  # `python bootstrap.py [--torch-index URL]`: print t
     take_setup_flags(sys.argv[1:])
     _plan = current_plan()
     print(_plan.describe())
+    print(plan_fast_generation(_plan.machine).describe())
     sys.exit(1 if _plan.error else 0)

@@ -11,7 +11,11 @@
    metrics: the median step time after warm-up, completion tokens per second, and the peak memory
    the worker logged (`memory/peak_reserved_gib`). Prints the Unsloth / transformers ratios.
 3. Prints the memory estimate (`rloo_studio.vram`) next to each measured peak.
-4. Compares the trainer arguments the two backends' runs recorded (trainer_args.json, read back from the built trainer):
+4. Fast generation (vLLM, `model.fast_generation: on`): where the fast environment exists (`python launch.py
+   --setup-fast-generation`, or RLOO_STUDIO_FAST_PYTHON), the Unsloth run again from it, with the step time, the share of
+   it spent generating (metrics' `time/generation` over `time/step`) and the peak memory beside the plain run; where it
+   does not, the record says so. Every run's own step-time breakdown is kept.
+5. Compares the trainer arguments the two backends' runs recorded (trainer_args.json, read back from the built trainer):
    on CUDA the Unsloth run's trainer is Unsloth's patched one, so any argument it changes shows here (and fails the check).
 Everything goes to benchmarks/results/gpu_check{,_dry_run}.json and .md. (gpu_check.sh also runs trainer_parity.py: every
 preset's RLOOConfig on both backends.)
@@ -34,16 +38,20 @@ from _common import ROOT, machine, save, shown, table
 from vram_calibrate import TINY, build_model
 
 sys.path.insert(0, str(ROOT))
+from rloo_studio.paths import fast_python  # noqa: E402
+from rloo_studio.step_time import mean_breakdown  # noqa: E402
 from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
 
 DEFAULT_MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "demo")
 
 
-def run_training(model: str, backend: str, work: Path, args, dry_run: bool) -> dict:
+def run_training(model: str, backend: str, work: Path, args, dry_run: bool, python: str | None = None) -> dict:
+    """One measured run; `python`: the fast environment's interpreter, for a run with fast generation on."""
     four_bit = args.four_bit and not dry_run
     cfg = {
         "model": {"name_or_path": model, "backend": backend, "load_in_4bit": four_bit, "max_seq_length": 64 + args.completion,
-                  "dtype": "float32" if dry_run else "bfloat16", "gradient_checkpointing": True},
+                  "dtype": "float32" if dry_run else "bfloat16", "gradient_checkpointing": True,
+                  "fast_generation": "on" if python else "off"},
         "lora": {"r": 16, "alpha": 32},
         "data": {"source": "demo"},
         "rewards": [{"name": "numeric_answer"}, {"name": "think_format", "weight": 0.2}],
@@ -52,10 +60,10 @@ def run_training(model: str, backend: str, work: Path, args, dry_run: bool) -> d
                  "learning_rate": 1e-5, "beta": 0.0, "seed": 42, "logging_steps": 1},
         "output": {"runs_dir": str(work / "runs"), "samples_per_step": 0},
     }
-    name = f"{Path(model).name}-{backend}-{int(time.time() * 1000)}"
+    name = f"{Path(model).name}-{backend}{'-vllm' if python else ''}-{int(time.time() * 1000)}"
     (work / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
     started = time.time()
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.cli", "train", str(work / f"{name}.yaml"), "--run-dir",
+    result = subprocess.run([python or sys.executable, "-m", "rloo_studio.cli", "train", str(work / f"{name}.yaml"), "--run-dir",
                              str(work / "runs" / name)], capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
     if result.returncode != 0:
         return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:300], "seconds": time.time() - started}
@@ -64,11 +72,14 @@ def run_training(model: str, backend: str, work: Path, args, dry_run: bool) -> d
     step_times = [m["step_time"] for m in measured if isinstance(m.get("step_time"), (int, float))]
     tokens = [m.get("completions/mean_length", 0) * args.generations * args.prompts for m in measured]
     status = json.loads((work / "runs" / name / "status.json").read_text())
+    parts = mean_breakdown(measured) or {}
+    generation_share = parts["time/generation"] / parts["time/step"] if parts.get("time/step") else None
     recorded = json.loads((work / "runs" / name / "trainer_args.json").read_text())
     return {"backend_used": status.get("backend"), "trainer": recorded["trainer"], "trainer_args": recorded["args"],
             "trainer_changed": recorded.get("changed") or {}, "median_step_s": statistics.median(step_times) if step_times else None,
             "tokens_per_s": sum(tokens) / sum(step_times) if step_times and sum(step_times) else None,
             "peak_reserved_gib": metrics[-1].get("memory/peak_reserved_gib"), "steps_measured": len(measured),
+            "generation_share": generation_share, "step_time_parts": parts, "fast_generation": status.get("fast_generation"),
             "seconds": time.time() - started}
 
 
@@ -133,6 +144,14 @@ def main() -> None:
                 print(f"  {model}: {backend} ...", file=sys.stderr, flush=True)
                 per_backend[backend] = run_training(str(path), backend, work, args, args.dry_run)
             u, t = per_backend["unsloth"], per_backend["transformers"]
+            fast_python_path = fast_python()
+            if fast_python_path is not None and not args.dry_run:
+                print(f"  {model}: unsloth + vLLM ...", file=sys.stderr, flush=True)
+                fast = run_training(str(path), "unsloth", work, args, args.dry_run, python=str(fast_python_path))
+            else:
+                fast = {"not_run": "dry run (no GPU)" if args.dry_run else
+                        "no fast-generation environment here (python launch.py --setup-fast-generation)"}
+            fast_speedup = (u["median_step_s"] / fast["median_step_s"]) if u.get("median_step_s") and fast.get("median_step_s") else None
             speedup = (t["median_step_s"] / u["median_step_s"]) if u.get("median_step_s") and t.get("median_step_s") else None
             memory_ratio = (u["peak_reserved_gib"] / t["peak_reserved_gib"]) if u.get("peak_reserved_gib") and t.get("peak_reserved_gib") else None
             # The same config on both backends: every argument the built trainers hold must be the same (what runs is what
@@ -140,6 +159,7 @@ def main() -> None:
             ua, ta = u.get("trainer_args") or {}, t.get("trainer_args") or {}
             args_differ = {k: [ta.get(k), ua.get(k)] for k in sorted(set(ua) | set(ta)) if ua.get(k) != ta.get(k)}
             records.append({"model": model, "params": shape.params, "estimate_gib": est.total_gib, "unsloth": u, "transformers": t,
+                            "unsloth_vllm": fast, "speedup_vllm_vs_unsloth": fast_speedup,
                             "speedup_unsloth_vs_transformers": speedup, "memory_unsloth_over_transformers": memory_ratio,
                             "trainer_args_differ": args_differ if ua and ta else None})
             for backend, r in per_backend.items():
@@ -148,6 +168,14 @@ def main() -> None:
                              f"{r['median_step_s']:.2f}" if r.get("median_step_s") else "-",
                              f"{r['tokens_per_s']:.0f}" if r.get("tokens_per_s") else "-",
                              f"{peak:.2f}" if peak else "n/a", f"{est.total_gib - CUDA_CONTEXT_GIB:.2f}"])
+            if "not_run" in fast:
+                rows.append([model, "unsloth + vLLM", "not run: " + fast["not_run"], "-", "", "", ""])
+            else:
+                peak = fast.get("peak_reserved_gib")
+                share = f", generation {fast['generation_share']:.0%}" if fast.get("generation_share") is not None else ""
+                rows.append([model, "unsloth + vLLM", (fast.get("backend_used") or fast.get("error", "")[:40]) + share,
+                             f"{fast['median_step_s']:.2f}" if fast.get("median_step_s") else "-",
+                             f"{fast['tokens_per_s']:.0f}" if fast.get("tokens_per_s") else "-", f"{peak:.2f}" if peak else "n/a", ""])
             rows.append([model, "ratio", "unsloth vs transformers", f"{speedup:.2f}x faster" if speedup else "-", "",
                          f"{memory_ratio:.2f}x memory" if memory_ratio else "-", ""])
             parity = ("not compared (a run failed)" if not (ua and ta) else "same" if not args_differ else

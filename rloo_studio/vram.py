@@ -18,7 +18,10 @@ What an RLOO step holds at its peak, and how each part is counted here:
   each such entry's model as its own copy, in 4-bit when bitsandbytes is installed (else in the dtype its
   config.json names), never shared with the policy, even when it is the policy's base model
   (config.local_judge_in_4bit, rewards/judge.py `LocalJudge._load`). A judge on a server adds nothing here;
-* the **CUDA context** and the allocator's slack.
+* the **CUDA context** and the allocator's slack;
+* with **fast generation** (vLLM, `model.fast_generation`): vLLM takes its share of the GPU (`FAST_GPU_MEMORY_SHARE` of
+  it, the base weights shared with the trainer inside it) for the generation phase in place of the KV cache above, and
+  gives it back during the training pass (Standby / sleep mode). Not yet measured on a GPU.
 
 Generation and the training backward do not peak at the same moment, so the peak is weights +
 trainable state + the larger of (KV cache + generation logits) and (activations + training logits),
@@ -35,7 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from .config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
-from .paths import DEMO_MODEL_DIR
+from .paths import DEMO_MODEL_DIR, fast_python
+
+# vLLM's share of the GPU under fast generation (engine/fast_generation.py GPU_MEMORY_SHARE, Unsloth's own default).
+FAST_GPU_MEMORY_SHARE = 0.5
 
 GIB = 1024**3
 
@@ -284,6 +290,7 @@ class Settings:
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
     beta: float = rloo_default("beta")
     optimizer: str = _optimizer(rloo_default("optim"))
+    fast_generation: bool = False     # vLLM generates (its memory share replaces the KV cache during generation)
 
     @property
     def generation_batch(self) -> int:
@@ -301,7 +308,15 @@ def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
         max_completion_length=int(cfg.rloo_value("max_completion_length")),
         prompt_tokens=min(DEFAULT_PROMPT_TOKENS, max(16, cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length")))),
         beta=float(cfg.rloo_value("beta")), optimizer=_optimizer(cfg.rloo_value("optim")),
+        fast_generation=fast_generation_expected(cfg),
     )
+
+
+def fast_generation_expected(cfg: RunConfig) -> bool:
+    """Whether a run of `cfg` on a GPU would generate with vLLM: `on`, or `auto` where the fast environment was set up
+    (the worker makes the final decision on its device; LoRA is needed)."""
+    return cfg.lora is not None and (cfg.model.fast_generation == "on"
+                                     or (cfg.model.fast_generation == "auto" and fast_python() is not None))
 
 
 # A judge whose config.json names no dtype (or that comes from the built-in table, whose models all publish bfloat16
@@ -409,6 +424,13 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
     kv = 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * 2 * s.generation_batch * seq
     gen_logits = s.generation_batch * shape.vocab_size * GENERATION_LOGIT_BYTES
     generation = kv + gen_logits
+    fast = s.fast_generation and not on_cpu and device_gib is not None
+    if fast:
+        # vLLM reserves its share up front (weights shared with the trainer inside it, the rest KV cache), however small
+        # the batch; Standby hands it back for the training pass, so it competes with training, not with the weights.
+        generation = max(generation, FAST_GPU_MEMORY_SHARE * device_gib * GIB - weights)
+        notes.append(f"fast generation (vLLM, not yet measured on a GPU) reserves {FAST_GPU_MEMORY_SHARE:.0%} of the GPU "
+                     "for generation and returns it during the training pass")
 
     # Training forward/backward for one micro-batch.
     tokens = s.per_device_train_batch_size * seq
@@ -423,7 +445,7 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
     logits = completion_tokens * shape.vocab_size * TRAIN_LOGIT_BYTES * (CHUNKED_LOGITS_FRACTION if s.unsloth else 1.0)
     training = activations + logits
 
-    parts["KV cache (generation)"] = kv
+    parts["vLLM share (generation)" if fast else "KV cache (generation)"] = generation - gen_logits if fast else kv
     parts["activations (training)"] = activations
     parts["logits (training)"] = logits
     peak_dynamic = max(generation, training)

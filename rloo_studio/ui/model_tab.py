@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs
-from ..config import FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
+from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
@@ -66,6 +66,8 @@ class ModelTab:
                 self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)
                 self.backend = gr.Dropdown(["auto", "unsloth", "transformers"], value="auto", label=text.BACKEND, info=text.BACKEND_INFO)
                 self.grad_ckpt = gr.Checkbox(True, label=text.GRAD_CKPT, info=text.GRAD_CKPT_INFO)
+                self.fast_generation = gr.Dropdown(list(FAST_GENERATION), value="auto", label=text.FAST_GENERATION,
+                                                   info=text.FAST_GENERATION_INFO, elem_id="fast-generation")
 
     # ---- wiring ----------------------------------------------------------------------------------
 
@@ -163,13 +165,13 @@ class ModelTab:
     @property
     def inputs(self) -> list:
         return [self.name, self.precision, self.method, self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_targets,
-                self.max_seq, self.backend, self.grad_ckpt]
+                self.max_seq, self.backend, self.grad_ckpt, self.fast_generation]
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
         """Write the widget values into the config dict's `model` and `lora` sections; returns problems: none, because
         the combinations the config refuses (4-bit without LoRA) are the config check's (RunConfig.validate)."""
-        name, precision, method, r, alpha, dropout, targets, max_seq, backend, grad_ckpt = values
+        name, precision, method, r, alpha, dropout, targets, max_seq, backend, grad_ckpt, fast = values
         model = cfg.setdefault("model", {})
         model["name_or_path"] = (name or "").strip() or "demo"
         model["load_in_4bit"] = precision == text.PRECISION_CHOICES[0]
@@ -177,6 +179,7 @@ class ModelTab:
         model["max_seq_length"] = int(max_seq or 1024)
         model["backend"] = backend or "auto"
         model["gradient_checkpointing"] = bool(grad_ckpt)
+        model["fast_generation"] = fast or "auto"
         if method == text.METHOD_CHOICES[0]:
             target = (targets or "all-linear").strip()
             cfg["lora"] = {"r": int(r or 16), "alpha": int(alpha or 32), "dropout": float(dropout or 0.0),
@@ -197,7 +200,7 @@ class ModelTab:
         shown = lora or LoraConfig()
         targets = shown.target_modules if isinstance(shown.target_modules, str) else ", ".join(shown.target_modules)
         return [m.name_or_path, precision, text.METHOD_CHOICES[0] if lora else text.METHOD_CHOICES[1], shown.r, shown.alpha,
-                shown.dropout, targets, m.max_seq_length, m.backend, m.gradient_checkpointing]
+                shown.dropout, targets, m.max_seq_length, m.backend, m.gradient_checkpointing, m.fast_generation]
 
 
 def estimate_markdown(est: Estimate | None, device: str | None) -> str:

@@ -41,6 +41,9 @@ MAX_SEQ = field_label("model", "max_seq_length")
 MAX_SEQ_INFO = field_help("model", "max_seq_length")
 BACKEND = field_label("model", "backend")
 BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
+FAST_GENERATION = field_label("model", "fast_generation")
+FAST_GENERATION_INFO = ("vLLM writes the completions on an NVIDIA GPU (auto: where `python launch.py --setup-fast-generation` "
+                        "was run). Not yet measured on a GPU. Nothing changes on a computer without one.")
 GRAD_CKPT = field_label("model", "gradient_checkpointing")
 GRAD_CKPT_INFO = field_help("model", "gradient_checkpointing")
 ESTIMATE_PENDING = "Memory estimate: computing…"

@@ -24,5 +24,8 @@ def test_gpu_check_dry_run_runs_both_backends_and_writes_its_results(tmp_path, m
     assert record["unsloth"]["steps_measured"] == 2 and record["speedup_unsloth_vs_transformers"] > 0
     # Both runs recorded the arguments their trainers hold, and they are the same.
     assert record["trainer_args_differ"] == {} and record["unsloth"]["trainer_args"]["gradient_accumulation_steps"] == 1
+    # Each run's step-time breakdown is kept, with the share spent generating; the vLLM run is said not to have run.
+    assert 0 < record["unsloth"]["generation_share"] < 1 and record["unsloth"]["fast_generation"]["used"] is False
+    assert record["unsloth_vllm"] == {"not_run": "dry run (no GPU)"} and "unsloth + vLLM | not run" in out
     assert "skipped" in data["gpu_tests"]["summary"]  # tests/gpu exist and skip without CUDA
     assert (committed.read_bytes() if committed.exists() else None) == committed_before  # tracked results untouched

@@ -65,3 +65,25 @@ def test_the_worker_starts_from_the_fast_environment_where_one_was_set_up(tmp_pa
     assert jobs.worker_python(RunConfig.from_dict({"model": {"fast_generation": "off"}})) != str(python)
     monkeypatch.setenv(paths.FAST_PYTHON_ENV, str(tmp_path / "gone"))
     assert jobs.worker_python(RunConfig.from_dict({})) != str(tmp_path / "gone")
+
+
+def test_the_memory_estimate_counts_vllms_share_of_the_gpu(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from rloo_studio import vram
+
+    shape = vram.find_shape("Qwen/Qwen3-0.6B", allow_download=False)
+    plain = vram.estimate(shape, vram.Settings(), device_gib=24.0)
+    fast = vram.estimate(shape, replace(vram.Settings(), fast_generation=True), device_gib=24.0)
+    assert "KV cache (generation)" in plain.parts and "vLLM share (generation)" in fast.parts
+    # Half of 24 GiB held by vLLM during generation (the weights inside it shared): more than the small KV cache.
+    assert fast.total_gib > plain.total_gib and fast.total_gib > 12.0
+    assert any("not yet measured on a GPU" in n for n in fast.notes)
+    # A config expects it where the fast environment exists and the run has LoRA; never without one or when off.
+    monkeypatch.setenv(paths.FAST_PYTHON_ENV, str(tmp_path / "missing"))
+    assert not vram.fast_generation_expected(RunConfig.from_dict({"lora": {}}))
+    (tmp_path / "python").write_text("")
+    monkeypatch.setenv(paths.FAST_PYTHON_ENV, str(tmp_path / "python"))
+    assert vram.fast_generation_expected(RunConfig.from_dict({"lora": {}}))
+    assert not vram.fast_generation_expected(RunConfig.from_dict({"lora": {}, "model": {"fast_generation": "off"}}))
+    assert not vram.fast_generation_expected(RunConfig.from_dict({}))  # full fine-tuning: nothing to share

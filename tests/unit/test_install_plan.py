@@ -198,3 +198,35 @@ def test_stamp_records_the_plan_and_a_changed_machine_replans(machine_env, tmp_p
     torch_call = next(c for c in calls if "torch==2.14.1" in c)
     assert torch_call[0] == "--force-reinstall" and "https://download.pytorch.org/whl/cu132" in torch_call
     assert "cu132" in bootstrap.read_stamp(stamp)["plan"]
+
+
+# The fast-generation environment (vLLM): offered only where its torch build (2.13.0, CUDA 13.0) and vLLM's wheel run.
+@pytest.mark.parametrize("driver, cap, offered, why", [
+    ("595.71.05", "9.0", True, "driver 595.71.05 and compute capability 9.0"),
+    ("580.65.06", "8.9", True, "driver 580.65.06"),
+    ("575.64.03", "8.9", False, "older than 580"),       # fine for training (cu126), too old for vLLM's torch
+    ("590.44.01", "7.0", False, "7.0 is below 7.5"),     # Volta: CUDA 13 builds start at Turing
+])
+def test_fast_generation_is_offered_where_vllms_torch_build_runs(machine_env, driver, cap, offered, why):
+    nvidia_smi(machine_env, [("NVIDIA GeForce RTX 4090", driver, "24564 MiB", cap)])
+    fast = bootstrap.plan_fast_generation(bootstrap.detect_machine())
+    assert fast.ok is offered and why in fast.why
+    text = fast.describe()
+    assert "not yet measured on a GPU" in text and "vLLM 0.31.0" in text
+    assert ("--setup-fast-generation" in text) is offered
+
+
+def test_fast_generation_is_never_offered_without_an_nvidia_gpu_or_on_native_windows_and_macos(machine_env, monkeypatch):
+    assert not bootstrap.plan_fast_generation(bootstrap.detect_machine()).ok
+    nvidia_smi(machine_env, [("NVIDIA GeForce RTX 4090", "595.71.05", "24564 MiB", "8.9")])
+    monkeypatch.setattr(bootstrap.platform, "system", lambda: "Windows")
+    windows = bootstrap.plan_fast_generation(bootstrap.detect_machine())
+    assert not windows.ok and "WSL2" in windows.why
+    monkeypatch.setattr(bootstrap.platform, "system", lambda: "Darwin")
+    assert not bootstrap.plan_fast_generation(bootstrap.detect_machine()).ok
+
+
+def test_the_fast_environment_is_the_one_the_app_starts_workers_from():
+    from rloo_studio import paths
+    assert bootstrap.FAST_VENV_DIR == paths.FAST_VENV_DIR
+    assert bootstrap.FAST_PACKAGES == ["torch==2.13.0", "torchvision==0.28.0", "vllm==0.31.0"]
