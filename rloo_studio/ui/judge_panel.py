@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 SOURCES = [text.JUDGE_BASE, text.JUDGE_FOLDER_CHOICE, text.JUDGE_SERVER_CHOICE]
 OWN_RUBRIC = "(write my own)"
 FIRST_RUBRIC = next(iter(RUBRICS))  # what ticking the judge fills in when no rubric is written
+# The tick's choice, run in the page (see JudgePanel.wire): (ticked?, rubric, the template menu) -> the menu's new value.
+TICKED_JS = (f"(use, rubric, template) => (use && !(rubric || '').trim()) ? {json.dumps(FIRST_RUBRIC)} : template")
 # How long the page waits for a judge server to answer before it refuses a preview: a server on this machine or the
 # local network answers in milliseconds; a few seconds leave room for a busy one.
 REACH_TIMEOUT_S = 5.0
@@ -212,11 +214,12 @@ class JudgePanel:
         self.rubric_template.change(pick, inputs=self.rubric_template, outputs=[self.rubric, self.limits],
                                     api_name="judge_rubric_template")
 
-        def ticked(use, rubric):  # a judge that works as it is: the first template, when nothing is written yet
-            return FIRST_RUBRIC if use and not (rubric or "").strip() else gr.update()
-
+        # A judge that works as it is: the tick chooses the first template when nothing is written yet (its change then
+        # fills in the rubric and limits). Chosen in the browser: an event answered by the server covers its output with
+        # Gradio's loading overlay until the answer arrives, so the template menu — the next thing a person clicks — was
+        # out of reach for as long as the queue took, and an answer that came after the person's own pick undid it.
         # .input, not .change: only the person's tick fills it in, not a reload showing a draft with an emptied rubric.
-        self.use.input(ticked, inputs=[self.use, self.rubric], outputs=self.rubric_template, api_name="judge_ticked")
+        self.use.input(None, inputs=[self.use, self.rubric], outputs=self.rubric_template, js=TICKED_JS)
 
         def save(*values):
             values = list(values)

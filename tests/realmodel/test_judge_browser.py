@@ -11,10 +11,28 @@ import re
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
 from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests
 
+from rloo_studio.rewards.judge import RUBRICS
 from rloo_studio.ui import text
+from rloo_studio.ui.judge_panel import FIRST_RUBRIC, OWN_RUBRIC
 from rloo_studio.ui.rewards_tab import REASON_SUFFIX
 
 pytestmark = BROWSER_MARKS
+
+# Records, at every change inside the element `selector` (its loading overlay shown or hidden, its value set), whether
+# a person could click its input there: the input is enabled and is what lies at its centre (elementFromPoint).
+# `window.outOfReach` lists what was in the way each time it was not.
+WATCH_REACH = """(selector) => {
+  const block = document.querySelector(selector);
+  window.outOfReach = [];
+  const look = () => {
+    const input = block.querySelector('input');
+    const box = input.getBoundingClientRect();
+    const top = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    if (input.disabled || !(top === input || input.contains(top)))
+      window.outOfReach.push(input.disabled ? 'disabled' : (top ? top.tagName + '.' + (top.className.baseVal ?? top.className) : 'nothing'));
+  };
+  new MutationObserver(look).observe(block, {subtree: true, childList: true, attributes: true, characterData: true});
+}"""
 
 
 def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreement_and_probes(runs_dir, judge_server):
@@ -24,9 +42,17 @@ def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreeme
     with opened_page(runs_dir) as page:
         page.get_by_role("tab", name="3 · Rewards").click()
 
-        # The judge section: ticked, a template rubric, the test server by its URL and model name.
+        # The judge section: ticked, a template rubric, the test server by its URL and model name. The tick fills in the
+        # first template, and the template menu stays within reach throughout: not disabled, and not covered (by a
+        # loading overlay while the server answers) at any moment until the template's rubric is filled in.
+        menu = page.locator("#judge-rubric-template")
+        menu.scroll_into_view_if_needed()
+        page.evaluate(WATCH_REACH, "#judge-rubric-template")
         page.locator("#judge-use").get_by_label(text.JUDGE_USE).check()
-        page.locator("#judge-rubric-template input").click()
+        expect(page.locator("#judge-rubric textarea")).to_have_value(RUBRICS[FIRST_RUBRIC].text, timeout=60_000)
+        assert page.evaluate("() => window.outOfReach") == [], "the template menu was out of reach after the tick"
+        expect(menu.locator("input")).to_have_value(FIRST_RUBRIC)
+        menu.locator("input").click()
         page.get_by_role("option", name="correct_vs_reference").click()
         expect(page.locator("#judge-rubric textarea")).not_to_have_value("", timeout=30_000)
         expect(page.locator("#judge-limits")).to_contain_text("Limits of correct_vs_reference", timeout=30_000)
@@ -101,6 +127,16 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
         expect(page.locator("#judge-rubric textarea")).not_to_have_value("", timeout=30_000)
         _fill(page, "judge-rubric", RUBRIC)
         expect(page.locator("#judge-rubric textarea")).to_have_value(RUBRIC, timeout=30_000)
+        # Ticked again, a written rubric and the chosen menu entry are kept: the tick chooses only when nothing is written.
+        menu = page.locator("#judge-rubric-template input")
+        menu.click()
+        page.get_by_role("option", name=OWN_RUBRIC).click()
+        expect(menu).to_have_value(OWN_RUBRIC)
+        use = page.locator("#judge-use").get_by_label(text.JUDGE_USE)
+        use.uncheck()
+        use.check()
+        expect(menu).to_have_value(OWN_RUBRIC)
+        expect(page.locator("#judge-rubric textarea")).to_have_value(RUBRIC)
         page.locator("#judge-source").get_by_label(text.JUDGE_SERVER_CHOICE).check()
         _fill(page, "judge-url", server_url)
         _fill(page, "judge-server-model", "smollm2")

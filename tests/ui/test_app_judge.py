@@ -100,16 +100,6 @@ def test_an_unreachable_judge_server_is_refused_by_the_preview_and_the_pinned_ex
     assert report.startswith(f"⚠️ Pinned examples not checked: nothing answers at the judge server {url}"), report
 
 
-def test_ticking_the_judge_with_no_rubric_picks_the_first_template(app):
-    """A judge that works as it is: the tick chooses the first template (which fills in its rubric and limits); a
-    rubric already written is kept."""
-    first = next(iter(RUBRICS))
-    assert app.predict(True, "", api_name="/judge_ticked") == first
-    unchanged = {"__type__": "update"}  # an update that sets nothing
-    assert app.predict(True, "My own rubric.", api_name="/judge_ticked") == unchanged  # kept: nothing to choose
-    assert app.predict(False, "", api_name="/judge_ticked") == unchanged
-
-
 def test_rewards_the_page_cannot_show_are_kept_and_said(tmp_path):
     """A hand-edited draft with two judges and a reward model: the page shows one judge; the second judge and the reward
     model are kept in the config the Train tab starts, and the page says which ones it does not show."""
