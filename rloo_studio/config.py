@@ -324,7 +324,7 @@ class FormatWarmup:
                           "look for. For a model that (almost) never writes that format on its own.", default=False)
     steps: int = _help("Supervised optimiser steps of the warm-up (a few dozen: enough to show the format, too few to "
                        "teach the answers).", default=30)
-    learning_rate: float = _help("The warm-up's learning rate (constant; AdamW on the LoRA adapter).", default=1e-4)
+    learning_rate: float = _help("The warm-up's learning rate (constant; AdamW on the LoRA adapter).", default=2e-4)
     batch_size: int = _help("Prompt-reply pairs per warm-up step.", default=4)
     source: str = _help("Where the replies come from: `answer_column` (the data's answer put into `template`), `pinned` "
                         "(the pinned examples expected to score above 0), or `table` (the replies in `examples`).",

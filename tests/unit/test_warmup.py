@@ -134,3 +134,31 @@ def test_the_summary_line_says_what_ran_and_the_check_with_its_interval():
                            "before RLOO; greedy answers in the template's format on the first 8 held-out prompts: 0.0 %")
     assert "75.0 % [0.0, 30.0] (n=8) after" in line
     assert warmup.summary_line({**record, "finished": False}) is None and warmup.summary_line(None) is None
+
+
+# ---- the Train tab's accordion and status line ----------------------------------------------------------------------
+
+def test_the_train_tabs_warmup_fields_round_trip_through_the_config():
+    from rloo_studio.ui.train_tab import TrainTab, apply_warmup, warmup_markdown
+
+    cfg = config(source="table", steps=12, examples=[{"prompt": "2+2?", "reply": "<answer>4</answer>"}])
+    values = TrainTab.values_from(cfg)
+    assert values[-5:] == [True, 12, "table", "<answer>{answer}</answer>", "2+2? => <answer>4</answer>"]
+    out = {"warmup": {"learning_rate": 5e-4}, "rewards": [{"name": "numeric_answer", "params": {"answer_column": "solution"}}]}
+    assert TrainTab.apply(out, values) == []
+    assert out["warmup"] == {"learning_rate": 5e-4, "enabled": True, "source": "table", "template": "<answer>{answer}</answer>",
+                             "steps": 12, "examples": [{"prompt": "2+2?", "reply": "<answer>4</answer>"}],
+                             "answer_column": "solution"}  # the Data tab's answer column; keys the page does not show kept
+    [problem] = apply_warmup({}, [True, 30, "table", "", "2+2? <answer>4</answer>"])
+    assert "line 1: no “=>” between the prompt and the reply" in problem
+    assert apply_warmup({}, [False, 30, "table", "", "2+2? <answer>4</answer>"]) == []  # off: nothing to complain about
+
+
+def test_the_status_says_the_warmup_before_rloos_first_step():
+    from rloo_studio.ui.train_tab import warmup_markdown
+
+    assert warmup_markdown({"state": "running"}) == ""
+    running = warmup_markdown({"warmup": {"step": 12, "steps": 30, "finished": False}})
+    assert "**Format warm-up:** step 12 of 30 (supervised, before RLOO's step 1" in running
+    done = warmup_markdown({"warmup": {"step": 30, "steps": 30, "finished": True, "line": "A 30-step format warm-up ran."}})
+    assert "before RLOO's step 1 on the charts):** A 30-step format warm-up ran." in done
