@@ -162,3 +162,16 @@ def test_the_status_says_the_warmup_before_rloos_first_step():
     assert "**Format warm-up:** step 12 of 30 (supervised, before RLOO's step 1" in running
     done = warmup_markdown({"warmup": {"step": 30, "steps": 30, "finished": True, "line": "A 30-step format warm-up ran."}})
     assert "before RLOO's step 1 on the charts):** A 30-step format warm-up ran." in done
+
+
+def test_rloo_studio_eval_says_the_warmup_ran():
+    from rloo_studio import stats
+    from rloo_studio.cli import _verdict_lines
+
+    report = {"decoding": {"max_new_tokens": {"base": 16, "tuned": 16}}, "base": {"truncation_rate": 0.0},
+              "warmup": "A 30-step format warm-up (supervised LoRA, 40 pairs from the pinned examples) ran before RLOO."}
+    comparison = stats.paired([0.0] * 6, [1.0] * 6)
+    lines = _verdict_lines(report, comparison, {"truncation_rate": 0.0}, "final", "runs/x")
+    assert (f"{report['warmup']} The tuned side includes it; the base side is the model without an adapter.") in lines
+    assert not any("warm-up" in line for line in _verdict_lines({**report, "warmup": None}, comparison,
+                                                                {"truncation_rate": 0.0}, "final", "runs/x"))
