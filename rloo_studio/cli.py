@@ -251,6 +251,8 @@ def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run
                                                          "base": report["base"].get("truncation_rate")},
                     budgets={"tuned": summary.get("max_new_tokens") or budgets["tuned"], "base": budgets["base"]})
     lines = [found["line"], f"({found['details']})"]
+    if report.get("warmup"):  # engine/warmup.py: the tuned side's adapter was warmed up before RLOO
+        lines.append(f"{report['warmup']} The tuned side includes it; the base side is the model without an adapter.")
     if found["limited"] and found["suggested_budget"]:
         which = "" if name == runs.FINAL else f" --checkpoint {name}"
         lines.append(f"Evaluate again: rloo-studio eval {run_dir}{which} --max-new-tokens {found['suggested_budget']}")

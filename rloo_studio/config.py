@@ -316,6 +316,62 @@ class DynamicSampling:
         return problems
 
 
+WARMUP_SOURCES = ("answer_column", "pinned", "table")
+ANSWER_SLOT = "{answer}"  # where warmup.template puts the data's answer
+
+
+@dataclass
+class FormatWarmup:
+    """The format warm-up (engine/warmup.py): a few supervised LoRA steps on replies in the target format, before RLOO,
+    for a base model that never writes the format the rewards look for (every group then ties: nothing to learn)."""
+    enabled: bool = _help("Before RLOO, train the adapter for a few supervised steps on replies in the format the rewards "
+                          "look for. For a model that (almost) never writes that format on its own.", default=False)
+    steps: int = _help("Supervised optimiser steps of the warm-up (a few dozen: enough to show the format, too few to "
+                       "teach the answers).", default=30)
+    learning_rate: float = _help("The warm-up's learning rate (constant; AdamW on the LoRA adapter).", default=2e-4)
+    batch_size: int = _help("Prompt-reply pairs per warm-up step.", default=4)
+    source: str = _help("Where the replies come from: `answer_column` (the data's answer put into `template`), `pinned` "
+                        "(the pinned examples expected to score above 0), or `table` (the replies in `examples`).",
+                        default="answer_column")
+    answer_column: str = _help("The data column whose value `template` puts into the target format (source answer_column).",
+                               default="answer")
+    template: str = _help("The target reply, with {answer} where the column's value goes (source answer_column), "
+                          "e.g. <answer>{answer}</answer>.", default="<answer>{answer}</answer>")
+    examples: list = _help("For source `table`: a list of {prompt: ..., reply: ...} written by hand.", default_factory=list)
+
+    def problems(self, num_processes: int, lora: bool) -> list[str]:
+        if not self.enabled:
+            return []
+        problems: list[str] = []
+        if isinstance(self.steps, int) and self.steps <= 0:
+            problems.append(f"warmup.steps: {self.steps} trains nothing; use a few dozen (e.g. 30), or set warmup.enabled: false")
+        _check_positive(problems, "warmup.learning_rate", self.learning_rate)
+        _check_positive(problems, "warmup.batch_size", self.batch_size)
+        _check_choice(problems, "warmup.source", self.source, WARMUP_SOURCES)
+        if self.source == "answer_column":
+            if ANSWER_SLOT not in self.template:
+                problems.append(f"warmup.template: {self.template!r} has no {ANSWER_SLOT} — the column's value would be left "
+                                f"out of every reply; write where it goes, e.g. <answer>{ANSWER_SLOT}</answer>")
+            if not str(self.answer_column or "").strip():
+                problems.append("warmup.answer_column: empty — name the data column that holds the answers (e.g. answer)")
+        if self.source == "table":
+            if not self.examples:
+                problems.append("warmup.examples: source `table` needs replies written by hand — add a few "
+                                "{prompt: ..., reply: ...} entries, or use source answer_column")
+            for i, ex in enumerate(self.examples):
+                if not (isinstance(ex, Mapping) and isinstance(ex.get("prompt"), str) and ex.get("prompt").strip()
+                        and isinstance(ex.get("reply"), str) and ex.get("reply").strip()):
+                    problems.append(f"warmup.examples[{i}]: {ex!r} is not a {{prompt: ..., reply: ...}} pair of non-empty "
+                                    "texts")
+        if not lora:
+            problems.append("warmup.enabled: the warm-up trains a LoRA adapter, and this run fine-tunes all weights — add a "
+                            "`lora:` section, or set warmup.enabled: false")
+        if num_processes > 1:
+            problems.append(f"warmup.enabled: the warm-up runs on one process, not {num_processes} — train on one process, "
+                            "or set warmup.enabled: false")
+        return problems
+
+
 def as_mapping(value) -> dict:
     """A dict-valued RLOOConfig option, given as a mapping or (as RLOOConfig also accepts) a JSON string; {} when unset."""
     if value is None or value == "":
@@ -368,6 +424,7 @@ class RunConfig:
     alerts: AlertActions = _help("What the run does on its own when a health alert is raised.", default_factory=AlertActions)
     dynamic_sampling: DynamicSampling = _help("Drop reward-tied prompt groups and sample new prompts in their place.",
                                               default_factory=DynamicSampling)
+    warmup: FormatWarmup = _help("A short supervised warm-up in the target format before RLOO.", default_factory=FormatWarmup)
     # Folder relative paths in the config (reward files, data files, model folders) resolve against.
     base_dir: str = field(default=".", repr=False, compare=False, metadata={"help": "", "internal": True})
 
@@ -529,6 +586,7 @@ class RunConfig:
             problems.append(f"output.samples_per_step: {self.output.samples_per_step} must be 0 or more")
         problems.extend(self.alerts.problems(num_processes, no_reference=self.lora is None and not self.rloo_value("beta")))
         problems.extend(self.dynamic_sampling.problems(num_processes))
+        problems.extend(self.warmup.problems(num_processes, lora=self.lora is not None))
 
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
@@ -592,7 +650,7 @@ class RunConfig:
 # ---- helpers ---------------------------------------------------------------------------------
 
 _SECTION_TYPES = {"model": ModelConfig, "lora": LoraConfig, "data": DataConfig, "output": OutputConfig, "alerts": AlertActions,
-                  "dynamic_sampling": DynamicSampling}
+                  "dynamic_sampling": DynamicSampling, "warmup": FormatWarmup}
 
 
 def did_you_mean(key: str, choices) -> str:

@@ -57,6 +57,7 @@ from ..rewards.preview import TrainerStateStub
 from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
 from .adapters import AdapterSwitch
+from .warmup import read_record, summary_line
 
 ANSWER_REWARDS = stats.ANSWER_REWARDS
 BASE_SIDE = "base"
@@ -491,6 +492,8 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "best": best,
         "skipped": skipped,
         "reward_weights": {r.name: r.weight for r in rewards},
+        # A format warm-up trained the adapter before RLOO: the tuned side includes it, the base side has no adapter.
+        "warmup": summary_line(read_record(run_dir)),
         "per_prompt": [
             {"prompt": rows[i][cfg.data.prompt_column], "answer": rows[i].get("answer"),
              "sides": {s.name: _prompt_record(s, i) for s in [base_side, *sides]}}

@@ -49,6 +49,7 @@ from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
 from ..stats import fmt_paired, measured, summary_estimate
 from . import gguf_check, gguf_tokenizer, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, get_converter
+from .warmup import read_record, summary_line
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR
@@ -427,6 +428,7 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
         params = f"params: {json.dumps(spec.params)}" if spec.params else ""
         rewards.append(f"| `{reward_label}` | {spec.weight:g} | {params} |")
     library = "peft" if fmt == "adapter" else "transformers"
+    warmed = summary_line(read_record(run_dir))
     front = ["---", f"base_model: {json.dumps(base)}" if not Path(base).is_absolute() else f"# base model (local folder): {base}",
              f"library_name: {library}", "tags: [rloo, trl, unsloth, reinforcement-learning]", "---", ""]
     text = front + [
@@ -440,6 +442,7 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
         + (", base loaded in 4-bit during training (QLoRA)" if cfg.model.load_in_4bit else ""),
         f"- Weights: {'final (end of training)' if label == runs.FINAL else label} — exported {time.strftime('%Y-%m-%d %H:%M')}",
         f"- Data: `{cfg.data.source}` (prompt column `{cfg.data.prompt_column}`)",
+        *([f"- Format warm-up: {warmed}"] if warmed else []),  # in every checkpoint's weights: it ran before RLOO
         "",
         "## RLOO settings",
         "",

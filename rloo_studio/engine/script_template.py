@@ -99,7 +99,7 @@ def load_config(path: Path) -> dict:
             "prompt_format": "auto", "test_split": None, "test_fraction": 0.0, "max_train_samples": None, **(cfg.get("data") or {})}
     rewards = [{"name": r} if isinstance(r, str) else dict(r) for r in (cfg.get("rewards") or [])]
     return {"model": model, "lora": lora, "data": data, "rewards": rewards, "rloo": dict(cfg.get("rloo") or {}),
-            "dynamic_sampling": dict(cfg.get("dynamic_sampling") or {})}
+            "dynamic_sampling": dict(cfg.get("dynamic_sampling") or {}), "warmup": dict(cfg.get("warmup") or {})}
 
 
 def local_path(value: str, base: Path) -> Path | None:
@@ -370,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     if (cfg.get("dynamic_sampling") or {}).get("enabled"):
         print("Note: the run sampled dynamically (dynamic_sampling.enabled); this script does not, so its steps differ "
               "from the run's", flush=True)
+    if (cfg.get("warmup") or {}).get("enabled"):
+        print("Note: the run began with a format warm-up (warmup.enabled: supervised steps before RLOO); this script does "
+              "not, so it trains RLOO from the base model and its steps differ from the run's", flush=True)
 
     arguments = dict(RLOO_DEFAULTS)
     if not cuda:

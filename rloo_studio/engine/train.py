@@ -807,6 +807,11 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     reward_funcs = [guard(r.func, r.name, r.source_file, on_values, r.timeout_s, on_timeout) for r in rewards]
     rloo_config.reward_weights = [r.weight for r in rewards]
 
+    if cfg.warmup.enabled:  # the format warm-up (engine/warmup.py): supervised steps on this adapter, before RLOO's trainer
+        from .warmup import run_warmup
+
+        run_warmup(cfg, loaded, rows, rewards, run_dir, checkpoint is not None, lambda line: say(line, flush=True),
+                   lambda r: guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout))
     plan = _batch_plan(rloo_config)
     studio_callback = _studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)
     trainer = trl.RLOOTrainer(

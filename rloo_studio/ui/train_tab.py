@@ -91,6 +91,17 @@ class TrainTab:
             with gr.Row():
                 for key in text.RLOO_ADVANCED:
                     self.fields[key] = _field(key)
+        with gr.Accordion("Format warm-up", open=False, elem_id="warmup-box"):
+            gr.Markdown(WARMUP_WHY, elem_id="warmup-why")
+            with gr.Row():
+                self.warmup_on = gr.Checkbox(False, label=WARMUP_LABELS["enabled"], elem_id="warmup-enabled")
+                self.warmup_steps = gr.Number(30, label=WARMUP_LABELS["steps"], precision=0, elem_id="warmup-steps")
+                self.warmup_source = gr.Dropdown([(words, key) for key, words in WARMUP_SOURCES.items()], value="answer_column",
+                                                 label=WARMUP_LABELS["source"], elem_id="warmup-source")
+            self.warmup_template = gr.Textbox("<answer>{answer}</answer>", label=WARMUP_LABELS["template"], elem_id="warmup-template",
+                                              info="The reply the warm-up trains on: {answer} is replaced by the answer column's value.")
+            self.warmup_table = gr.Textbox(lines=3, label=WARMUP_LABELS["examples"], elem_id="warmup-examples",
+                                           info=f"One pair per line: the prompt, then {PAIR_SPLIT.strip()}, then the reply.")
         batch_keys = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "num_iterations")]
         self.batch_summary = gr.Markdown(batch_summary(*(FORM_DEFAULTS[k] for k in ("num_generations", "per_device_train_batch_size",
                                                                                        "num_iterations"))),
@@ -276,7 +287,8 @@ class TrainTab:
 
     @property
     def inputs(self) -> list:
-        return [self.fields[k] for k in FIELD_ORDER] + [self.run_name]
+        return [self.fields[k] for k in FIELD_ORDER] + [self.run_name, self.warmup_on, self.warmup_steps, self.warmup_source,
+                                                         self.warmup_template, self.warmup_table]
 
     @property
     def outputs(self) -> list:
@@ -306,7 +318,8 @@ class TrainTab:
 
     @staticmethod
     def render(view: RunView | None) -> list:
-        return [run_view.status_markdown(view) + trainer_markdown(view.path if view else None),
+        return [run_view.status_markdown(view) + warmup_markdown(view.status if view else None)
+                + trainer_markdown(view.path if view else None),
                 run_view.progress_html(view) + run_view.step_time_html(view),
                 run_view.plot_update(run_view.reward_frame(view)),
                 run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
@@ -314,7 +327,7 @@ class TrainTab:
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
-        *field_values, run_name = values
+        *field_values, run_name = values[:-len(WARMUP_LABELS)]
         rloo = cfg.setdefault("rloo", {})
         problems = []
         for key, value in zip(FIELD_ORDER, field_values):
@@ -326,11 +339,73 @@ class TrainTab:
                 continue
             rloo[key] = int(value) if key in INTEGER_KEYS else float(value)
         cfg.setdefault("output", {})["run_name"] = (run_name or "").strip() or None
-        return problems
+        return problems + apply_warmup(cfg, values[-len(WARMUP_LABELS):])
 
     @staticmethod
     def values_from(cfg: RunConfig) -> list:
-        return [cfg.rloo_value(k) for k in FIELD_ORDER] + [cfg.output.run_name or ""]
+        warm = cfg.warmup
+        return [cfg.rloo_value(k) for k in FIELD_ORDER] + [cfg.output.run_name or "", warm.enabled, warm.steps, warm.source,
+                                                           warm.template, pairs_text(warm.examples)]
+
+
+# ---- the format warm-up (engine/warmup.py; the `warmup` config section) -------------------------------------------
+
+WARMUP_WHY = ("When the Rewards tab's preview or the scan finds that (almost) no completion has the format your rewards look "
+              "for, every prompt's completions tie at the same reward and RLOO has nothing to learn from. A format warm-up "
+              "first trains the adapter for a few dozen supervised steps on replies in that format, then RLOO starts. It is "
+              "part of the run (its steps come before RLOO's step 1), resumable, and in the exported adapter.")
+# "Format" in every label: the learning-rate schedule's warm-up steps are another thing.
+WARMUP_LABELS = {"enabled": "Warm up the format first", "steps": "Format warm-up steps", "source": "Format warm-up replies from",
+                 "template": "Format warm-up reply template", "examples": "Format warm-up replies written by hand"}
+WARMUP_SOURCES = {"answer_column": "the answer column, in the template", "pinned": "the pinned examples (Rewards tab)",
+                  "table": "the replies written below"}
+PAIR_SPLIT = " => "
+
+
+def pairs_text(examples: list) -> str:
+    """warmup.examples as the page's text box shows them: one `prompt => reply` per line."""
+    return "\n".join(f"{ex.get('prompt', '')}{PAIR_SPLIT}{ex.get('reply', '')}" for ex in examples or [] if isinstance(ex, dict))
+
+
+def apply_warmup(cfg: dict, values: list) -> list[str]:
+    """The accordion's values into the config's `warmup` section (its other keys, e.g. learning_rate, kept as loaded)."""
+    enabled, steps, source, template, table = values
+    warm = cfg.setdefault("warmup", {})
+    warm.update(enabled=bool(enabled), source=source or "answer_column", template=template or "")
+    problems = []
+    try:
+        warm["steps"] = int(steps)
+    except (TypeError, ValueError):
+        problems.append(f"Train: “{WARMUP_LABELS['steps']}” is empty" if enabled else "")
+    pairs = []
+    for i, line in enumerate((table or "").splitlines()):
+        if not line.strip():
+            continue
+        prompt, split, reply = line.partition(PAIR_SPLIT.strip())
+        if not split and warm["source"] == "table" and enabled:
+            problems.append(f"Train: “{WARMUP_LABELS['examples']}”, line {i + 1}: no “{PAIR_SPLIT.strip()}” between the "
+                            "prompt and the reply (e.g. What is 2 + 3? => <answer>5</answer>)")
+            continue
+        pairs.append({"prompt": prompt.strip(), "reply": reply.strip()})
+    warm["examples"] = pairs
+    # The answer column the Data tab set for the rewards is the one the template takes its answer from.
+    answer = next((r.get("params", {}).get("answer_column") for r in cfg.get("rewards", []) if isinstance(r, dict)
+                   and r.get("params", {}).get("answer_column")), None)
+    if answer:
+        warm["answer_column"] = answer
+    return [p for p in problems if p]
+
+
+def warmup_markdown(status: dict | None) -> str:
+    """The watched run's format warm-up, under its status: its progress while it runs, then what it did; the charts
+    show RLOO's steps, which begin after it."""
+    warm = (status or {}).get("warmup")
+    if not isinstance(warm, dict):
+        return ""
+    if not warm.get("finished"):
+        return (f"\n\n**Format warm-up:** step {warm.get('step', 0)} of {warm.get('steps')} (supervised, before RLOO's step 1; "
+                "the charts begin with RLOO's steps)")
+    return f"\n\n**Format warm-up (before RLOO's step 1 on the charts):** {warm.get('line') or 'done'}"
 
 
 def trainer_markdown(run_dir: str | Path | None) -> str:
