@@ -188,7 +188,8 @@ def editor_reward(code: str, name: str, functions_table, pinned, data_columns: l
     weights = {str(r[1]): float(r[2]) for r in _rows(functions_table) if len(r) >= 3 and _truthy(r[0])}
     if header is not None:
         weights = {**(header.get("weights") or {}), **{k: v for k, v in weights.items() if k in (header.get("weights") or {})}}
-    text = library.from_code(code, name, examples=pinned_examples(pinned, data_columns, answer), weights=weights or None)
+    text = library.from_code(code, name, tags=(header or {}).get("tags") or (),
+                             examples=pinned_examples(pinned, data_columns, answer), weights=weights or None)
     return library.parse(text, f"{slugify(name, 48)}.py")
 
 

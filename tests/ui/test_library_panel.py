@@ -92,8 +92,9 @@ def test_the_editors_reward_becomes_a_file_with_the_pinned_examples_and_ticked_w
     reward = panel.editor_reward(code, "five", [[True, "has_five", 0.5]], [["2+3?", "5", "5", 0.5, 0.5]], ["prompt", "answer"])
     assert reward.weights == {"has_five": 0.5} and reward.examples[0]["columns"] == {"answer": "5"}
     # Code with a header keeps its name unless another is typed.
-    again = panel.editor_reward(reward.source, "", [[True, "has_five", 2.0]], [["2+3?", "5", "5", 2, 2]], [])
-    assert again.name == "five" and again.weights == {"has_five": 2.0}
+    again = panel.editor_reward(library.with_header(reward.source, tags=["math"]), "", [[True, "has_five", 2.0]],
+                                [["2+3?", "5", "5", 2, 2]], [])
+    assert again.name == "five" and again.weights == {"has_five": 2.0} and again.tags == ["math"]
 
 
 def test_the_rule_builder_table_becomes_the_file_rewards_build_writes():
