@@ -1,4 +1,5 @@
-"""The Rewards tab: builtin rewards, the reward-code editor, the live preview and pinned examples.
+"""The Rewards tab: builtin rewards, the reward-code editor, the live preview and pinned examples (the reward library
+and the rule builder are their own sections: library_panel, rule_builder).
 
 Turns its widgets into the `rewards` list of the RunConfig (`apply`) and back (`values_from`).
 The person's code is arbitrary Python, so the app's own process never runs it: on every edit it
