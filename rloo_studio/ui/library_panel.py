@@ -256,7 +256,8 @@ class LibraryPanel:
         listed = [self.table, self.choice, self.unreadable]
         demo.load(shown, inputs=self.search, outputs=listed, api_name="library_list")
         self.refresh.click(shown, inputs=self.search, outputs=listed, api_visibility="private")
-        self.search.submit(shown, inputs=self.search, outputs=listed, api_visibility="private")
+        self.search.change(shown, inputs=self.search, outputs=listed, api_visibility="private", show_progress="hidden",
+                           trigger_mode="always_last")  # the list narrows as the person types
 
         def config_and_columns(state, values, columns):
             from .rewards_tab import answer_column, known_columns
