@@ -286,7 +286,7 @@ class LibraryPanel:
         use_inputs = [self.choice, tab.code, form.base] + form.inputs
         self.use.click(use, inputs=use_inputs, outputs=[tab.code, tab.user, tab.pinned, self.status], api_name="library_use")
 
-        def check(name, state, *values):
+        def check(name, query, state, *values):
             if not name:
                 return gr.skip(), "Pick a reward first."
             try:
@@ -296,9 +296,9 @@ class LibraryPanel:
             cfg, _, _ = config_and_columns(state, values, None)
             checked = library.check_examples(reward, cfg)
             verdicts.remember(reward, checked)
-            return library_rows(library.search(""), verdicts), verdict_markdown(reward, checked)
+            return listing(query, verdicts)[0], verdict_markdown(reward, checked)
 
-        self.check.click(check, inputs=[self.choice, form.base] + form.inputs, outputs=[self.table, self.status],
+        self.check.click(check, inputs=[self.choice, self.search, form.base] + form.inputs, outputs=[self.table, self.status],
                          api_name="library_check")
 
         def export(name):
