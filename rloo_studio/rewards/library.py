@@ -504,9 +504,12 @@ def check_examples(reward: RewardFile, cfg=None, timeout_s: float | None = None)
 
 def run_record(copies: list[tuple[str | Path, str | Path]]) -> dict:
     """rewards.json's content: for each reward file a run trained with (where it came from, the run's copy), the copy's
-    content hash and, for a reward file with a header, its name and whether it came from the library."""
+    content hash and, for a reward file with a header, its name and whether it came from the library: read from the
+    library's folder, or a copy of one of its versions (the app's runs copy the code editor's text, where the page's
+    *Use* puts a library reward)."""
     files = []
     library = library_dir().resolve()
+    versions = None  # the library's content hashes, read once, when a copy did not come from its folder
     for origin, copy in copies:
         copy = Path(copy)
         if not copy.is_file() or any(f["file"] == copy.name for f in files):
@@ -518,6 +521,9 @@ def run_record(copies: list[tuple[str | Path, str | Path]]) -> dict:
         except RewardError:
             pass  # a plain reward file without a header: its hash still names the version
         entry["library"] = Path(origin).resolve().parent == library
+        if not entry["library"]:
+            versions = versions if versions is not None else {r.hash for r in entries(with_bundled=False)[0]}
+            entry["library"] = entry["hash"] in versions
         files.append(entry)
     return {"files": files}
 

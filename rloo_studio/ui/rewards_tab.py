@@ -1,4 +1,5 @@
-"""The Rewards tab: builtin rewards, the reward-code editor, the live preview and pinned examples.
+"""The Rewards tab: builtin rewards, the reward-code editor, the live preview and pinned examples (the reward library
+and the rule builder are their own sections: library_panel, rule_builder).
 
 Turns its widgets into the `rewards` list of the RunConfig (`apply`) and back (`values_from`).
 The person's code is arbitrary Python, so the app's own process never runs it: on every edit it
@@ -34,7 +35,9 @@ from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
+from .library_panel import LibraryPanel
 from .pickers import busy_message
+from .rule_builder import RuleBuilder
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
@@ -100,6 +103,7 @@ class RewardsTab:
         self.sandbox_note = gr.Markdown(sandbox_markdown(), elem_id="reward-sandbox")
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
+        self.rule_builder, self.library = RuleBuilder(), LibraryPanel()  # closed by default: the tab does not grow
         self.judge = JudgePanel()
         self.unshown = gr.Markdown(elem_id="rewards-unshown")  # rewards of the settings the tab cannot show (unshown_note)
         self.insert.click(lambda code, name: (code.rstrip() + "\n\n\n" + template(name)) if name else code,
@@ -132,6 +136,8 @@ class RewardsTab:
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
         self.judge.wire(workspace, form.derived)
+        self.rule_builder.wire(self.code, self.user)
+        self.library.wire(demo, form, self)
         form.base.change(unshown_note, inputs=form.base, outputs=self.unshown, api_visibility="private", show_progress="hidden")
 
         last_checked: dict[str, tuple] = {}  # per page session: the code and columns last checked, and what it found

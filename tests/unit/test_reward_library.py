@@ -213,3 +213,18 @@ def test_the_run_record_names_each_reward_file_and_its_version(shelf, tmp_path):
     assert lib == {"file": "rewards.py", "from": str(saved), "hash": library.content_hash(saved.read_text()),
                    "name": "right number", "library": True}
     assert plain["name"] is None and plain["library"] is False and plain["hash"].startswith("sha256:")
+
+
+def test_a_run_of_the_page_records_a_library_reward_it_trained_with_unchanged(shelf, tmp_path):
+    """The app copies the code editor's text into the run as rewards.py: a library reward put there with *Use* and left
+    as it is, is that library version (its hash is one of the library's), though the copy came from the editor."""
+    saved = library.save(library.parse(_rule_file()))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "rewards.py").write_text(saved.read_text())
+    editor = tmp_path / "runs" / ".studio" / "draft-rewards.py"
+    [entry] = library.run_record([(editor, run / "rewards.py")])["files"]
+    assert entry["library"] is True and entry["name"] == "right number", entry
+    (run / "rewards.py").write_text(saved.read_text() + "\n# edited\n")  # edited in the editor: a code reward of its own
+    [entry] = library.run_record([(editor, run / "rewards.py")])["files"]
+    assert entry["library"] is False and entry["name"] == "right number", entry
