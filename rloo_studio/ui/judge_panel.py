@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 SOURCES = [text.JUDGE_BASE, text.JUDGE_FOLDER_CHOICE, text.JUDGE_SERVER_CHOICE]
-OWN_RUBRIC = "(write my own)"
+OWN_RUBRIC = "(your own rubric)"  # what the menu shows once the rubric is not a template's (rubric_template_for)
 FIRST_RUBRIC = next(iter(RUBRICS))  # what ticking the judge fills in when no rubric is written
 # How long the page waits for a judge server to answer before it refuses a preview: a server on this machine or the
 # local network answers in milliseconds; a few seconds leave room for a busy one.
@@ -160,6 +160,16 @@ def unreachable_servers(cfg: RunConfig) -> list[str]:
     return lines
 
 
+def rubric_template_for(rubric: str | None, shown: str | None):
+    """What the rubric-template menu shows for this rubric: the template whose text it is, else "(your own rubric)" once
+    the person has written one (an emptied rubric leaves the menu as it is); `gr.skip()` when it shows that already."""
+    written = (rubric or "").strip()
+    if not written:
+        return gr.skip()
+    name = next((n for n, r in RUBRICS.items() if r.text.strip() == written), OWN_RUBRIC)
+    return gr.skip() if name == shown else name
+
+
 def saved_values(draft: str | None) -> list | None:
     """The section's values kept in the drafts, or None when there are none (or they are unreadable)."""
     try:
@@ -209,6 +219,8 @@ class JudgePanel:
             return [gr.update(visible=source == text.JUDGE_FOLDER_CHOICE)] + [gr.update(visible=server)] * 3
 
         derived.on([self.source], shown, inputs=[self.source], outputs=[self.folder, self.url, self.server_model, self.key_env])
+        # The menu follows the rubric: typed, or shown again after a reload, a rubric of the person's own is not the template's.
+        derived.on([self.rubric], rubric_template_for, inputs=[self.rubric, self.rubric_template], outputs=[self.rubric_template])
         self.rubric_template.change(pick, inputs=self.rubric_template, outputs=[self.rubric, self.limits],
                                     api_name="judge_rubric_template")
 
