@@ -219,8 +219,12 @@ class JudgePanel:
             return [gr.update(visible=source == text.JUDGE_FOLDER_CHOICE)] + [gr.update(visible=server)] * 3
 
         derived.on([self.source], shown, inputs=[self.source], outputs=[self.folder, self.url, self.server_model, self.key_env])
-        # The menu follows the rubric: typed, or shown again after a reload, a rubric of the person's own is not the template's.
-        derived.on([self.rubric], rubric_template_for, inputs=[self.rubric, self.rubric_template], outputs=[self.rubric_template])
+        # The menu follows the rubric. "multiple", not the form's one change event: an event held back until the one before
+        # it ends (that event's "always_last") would read the menu after a newer template choice and the rubric before
+        # that template fills it in, and put the menu back to the old template. The page load sets the menu from the
+        # rubric it shows (model_tab).
+        self.rubric.change(rubric_template_for, inputs=[self.rubric, self.rubric_template], outputs=self.rubric_template,
+                           api_visibility="private", show_progress="hidden", trigger_mode="multiple")
         self.rubric_template.change(pick, inputs=self.rubric_template, outputs=[self.rubric, self.limits],
                                     api_name="judge_rubric_template")
 

@@ -21,6 +21,7 @@ from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
 from . import text
 from .data_tab import NO_ANSWER
+from .judge_panel import rubric_template_for
 from .rewards_tab import receives_markdown, unshown_note
 from .wording import page_words
 from .workspace import DRAFT_CONFIG
@@ -158,19 +159,21 @@ class ModelTab:
             return ([device, loaded.state, str(latest) if latest else None, notes] + loaded.values
                     + [loaded.columns, loaded.data_rows, loaded.preset])
 
-        def after_load(preset, columns, prompt_column, answer_column):
+        def after_load(preset, columns, prompt_column, answer_column, rubric, rubric_template):
             """What the load's own event cannot send without changing its endpoint's answer: the preset menu, the column
-            menus' choices and the reward panel's columns, from the last data preview."""
+            menus' choices and the reward panel's columns from the last data preview, the judge's rubric-template menu."""
+            menu = rubric_template_for(rubric, rubric_template)
             if not columns:
-                return preset, gr.skip(), gr.skip(), gr.skip()
+                return preset, gr.skip(), gr.skip(), gr.skip(), menu
             return (preset, gr.update(choices=columns, value=prompt_column), gr.update(choices=columns + [NO_ANSWER], value=answer_column),
-                    receives_markdown(columns, prompt_column))
+                    receives_markdown(columns, prompt_column), menu)
 
-        data = form.data_tab
+        data, judge = form.data_tab, form.rewards_tab.judge
         demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs
                   + [form.columns, form.data_rows, self.loaded_preset], api_name="load_form").then(
-            after_load, inputs=[self.loaded_preset, form.columns, data.prompt_column, data.answer_column],
-            outputs=[self.preset, data.prompt_column, data.answer_column, form.rewards_tab.receives], api_visibility="private").then(
+            after_load, inputs=[self.loaded_preset, form.columns, data.prompt_column, data.answer_column, judge.rubric, judge.rubric_template],
+            outputs=[self.preset, data.prompt_column, data.answer_column, form.rewards_tab.receives, judge.rubric_template],
+            api_visibility="private").then(
             update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private")
         self.estimate_api = gr.Button(visible=False)
         self.estimate_api.click(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_name="estimate")
