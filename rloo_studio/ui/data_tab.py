@@ -85,8 +85,6 @@ class DataTab:
         self.summary = gr.Markdown(elem_id="data-summary")
         self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows")
 
-        self.kind.change(lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
-                         inputs=self.kind, outputs=[self.file_group, self.hub_group], api_visibility="private")
         # A new data source gets its own held-out defaults: the demo's `test` split is not in the person's file.
         self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data").then(
             held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
@@ -106,6 +104,9 @@ class DataTab:
         return str(store_upload(str(path), original, self.uploads_dir))
 
     def wire(self, demo: gr.Blocks, form: "PageForm") -> None:
+        # Through the form's one change event (derived.py): the form's draft is saved on the same change.
+        form.derived.on([self.kind], lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
+                        inputs=[self.kind], outputs=[self.file_group, self.hub_group])
         def preview_data(state, *values):
             cfg, problems = form.config_from(state, list(values))
             data_cfg = cfg.data if cfg else None

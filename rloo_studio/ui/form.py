@@ -5,6 +5,8 @@
 `columns` (the data's columns from the last preview) — and the four settings tabs, whose inputs
 it concatenates in one fixed order (the order of the `start_training` endpoint). Every handler
 that needs the whole form gets `form.inputs` and turns them into a config with `config_from`.
+The form's draft is saved on every change (`save_draft`) and is what a reload shows (`initial_form`): every field
+exactly as it was, by each field's own key, not through a config (which cannot hold what only the page has).
 The hardware probe (`HardwareCache`) is here because the form's estimate is for that machine.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+from dataclasses import dataclass, field
 import threading
 from pathlib import Path
 
@@ -29,10 +32,10 @@ from . import text
 from .data_tab import DataTab
 from .derived import Derived
 from .model_tab import ModelTab
-from .rewards_tab import RewardsTab
+from .rewards_tab import RewardsTab, merged_builtin_rows
 from .train_tab import TrainTab
 from .wording import page_words
-from .workspace import DRAFT_CONFIG, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
+from .workspace import DRAFT_CONFIG, DRAFT_FORM, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
 
 
 class HardwareCache:
@@ -67,6 +70,40 @@ def code_problems(cfg: dict, code: str | None) -> list[str]:
             for m in undefined_names(code or "")]
 
 
+def input_keys(components: list) -> list[str]:
+    """A key per field that outlives the page it was saved from: its element id, else its label (the position is not:
+    a field added to a tab moves every later one)."""
+    keys: list[str] = []
+    for at, c in enumerate(components):
+        key = getattr(c, "elem_id", None) or getattr(c, "label", None) or f"#{at}"
+        keys.append(key if key not in keys else f"{key}#{at}")
+    return keys
+
+
+def restorable(component, value) -> bool:
+    """Whether a saved value can go back into `component`: a choice it still offers (unless it takes any value), a table
+    with its columns."""
+    if isinstance(component, (gr.Radio, gr.Dropdown)) and not getattr(component, "allow_custom_value", False):
+        return value in [c[1] if isinstance(c, (tuple, list)) else c for c in component.choices or []]
+    if isinstance(component, gr.Dataframe):
+        width = len(component.headers or [])
+        return isinstance(value, list) and all(isinstance(row, list) and len(row) == width for row in value)
+    return True
+
+
+@dataclass
+class Loaded:
+    """What the page loads with: the config (for its notes), where it comes from, the form's state and values, and what
+    only the page holds (the preset menu's choice, the data's columns and training rows from the last preview)."""
+    config: RunConfig
+    origin: str
+    state: dict
+    values: list
+    preset: str | None = None
+    columns: list[str] = field(default_factory=list)
+    data_rows: int | None = None
+
+
 class PageForm:
     def __init__(self, runs_dir: Path, workspace: Workspace, hw: HardwareCache, presets: list[Preset], default_preset: str | None,
                  model_tab: ModelTab, data_tab: DataTab, rewards_tab: RewardsTab, train_tab: TrainTab):
@@ -82,6 +119,7 @@ class PageForm:
         self.inputs = [c for tab in self.tabs for c in tab.inputs]
         self.sizes = [len(tab.inputs) for tab in self.tabs]
         self.code_index = self.inputs.index(rewards_tab.code)
+        self.keys = input_keys(self.inputs)
 
     # ---- config <-> widgets ------------------------------------------------------------------------
 
@@ -126,25 +164,62 @@ class PageForm:
     def state_of(cfg: RunConfig) -> dict:
         return {"config": cfg.to_dict(), "base_dir": cfg.base_dir}
 
-    def initial_config(self) -> tuple[RunConfig, str]:
-        """The draft of the last session if there is one, else the preset that fits this machine."""
+    def initial_config(self) -> tuple[RunConfig, str, str | None]:
+        """(config, where it comes from, the preset it is) from the config draft of the last session if there is one,
+        else the preset that fits this machine."""
         draft = self.workspace.read(DRAFT_CONFIG)
         if draft:
             try:
-                return RunConfig.from_dict(yaml.safe_load(draft) or {}, base_dir=os.getcwd(), source="the saved draft"), "your last settings"
+                return (RunConfig.from_dict(yaml.safe_load(draft) or {}, base_dir=os.getcwd(), source="the saved draft"),
+                        "your last settings", None)
             except (ConfigError, yaml.YAMLError):
                 pass  # an unreadable draft must not lock the person out: fall back to the preset
         gpus = self.hw.get().gpus
         suggested = recommend(self.presets, gpus[0].total_gb if gpus else None)
         if suggested:
             why = f" — the largest preset that fits your {gpus[0].total_gb:.0f} GB GPU" if gpus else ""
-            cfg, origin = suggested.load(), f"the {suggested.name} preset{why}"
+            cfg, origin, name = suggested.load(), f"the {suggested.name} preset{why}", suggested.name
         elif self.default_preset:
-            cfg, origin = get_preset(self.default_preset).load(), f"the {self.default_preset} preset"
+            cfg, origin, name = get_preset(self.default_preset).load(), f"the {self.default_preset} preset", self.default_preset
         else:
-            return RunConfig(), "the defaults"
+            return RunConfig(), "the defaults", None
         cfg.output.run_name = None  # a preset's run name would outlive its data: the name is derived at Start
-        return cfg, origin
+        return cfg, origin, name
+
+    def initial_form(self) -> Loaded:
+        """What the page loads with: the form's draft when there is one, each field exactly as it was (a field the draft
+        does not have, or a choice the page no longer offers, as the config gives it); else `initial_config`'s."""
+        cfg, origin, preset = self.initial_config()
+        loaded = Loaded(cfg, origin, self.state_of(cfg), self.values_from(cfg), preset)
+        draft = self.workspace.read_json(DRAFT_FORM)
+        if not draft or not isinstance(draft.get("fields"), dict):
+            return loaded
+        fields = draft["fields"]
+        for at, (key, component) in enumerate(zip(self.keys, self.inputs)):
+            if at == self.code_index or key not in fields:  # the code keeps its own draft (DRAFT_REWARDS)
+                continue
+            value = fields[key]
+            if component is self.rewards_tab.builtins:
+                value = merged_builtin_rows(loaded.values[at], value)
+            if restorable(component, value):
+                loaded.values[at] = value
+        base = draft.get("base")
+        if isinstance(base, dict) and isinstance(base.get("config"), dict):
+            loaded.state = base
+        loaded.origin = "your last settings"
+        loaded.preset = draft.get("preset") if draft.get("preset") in [p.name for p in self.presets] else None
+        columns = draft.get("columns")
+        loaded.columns = [str(c) for c in columns] if isinstance(columns, list) else []
+        loaded.data_rows = draft.get("data_rows") if isinstance(draft.get("data_rows"), int) else None
+        config, _problems = self.config_from(loaded.state, loaded.values)
+        loaded.config = config or cfg
+        return loaded
+
+    def save_draft(self, preset: str | None, state: dict, columns: list | None, data_rows: int | None, *values) -> None:
+        """Keep the form as the page shows it (every field but the code, which keeps its own draft), for `initial_form`."""
+        fields = {key: value for at, (key, value) in enumerate(zip(self.keys, values)) if at != self.code_index}
+        self.workspace.write_json(DRAFT_FORM, {"fields": fields, "preset": preset, "base": state or {}, "columns": columns or [],
+                                               "data_rows": data_rows})
 
     @staticmethod
     def run_name(cfg: RunConfig) -> str:

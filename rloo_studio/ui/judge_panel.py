@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 SOURCES = [text.JUDGE_BASE, text.JUDGE_FOLDER_CHOICE, text.JUDGE_SERVER_CHOICE]
-OWN_RUBRIC = "(write my own)"
+OWN_RUBRIC = "(your own rubric)"  # what the menu shows once the rubric is not a template's (rubric_template_for)
 FIRST_RUBRIC = next(iter(RUBRICS))  # what ticking the judge fills in when no rubric is written
 # The tick's choice, run in the page (see JudgePanel.wire): (ticked?, rubric, the template menu) -> the menu's new value.
 TICKED_JS = (f"(use, rubric, template) => (use && !(rubric || '').trim()) ? {json.dumps(FIRST_RUBRIC)} : template")
@@ -162,6 +162,16 @@ def unreachable_servers(cfg: RunConfig) -> list[str]:
     return lines
 
 
+def rubric_template_for(rubric: str | None, shown: str | None):
+    """What the rubric-template menu shows for this rubric: the template whose text it is, else "(your own rubric)" once
+    the person has written one (an emptied rubric leaves the menu as it is); `gr.skip()` when it shows that already."""
+    written = (rubric or "").strip()
+    if not written:
+        return gr.skip()
+    name = next((n for n, r in RUBRICS.items() if r.text.strip() == written), OWN_RUBRIC)
+    return gr.skip() if name == shown else name
+
+
 def saved_values(draft: str | None) -> list | None:
     """The section's values kept in the drafts, or None when there are none (or they are unreadable)."""
     try:
@@ -211,6 +221,12 @@ class JudgePanel:
             return [gr.update(visible=source == text.JUDGE_FOLDER_CHOICE)] + [gr.update(visible=server)] * 3
 
         derived.on([self.source], shown, inputs=[self.source], outputs=[self.folder, self.url, self.server_model, self.key_env])
+        # The menu follows the rubric. "multiple", not the form's one change event: an event held back until the one before
+        # it ends (that event's "always_last") would read the menu after a newer template choice and the rubric before
+        # that template fills it in, and put the menu back to the old template. The page load sets the menu from the
+        # rubric it shows (model_tab).
+        self.rubric.change(rubric_template_for, inputs=[self.rubric, self.rubric_template], outputs=self.rubric_template,
+                           api_visibility="private", show_progress="hidden", trigger_mode="multiple")
         self.rubric_template.change(pick, inputs=self.rubric_template, outputs=[self.rubric, self.limits],
                                     api_name="judge_rubric_template")
 

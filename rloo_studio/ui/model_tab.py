@@ -1,8 +1,10 @@
 """The Model & hardware tab: the detected device, the preset picker, the model and how to load and train it.
 
 Turns its widgets into the `model` and `lora` sections of the RunConfig (`apply`) and back
-(`values_from`). `wire` connects the page load, the preset picker, the live memory estimate and
-Shrink to fit to the whole form, because a preset and the estimate concern every settings tab.
+(`values_from`). `wire` connects the page load (the form's draft, restored exactly: form.initial_form), the preset
+picker, the live memory estimate and Shrink to fit to the whole form, because a preset and the estimate concern every
+settings tab. What Shrink to fit changed stays said under the estimate, with *Undo*, for as long as the settings hold
+it: some of it (gradient accumulation) has no field of its own.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import jobs, runs
-from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
+from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides, field_labels
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
 from . import text
-from .rewards_tab import unshown_note
+from .data_tab import NO_ANSWER
+from .judge_panel import rubric_template_for
+from .rewards_tab import receives_markdown, unshown_note
 from .wording import page_words
 from .workspace import DRAFT_CONFIG
 
@@ -61,6 +65,10 @@ class ModelTab:
         with gr.Row():
             self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
             self.shrink = gr.Button(text.SHRINK, elem_id="shrink-to-fit", scale=0, min_width=160)
+        with gr.Row(visible=False, equal_height=True) as self.shrunk_row:  # what Shrink to fit changed, while it holds
+            self.shrunk = gr.Markdown(elem_id="shrink-changed")
+            self.undo_shrink = gr.Button(text.SHRINK_UNDO, elem_id="shrink-undo", scale=0, min_width=160)
+        self.loaded_preset = gr.State(None)  # the preset menu's choice the page loads with (set after the form: see wire)
         with gr.Accordion("Advanced", open=False):
             with gr.Row():
                 self.max_seq = gr.Number(1024, label=text.MAX_SEQ, info=text.MAX_SEQ_INFO, precision=0, minimum=16)
@@ -97,7 +105,23 @@ class ModelTab:
             listed = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in changes.items())
             verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
             message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
-            return [form.state_of(new), message] + form.values_from(new)
+            new_state = form.state_of(new)
+            parts = form.split(values)
+            # What it was, for Undo and for the line that says what changed (kept in the state: it outlives a reload).
+            new_state["shrunk"] = {"changes": {k: [setting(cfg, k), v] for k, v in changes.items()},
+                                   "before": {"state": state, "model": parts[0], "train": parts[3]}}
+            return [new_state, message] + with_settings(form, values, form.values_from(new))
+
+        def undo(state, *values):
+            before = (state or {}).get("shrunk", {}).get("before")
+            if not before:
+                return [state, gr.skip()] + list(values)
+            new_values = list(values)
+            sizes = form.sizes
+            train_at = sum(sizes[:3])
+            new_values[:sizes[0]] = before["model"]
+            new_values[train_at:] = before["train"]
+            return [before["state"], "Shrink to fit undone: the settings are as before."] + new_values
 
         train, judge = form.train_tab.fields, form.rewards_tab.judge
         # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.
@@ -108,29 +132,58 @@ class ModelTab:
         form.derived.on([self.method], lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=[self.method],
                         outputs=self.lora_row)
         self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
+        self.undo_shrink.click(undo, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs,
+                               api_name="undo_shrink_to_fit").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
+                                                                   api_visibility="private")
+        form.derived.on([form.base], shrunk_markdown, inputs=[form.base], outputs=[self.shrunk_row, self.shrunk])
+        # The form's draft, on every change of any field (the code editor keeps its own): what a reload shows.
+        code = form.inputs[form.code_index]
+        draft_triggers = [self.preset, form.base, form.columns, form.data_rows] + [c for c in form.inputs if c is not code]
+        form.derived.on(draft_triggers, form.save_draft, inputs=[self.preset, form.base, form.columns, form.data_rows] + form.inputs,
+                        outputs=[])
 
         # The page load: hardware, the form, the run to watch (a reload re-attaches to whatever trains).
         def on_load():
-            cfg, origin = form.initial_config()
+            loaded = form.initial_form()
             hw_now = form.hw.get()
             device = hw_now.summary().replace("\n", "  \n")
             if not hw_now.has_gpu:
                 device += "  \nWithout a GPU, the **cpu-demo** preset (the bundled model and data, offline) is the one that finishes in minutes."
             active = jobs.active_run(form.runs_dir)
             latest = active or next((r.path for r in runs.list_runs(form.runs_dir)), None)
-            notes = f"The form shows {origin}.\n\n{method_note(cfg)}"
-            unshown = unshown_note(form.state_of(cfg))
+            # The preset menu shows the preset the form was loaded from or last set to, never one the form is not.
+            from_menu = f" The preset menu shows the one you last chose: **{loaded.preset}**." if loaded.preset and \
+                loaded.origin == "your last settings" else ""
+            notes = f"The form shows {loaded.origin}.{from_menu}\n\n{method_note(loaded.config)}"
+            unshown = unshown_note(loaded.state)
             if unshown:
                 notes += "\n\n" + unshown
-            return [device, form.state_of(cfg), str(latest) if latest else None, notes] + form.values_from(cfg)
+            return ([device, loaded.state, str(latest) if latest else None, notes] + loaded.values
+                    + [loaded.columns, loaded.data_rows, loaded.preset])
 
-        demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs, api_name="load_form").then(
+        def after_load(preset, columns, prompt_column, answer_column, rubric, rubric_template):
+            """What the load's own event cannot send without changing its endpoint's answer: the preset menu, the column
+            menus' choices and the reward panel's columns from the last data preview, the judge's rubric-template menu."""
+            menu = rubric_template_for(rubric, rubric_template)
+            if not columns:
+                return preset, gr.skip(), gr.skip(), gr.skip(), menu
+            return (preset, gr.update(choices=columns, value=prompt_column), gr.update(choices=columns + [NO_ANSWER], value=answer_column),
+                    receives_markdown(columns, prompt_column), menu)
+
+        data, judge = form.data_tab, form.rewards_tab.judge
+        demo.load(on_load, outputs=[self.device, form.base, form.watched, self.preset_notes] + form.inputs
+                  + [form.columns, form.data_rows, self.loaded_preset], api_name="load_form").then(
+            after_load, inputs=[self.loaded_preset, form.columns, data.prompt_column, data.answer_column, judge.rubric, judge.rubric_template],
+            outputs=[self.preset, data.prompt_column, data.answer_column, form.rewards_tab.receives, judge.rubric_template],
+            api_visibility="private").then(
             update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private")
         self.estimate_api = gr.Button(visible=False)
         self.estimate_api.click(update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_name="estimate")
 
         def apply_preset(name: str, state: dict, *values):
             """A preset sets the model, memory and training settings; the data and rewards stay the person's."""
+            if not name:
+                raise gr.Error("Choose a preset in the menu first.")
             try:
                 preset = get_preset(name)
                 cfg = preset.load()
@@ -141,11 +194,7 @@ class ModelTab:
             for key in ("data", "rewards"):  # the preset's hidden keys for these must not come back either
                 if key in (state.get("config") or {}):
                     new_state["config"][key] = state["config"][key]
-            new_values = form.values_from(cfg)
-            sizes = form.sizes
-            data_at, train_at = sizes[0], sum(sizes[:3])
-            kept = list(values[data_at:train_at])  # the data and rewards tabs, as the person left them
-            new_values[data_at:train_at] = kept
+            new_values = with_settings(form, values, form.values_from(cfg))  # the data and rewards tabs as the person left them
             merged, _problems = form.config_from(new_state, new_values)
             if merged is not None:
                 form.workspace.write(DRAFT_CONFIG, merged.to_yaml())
@@ -201,6 +250,37 @@ class ModelTab:
         targets = shown.target_modules if isinstance(shown.target_modules, str) else ", ".join(shown.target_modules)
         return [m.name_or_path, precision, text.METHOD_CHOICES[0] if lora else text.METHOD_CHOICES[1], shown.r, shown.alpha,
                 shown.dropout, targets, m.max_seq_length, m.backend, m.gradient_checkpointing, m.fast_generation]
+
+
+def setting(cfg: RunConfig, key: str):
+    """The value of a `section.key` setting as training uses it (an rloo key the config leaves out: its effective value)."""
+    section, _, name = key.partition(".")
+    if section == "rloo":
+        return cfg.rloo_value(name)
+    holder = getattr(cfg, section, None)
+    return getattr(holder, name, None) if holder is not None else None
+
+
+def with_settings(form: "PageForm", values: list, new_values: list) -> list:
+    """`new_values` for the Model and Train tabs, `values` (as the person left them) for Data and Rewards: a change of the
+    model, memory or training settings must not reset the rest of the form to what a config holds."""
+    sizes = form.sizes
+    data_at, train_at = sizes[0], sum(sizes[:3])
+    return list(new_values[:data_at]) + list(values[data_at:train_at]) + list(new_values[train_at:])
+
+
+def shrunk_markdown(state: dict | None) -> tuple:
+    """(row visibility, line) saying what Shrink to fit changed, from → to, while the settings hold it; hidden otherwise."""
+    shrunk = (state or {}).get("shrunk")
+    if not shrunk:
+        return gr.update(visible=False), ""
+    labels = field_labels()
+    changed = []
+    for key, (old, new) in shrunk["changes"].items():
+        label = labels.get(key)
+        where = f"“{label}”" if label else f"{key.partition('.')[2].replace('_', ' ')} (no field on this page: kept with the settings)"
+        changed.append(f"{where} {json.dumps(old)} → {json.dumps(new)}")
+    return gr.update(visible=True), "**Shrink to fit changed:** " + "; ".join(changed) + ". *Undo* puts them back."
 
 
 def estimate_markdown(est: Estimate | None, device: str | None) -> str:

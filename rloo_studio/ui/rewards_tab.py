@@ -27,6 +27,7 @@ from ..config import RunConfig
 from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..jobs import absolute_paths
+from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
@@ -81,12 +82,80 @@ def builtin_rows(cfg: RunConfig) -> list[list]:
     return rows
 
 
+def merged_builtin_rows(rows: list[list], saved) -> list[list]:
+    """The builtin table `rows` with each builtin's saved row in place of its own (a draft's table, put back on a reload);
+    a builtin the draft does not know keeps its row."""
+    by_name = {str(r[1]): list(r) for r in _rows(saved) if isinstance(r, (list, tuple)) and len(r) == len(BUILTIN_HEADERS)}
+    return [by_name.get(str(row[1]), row) for row in rows]
+
+
+def demo_rewards() -> list[dict]:
+    """The demo preset's builtin entries ({name, weight, params}): what a form that starts on the demo has ticked."""
+    try:
+        cfg = get_preset(DEFAULT_CPU_PRESET).load()
+    except StudioError:
+        return []
+    return [{"name": s.name, "weight": s.weight, "params": dict(s.params)} for s in cfg.rewards if s.name]
+
+
+def without_demo_rewards(kind: str, builtins, pinned) -> tuple:
+    """(builtin table, pinned examples, note) once the data is no longer the demo's: the builtins the demo ticked, as it
+    ticked them, are unticked (with their default weight and parameters) and the demo's pinned example removed, and the
+    note says so. They check the demo's arithmetic answers and its `<think>` format, which the person's data does not
+    have: carried over, they would score every completion of it the same. A builtin the person ticked or changed stays."""
+    if kind == text.SOURCE_CHOICES[0]:
+        return gr.skip(), gr.skip(), ""
+    demo = {d["name"]: d for d in demo_rewards()}
+    defaults = {row[1]: row for row in builtin_rows(RunConfig(rewards=[]))}
+    rows, dropped = [], []
+    for row in _rows(builtins):
+        row = list(row)
+        name = str(row[1]) if len(row) > 1 else ""
+        entry = demo.get(name)
+        if entry and _truthy(row[0]) and _same_entry(row, entry):
+            row, _ = list(defaults[name]), dropped.append(name)
+        rows.append(row)
+    pins = [list(r) for r in _rows(pinned)]
+    kept_pins = [r for r in pins if not _is_example_pin(r)]
+    if not dropped and len(kept_pins) == len(pins):
+        return gr.skip(), gr.skip(), gr.skip()
+    what = []
+    if dropped:
+        what.append(", ".join(f"`{n}`" for n in dropped) + " (unticked)")
+    if len(kept_pins) < len(pins):
+        what.append("its pinned example (Ana's apples)")
+    note = (f"ℹ️ **The demo's example rewards were removed because your data is not the demo's:** {' and '.join(what)}. "
+            "They check the demo's arithmetic answers and its `<think>` format; on other data they would score every "
+            "completion alike. Tick a builtin again if it fits your data.")
+    return rows, kept_pins, note
+
+
+def _same_entry(row: list, entry: dict) -> bool:
+    """Whether a builtin table row is the demo's entry as the demo set it (same weight and parameters)."""
+    try:
+        params = json.loads(row[3]) if str(row[3] or "").strip() else {}
+        return float(row[2]) == float(entry["weight"]) and params == {**builtin_default_params(entry["name"]), **entry["params"]}
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_example_pin(row: list) -> bool:
+    """The pinned example a new workspace starts with (EXAMPLE_PIN), unchanged."""
+    cells = [str(c).strip() if c is not None else "" for c in row[:3]]
+    try:
+        numbers = [float(c) for c in row[3:5]]
+    except (TypeError, ValueError):
+        return False
+    return cells == [str(c) for c in EXAMPLE_PIN[:3]] and numbers == [float(c) for c in EXAMPLE_PIN[3:5]]
+
+
 class RewardsTab:
     def __init__(self, code_draft: str):
         gr.Markdown(text.REWARDS_INTRO)
         self.builtins = gr.Dataframe(headers=BUILTIN_HEADERS, datatype=["bool", "str", "number", "str", "str"], label=text.BUILTIN_TABLE,
                                      interactive=True, static_columns=[1, 4], wrap=True, elem_id="builtin-rewards",
                                      column_widths=["6%", "14%", "8%", "32%", "40%"])
+        self.demo_note = gr.Markdown(elem_id="demo-rewards-note")  # the demo's rewards removed when the data is no longer the demo's
         with gr.Row():
             with gr.Column(scale=3):
                 with gr.Row():
@@ -138,7 +207,13 @@ class RewardsTab:
         self.judge.wire(workspace, form.derived)
         self.rule_builder.wire(self.code, self.user)
         self.library.wire(demo, form, self)
-        form.base.change(unshown_note, inputs=form.base, outputs=self.unshown, api_visibility="private", show_progress="hidden")
+        # Through the form's one change event (derived.py): the form's draft is saved on the same change of `base`.
+        form.derived.on([form.base], unshown_note, inputs=[form.base], outputs=self.unshown)
+        # Choosing data other than the demo's drops the demo's rewards and pinned example (the person's choice, not a
+        # load's: `.input`). "multiple": the Data tab has its own handler of this event (held-out defaults).
+        form.data_tab.kind.input(without_demo_rewards, inputs=[form.data_tab.kind, self.builtins, self.pinned],
+                                 outputs=[self.builtins, self.pinned, self.demo_note], api_name="drop_demo_rewards",
+                                 trigger_mode="multiple")
 
         last_checked: dict[str, tuple] = {}  # per page session: the code and columns last checked, and what it found
         checked_lock = threading.Lock()

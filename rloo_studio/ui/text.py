@@ -50,6 +50,7 @@ ESTIMATE_PENDING = "Memory estimate: computing…"
 ESTIMATE_UNKNOWN = ("Memory estimate: this model's shape is unknown (not a local folder, not in the Hugging Face cache, not in "
                     "the built-in table of popular models). It will be known once the model has been downloaded.")
 SHRINK = "Shrink to fit"
+SHRINK_UNDO = "Undo shrink to fit"
 SHRINK_ADVICE = "This will not fit: press **Shrink to fit** for settings that do (4-bit, fewer or shorter completions, a smaller batch)."
 SHRINK_ADVICE_RAM = ("This may not fit in this computer's memory (it would swap, or the run would be killed): press **Shrink to "
                      "fit** for settings that do (a smaller batch with the same completions per step, then less memory per "

@@ -118,12 +118,14 @@ class TrainTab:
                                              elem_id="time-estimate")
         with gr.Row():
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
-            self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training")
+            # Enabled only while the run the tab follows is training (`stop_state`): with nothing to stop, it cannot be pressed.
+            self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training", interactive=False)
             self.resume = gr.Button(text.RESUME, elem_id="resume-training")
         # What Stop / Resume / a refused Start said: shown next to the buttons while the run's state it speaks of lasts.
         self.notice = gr.Markdown(elem_id="train-notice")
         self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
         self.shown = gr.State({})  # what the page shows of the watched run (`file_marks`): the poll sends only changes
+        self.stop_live = gr.State(False)  # whether Stop is enabled on the page (the poll sends it only when that changes)
         self.status = gr.Markdown(text.NO_RUN, elem_id="train-status")
         self.progress = gr.HTML(run_view.progress_html(None), elem_id="train-progress-box")
         self.alerts = gr.HTML("", elem_id="train-alerts")  # health alerts of the run (alerts.jsonl), re-read on each poll
@@ -239,9 +241,11 @@ class TrainTab:
 
         poller.tick(self.poll_changes, inputs=[form.watched, self.shown], outputs=self.outputs + [self.shown])
         poller.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, only_changes=True)
+        poller.tick(stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live])
         # One handler on the watched run's change, the alerts chained after it (two would restart each other: derived.py).
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
-            self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last")
+            self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last").then(
+            stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live], api_visibility="private")
         # The lines derived from several fields, through the form's one change event (derived.py): a form load sets them
         # all at once, and the line computed from half-updated fields must not land last and stay ("4 completions =
         # 0.5 prompts × 8" beside k = 8, batch 128): that event's last run reads the final values.
@@ -406,6 +410,15 @@ def warmup_markdown(status: dict | None) -> str:
         return (f"\n\n**Format warm-up:** step {warm.get('step', 0)} of {warm.get('steps')} (supervised, before RLOO's step 1; "
                 "the charts begin with RLOO's steps)")
     return f"\n\n**Format warm-up (before RLOO's step 1 on the charts):** {warm.get('line') or 'done'}"
+
+
+def stop_state(run_dir: str | None, live: bool | None) -> tuple:
+    """(Stop button, whether it is enabled): enabled while the watched run is queued, training or stopping; sent only when
+    that changes (the poll asks every few seconds)."""
+    active = bool(run_dir) and Path(run_dir).is_dir() and runs.effective_state(runs.read_status(run_dir)) in runs.ACTIVE_STATES
+    if bool(live) == active:
+        return gr.skip(), live
+    return gr.update(interactive=active), active
 
 
 def trainer_markdown(run_dir: str | Path | None) -> str:

@@ -186,9 +186,12 @@ def test_own_csv_up_to_start(studio):
     expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile(r"sums\.csv$"))
     expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")
 
-    # 3 · Rewards: the builtin numeric_answer (ticked by the preset) and the person's own function.
+    # 3 · Rewards: the demo's rewards went with the demo's data (said so); the builtin numeric_answer ticked again, and
+    # the person's own function.
     page.get_by_role("tab", name="3 · Rewards").click()
+    expect(page.locator("#demo-rewards-note")).to_contain_text("The demo's example rewards were removed")
     expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
+    page.locator("#builtin-rewards [data-testid=cell-0-0] input[type=checkbox]").check()
     expect(page.locator("#reward-receives")).to_contain_text("question (the prompts, as the data holds them), answer, ticket")
     _type_code(page, LINT_ERROR)
     expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
@@ -219,20 +222,20 @@ def test_own_csv_up_to_start(studio):
     expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
     page.locator("#check-code").click()
     result = page.locator("#pinned-result")
-    expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)  # the starting example, before the one that raises
-    for row, pin in ((1, TICKET_PIN), (2, PIN)):
+    expect(result).to_contain_text("No pinned examples yet", timeout=300_000)  # the demo's example went with its data
+    for row, pin in ((0, TICKET_PIN), (1, PIN)):
         page.locator("#pinned-add").click()
         expect(page.locator(f"#pinned [data-testid=cell-{row}-0]")).to_be_visible()
         for column, value in enumerate(pin):
             fill_cell(page, "#pinned", row, column, value)
-        if row == 1:  # the ticket of the answer cell reached `polite`
+        if row == 0:  # the ticket of the answer cell reached `polite`
             expect(page.locator("#pinned")).to_contain_text("T-7")
             page.locator("#check-code").click()
-            expect(result).to_contain_text("2/2 pinned examples pass", timeout=300_000)
+            expect(result).to_contain_text("1/1 pinned examples pass", timeout=300_000)
     expect(page.locator("#pinned")).to_contain_text("BOOM")
     page.locator("#check-code").click()
-    # Each pin is a case of its own: the one that makes `polite` raise fails alone, with the error; the others still pass.
-    expect(result).to_contain_text("2/3 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
+    # Each pin is a case of its own: the one that makes `polite` raise fails alone, with the error; the other still passes.
+    expect(result).to_contain_text("1/2 pinned examples pass", timeout=300_000)  # queued behind the first check on a busy machine
     expect(result).to_contain_text("❌ BOOM → total")
     expect(result).to_contain_text("polite raised ValueError: BOOM is not an answer")
 
