@@ -8,7 +8,8 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
     services   rewards/  alerts  data  scan  vram  presets  jobs  trial  inference_client  serve  wall  hardware  distributed  model_files
     contract   runs (the run directory)  config (RunConfig)  batching  stats  step_time (metrics.jsonl's step-time keys)
-    base       errors  procs  sandbox (the reward sandbox: whether and how)  paths (the project root and its bundled folders)
+    base       errors  protocol (what crosses a pipe: the typed requests and results)  procs
+               sandbox (the reward sandbox: whether and how)  paths (the project root and its bundled folders)
                demo_task  tinymodel
 
 The UI never imports the engine (it starts it as a child process through jobs, inference_client and
@@ -18,11 +19,11 @@ See docs/architecture.md for what each module does.
 
 __version__ = "0.1.0"
 
-BASE = {"errors", "procs", "sandbox", "paths"}
+BASE = {"errors", "protocol", "procs", "sandbox", "paths"}
 
 # Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
 ALLOWED_IMPORTS: dict[str, set[str]] = {
-    "errors": set(), "procs": set(), "sandbox": {"procs"}, "paths": set(), "demo_task": set(), "tinymodel": set(),
+    "errors": set(), "protocol": set(), "procs": set(), "sandbox": {"procs"}, "paths": set(), "demo_task": set(), "tinymodel": set(),
     "alerts": set(), "step_time": set(), "batching": BASE, "stats": BASE, "config": BASE | {"batching"}, "runs": BASE,
     "wall": BASE, "serve": BASE | {"runs"}, "hardware": BASE, "distributed": BASE, "model_files": BASE,
     "presets": BASE | {"config"},

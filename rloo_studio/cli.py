@@ -396,7 +396,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 rows = pick_rows(cfg, args.num_prompts, args.seed)
             sampled = sample_groups(cfg, rows, quiet, args.seed)
         request = scoring_request(cfg, sampled, source)
-        groups, k = request["groups"], request["num_generations"]
+        groups, k = request.groups, request.num_generations
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
         result = score_in_child(request, timeout_s=args.timeout)
     except StudioError as exc:

@@ -26,10 +26,12 @@ from ..config import RunConfig
 from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..jobs import absolute_paths
+from ..protocol import ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source
+from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source,
+                               written_request)
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from .child import run_cli
@@ -631,15 +633,10 @@ class PinnedChecks:
 
     def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
         """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
-        # "data": the scoring child shapes the written text as training shapes the data (chat messages or plain text).
-        # "columns", "prompt_column": every data column reaches the rewards by name, as in training (data.reward_kwargs).
-        request = {"groups": [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups], "num_generations": 1,
-                   "columns": known_columns(cfg), "prompt_column": cfg.data.prompt_column,
-                   "data": {"prompt_format": cfg.data.prompt_format, "system_prompt": cfg.data.system_prompt},
-                   "chat_template_kwargs": cfg.chat_template_kwargs(), "probes": False, "source": source,
-                   "rewards": [dict(s.__dict__) for s in cfg.rewards],
-                   "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-        key = json.dumps([request, _reward_files_changed_at(cfg)], sort_keys=True, default=str)
+        # Every data column reaches the rewards by name, as in training (data.reward_kwargs).
+        request = written_request(cfg, [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups],
+                                  source, known_columns(cfg))
+        key = json.dumps([request.to_dict(), _reward_files_changed_at(cfg)], sort_keys=True, default=str)
         if not again and self.last.get("key") == key:
             return self.last["report"]
         result = score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)))
@@ -661,10 +658,10 @@ def _reward_files_changed_at(cfg: RunConfig) -> list:
     return files
 
 
-def score_written(request: dict, timeout_s: float) -> dict:
+def score_written(request: ScoreRequest, timeout_s: float) -> dict:
     """`score_in_child` for a request of written completions (the pinned examples), in a standby child that has already
     loaded the request's tokenizer when the last check used the same one; then another is started for the next check."""
-    tokenizer = request.get("tokenizer")
+    tokenizer = request.tokenizer
     standby = _standby_written.pop("proc", None)
     if standby is not None and _standby_written.pop("tokenizer", None) != tokenizer:
         standby.kill()  # loaded another model's tokenizer
