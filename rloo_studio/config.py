@@ -353,6 +353,17 @@ def local_judge_in_4bit() -> bool:
     return importlib.util.find_spec("bitsandbytes") is not None
 
 
+# Every config field that may name a local file or folder, by section (`rewards`: in each entry), with what it names:
+# a file, a folder (or a file), or an output folder. The one table RunConfig.with_absolute_paths walks, for the app
+# (a run's or a preview's config) and the engine (the run's saved config) alike.
+PATH_FIELDS: dict[str, dict[str, str]] = {
+    "model": {"name_or_path": "folder"},
+    "data": {"source": "file", "test_split": "file"},
+    "rewards": {"file": "file", "model": "folder", "judge": "folder"},
+    "output": {"runs_dir": "output"},
+}
+
+
 @dataclass
 class RunConfig:
     model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
@@ -463,6 +474,30 @@ class RunConfig:
     def resolve_path(self, value: str) -> Path:
         path = Path(value).expanduser()
         return path if path.is_absolute() else Path(self.base_dir) / path
+
+    def with_absolute_paths(self, base_dir: str | Path, keep: tuple[str, ...] = ()) -> "RunConfig":
+        """A copy to be saved in `base_dir` that reads the same files from there: every field of PATH_FIELDS whose
+        relative value names an existing file or folder (in this config's folder first, then the current directory,
+        as the loaders look) becomes absolute; hub ids, split names, `demo` and judge servers stay as they are;
+        `output.runs_dir` is always made absolute from the current directory (where `rloo-studio runs` looks).
+        `keep`: values left as written (the run's own reward copy, written beside the saved config)."""
+        out = RunConfig.from_dict(self.to_dict(), base_dir=base_dir)
+
+        def absolute(value: Any, kind: str) -> Any:
+            if not isinstance(value, str) or not value or value == "demo" or value in keep:
+                return value
+            if kind == "output":
+                return str(Path(value).expanduser().resolve())
+            for candidate in (self.resolve_path(value), Path(value).expanduser()):
+                if candidate.is_file() if kind == "file" else candidate.exists():
+                    return str(candidate.resolve())
+            return value
+
+        for section, names in PATH_FIELDS.items():
+            for part in (out.rewards if section == "rewards" else [getattr(out, section)]):
+                for name, kind in names.items():
+                    setattr(part, name, absolute(getattr(part, name), kind))
+        return out
 
     # ---- validation -----------------------------------------------------------------------
     def validate(self, rloo_fields: Mapping[str, Any] | None = None, num_processes: int = 1) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import runs
-from .config import RewardSpec, RunConfig
+from .config import RunConfig
 from .errors import StudioError
 from .procs import STDOUT, Child
 
@@ -91,7 +91,7 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
         (run_dir / runs.REWARDS_FILE).write_text(reward_source, encoding="utf-8")
     # Relative paths (data files, model folders) were chosen relative to the app's folder: make
     # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
-    cfg = absolute_paths(cfg, run_dir)
+    cfg = cfg.with_absolute_paths(run_dir, keep=(runs.REWARDS_FILE,))
     config_path = run_dir / runs.CONFIG_FILE
     cfg.save(config_path)
     runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo_value("max_steps"), model=cfg.model.name_or_path,
@@ -99,37 +99,6 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
     proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)])
     runs.update_status(run_dir, pid=proc.pid)
     return run_dir
-
-
-def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
-    """The config with its data, model and reward-file paths absolute, to be saved in `new_base`
-    (reward code written by the app as rewards.py stays relative: it is copied there)."""
-    base = Path(cfg.base_dir).expanduser().resolve()
-
-    def absolute(value: str | None) -> str | None:
-        if not value or value == "demo":
-            return value
-        path = Path(value).expanduser()
-        candidate = path if path.is_absolute() else base / path
-        return str(candidate) if candidate.exists() else value  # a hub id stays as it is
-
-    cfg.model.name_or_path = absolute(cfg.model.name_or_path)
-    cfg.data.source = absolute(cfg.data.source)
-    if cfg.data.test_split:
-        cfg.data.test_split = absolute(cfg.data.test_split)
-    rewards = []
-    for spec in cfg.rewards:
-        spec = RewardSpec(**{**spec.__dict__})
-        if spec.file and spec.file != runs.REWARDS_FILE:
-            spec.file = absolute(spec.file)
-        if spec.model:
-            spec.model = absolute(spec.model)
-        if isinstance(spec.judge, str):
-            spec.judge = absolute(spec.judge)
-        rewards.append(spec)
-    cfg.rewards = rewards
-    cfg.base_dir = str(new_base)
-    return cfg
 
 
 def resume_run(run_dir: str | Path) -> Path:

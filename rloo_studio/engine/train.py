@@ -90,21 +90,7 @@ def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
 
 def resolved_config(cfg: RunConfig, run_dir: Path) -> RunConfig:
     """A copy of `cfg` that reproduces the run from inside `run_dir`: reward files copied in, paths absolute."""
-    out = RunConfig.from_dict(cfg.to_dict(), base_dir=run_dir)
-    def found(value: str) -> Path | None:
-        """The file or folder the loaders would use (config folder first, then the current directory)."""
-        for candidate in (cfg.resolve_path(value), Path(value).expanduser()):
-            if candidate.exists():
-                return candidate.resolve()
-        return None
-
-    if cfg.model.name_or_path != "demo" and found(cfg.model.name_or_path):
-        out.model.name_or_path = str(found(cfg.model.name_or_path))
-    for attr in ("source", "test_split"):
-        value = getattr(cfg.data, attr)
-        if value and value != "demo" and found(value) and found(value).is_file():
-            setattr(out.data, attr, str(found(value)))
-    out.output.runs_dir = str(Path(cfg.output.runs_dir).expanduser().resolve())
+    out = cfg.with_absolute_paths(run_dir)
     copied: dict[str, str] = {}
     for spec_in, spec_out in zip(cfg.rewards, out.rewards):
         if spec_in.file:

@@ -25,7 +25,6 @@ from .. import runs, sandbox
 from ..config import RunConfig
 from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
-from ..jobs import absolute_paths
 from ..protocol import ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
@@ -181,7 +180,8 @@ class RewardsTab:
             folder.mkdir(parents=True, exist_ok=True)
             code = values[form.code_index] or ""
             (folder / runs.REWARDS_FILE).write_text(code, encoding="utf-8")
-            absolute_paths(cfg, folder).save(folder / runs.CONFIG_FILE)
+            cfg = cfg.with_absolute_paths(folder, keep=(runs.REWARDS_FILE,))
+            cfg.save(folder / runs.CONFIG_FILE)
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
             if lines:  # pasted completions: nothing to sample, the CLI scores them
                 if not (typed_prompt or "").strip():
