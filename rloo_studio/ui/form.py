@@ -14,6 +14,7 @@ import copy
 import os
 import threading
 from pathlib import Path
+from typing import Protocol
 
 import gradio as gr
 import yaml
@@ -26,11 +27,7 @@ from ..presets import Preset, get_preset, recommend
 from ..rewards.lint import syntax_problem, undefined_names
 from ..vram import estimate_config
 from . import text
-from .data_tab import DataTab
 from .derived import Derived
-from .model_tab import ModelTab
-from .rewards_tab import RewardsTab
-from .train_tab import TrainTab
 from .wording import page_words
 from .workspace import DRAFT_CONFIG, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
 
@@ -67,9 +64,21 @@ def code_problems(cfg: dict, code: str | None) -> list[str]:
             for m in undefined_names(code or "")]
 
 
+class SettingsTab(Protocol):
+    """What the form needs of a settings tab (Model, Data, Rewards, Train): its widgets in order, their values from a
+    config (`values_from`: the Rewards tab's also takes the editor's code and the judge draft) and the config from their
+    values (`apply`, returning its problems). The form takes the tabs built by the page, so it imports none of them:
+    they import the form."""
+    inputs: list
+
+    def values_from(self, cfg: RunConfig, *drafts) -> list: ...
+
+    def apply(self, cfg: dict, values: list) -> list[str]: ...
+
+
 class PageForm:
     def __init__(self, runs_dir: Path, workspace: Workspace, hw: HardwareCache, presets: list[Preset], default_preset: str | None,
-                 model_tab: ModelTab, data_tab: DataTab, rewards_tab: RewardsTab, train_tab: TrainTab):
+                 model_tab: SettingsTab, data_tab: SettingsTab, rewards_tab: SettingsTab, train_tab: SettingsTab):
         self.runs_dir, self.workspace, self.hw = runs_dir, workspace, hw
         self.presets, self.default_preset = presets, default_preset
         self.model_tab, self.data_tab, self.rewards_tab, self.train_tab = model_tab, data_tab, rewards_tab, train_tab
@@ -90,8 +99,8 @@ class PageForm:
 
     def values_from(self, cfg: RunConfig) -> list:
         code = self.code_draft()  # the editor keeps its code across presets and reloads, and so does the judge section
-        return (ModelTab.values_from(cfg) + DataTab.values_from(cfg) + RewardsTab.values_from(cfg, code, self.workspace.read(DRAFT_JUDGE))
-                + TrainTab.values_from(cfg))
+        return (self.model_tab.values_from(cfg) + self.data_tab.values_from(cfg)
+                + self.rewards_tab.values_from(cfg, code, self.workspace.read(DRAFT_JUDGE)) + self.train_tab.values_from(cfg))
 
     def split(self, values: list) -> list[list]:
         """The flat input values, one list per settings tab (model, data, rewards, train)."""
@@ -106,10 +115,10 @@ class PageForm:
         cfg = copy.deepcopy(state.get("config") or {})
         parts = self.split(values)
         problems: list[str] = []
-        problems += ModelTab.apply(cfg, parts[0])
-        problems += RewardsTab.apply(cfg, parts[2])
-        problems += DataTab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
-        problems += TrainTab.apply(cfg, parts[3])
+        problems += self.model_tab.apply(cfg, parts[0])
+        problems += self.rewards_tab.apply(cfg, parts[2])
+        problems += self.data_tab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
+        problems += self.train_tab.apply(cfg, parts[3])
         problems += code_problems(cfg, values[self.code_index])
         cfg.setdefault("output", {})["runs_dir"] = str(self.runs_dir)
         try:

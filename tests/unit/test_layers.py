@@ -112,3 +112,45 @@ def test_the_layer_check_sees_imports_inside_functions(tmp_path):
     sample.parent.mkdir(parents=True)
     sample.write_text("import json\n\ndef f():\n    from ..engine import train\n    from rloo_studio.runs import FINAL\n")
     assert _units_imported(sample, tmp_path / "rloo_studio") == {"engine", "runs"}
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules that `path` imports at module level, under `if TYPE_CHECKING:` too (a type-only import
+    still ties two modules: neither can be read, moved or tested without the other)."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    package = name.split(".") if parts[-1] == "__init__" else name.split(".")[:-1]
+    found, nodes = set(), list(ast.parse(path.read_text()).body)
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, ast.If):
+            nodes += node.body + node.orelse
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + (node.module or "").split(".")).rstrip(".") \
+                if node.level else node.module
+            found |= {base, *(f"{base}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return (found & modules) - {name}
+
+
+def test_no_modules_import_each_other_round_a_circle():
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: _module_imports(path, set(modules)) for name, path in modules.items()}
+    assert graph["rloo_studio.ui.app"] >= {"rloo_studio.ui.form", "rloo_studio.runs"}  # the reading sees imports
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return False
+
+    circles = sorted(f"{a} -> {b}" for a in graph for b in graph[a] if reaches(b, a))
+    assert not circles, "imports that lead back to the importer:\n" + "\n".join(circles)
