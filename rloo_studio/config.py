@@ -563,15 +563,19 @@ class RunConfig:
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
 
+    def unknown_rloo_keys(self, rloo_fields: Mapping[str, Any]) -> list[str]:
+        """The `rloo` keys that are no option of trl.RLOOConfig (`rloo_fields`: its keys), as problems: the one check
+        `validate` leaves to the training worker once TRL is imported (importing it costs the app seconds)."""
+        return [f"rloo.{key}: not an option of trl.RLOOConfig{did_you_mean(key, rloo_fields)}"
+                for key in self.rloo if key not in rloo_fields and key not in RLOO_RESERVED]
+
     def _validate_rloo(self, rloo_fields: Mapping[str, Any] | None, num_processes: int) -> list[str]:
         problems: list[str] = []
         for key, reason in RLOO_RESERVED.items():
             if key in self.rloo:
                 problems.append(f"rloo.{key}: cannot be set here ({reason})")
         if rloo_fields is not None:
-            for key in self.rloo:
-                if key not in rloo_fields and key not in RLOO_RESERVED:
-                    problems.append(f"rloo.{key}: not an option of trl.RLOOConfig{did_you_mean(key, rloo_fields)}")
+            problems.extend(self.unknown_rloo_keys(rloo_fields))
         value = lambda k: self.rloo_value(k, rloo_fields)  # noqa: E731
 
         def as_number(key):

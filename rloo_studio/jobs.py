@@ -65,18 +65,20 @@ def _spawn(run_dir: Path, args: list[str]) -> Child:
     return proc
 
 
-def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None, checked: bool = False) -> Path:
     with _start_lock:
-        return _start_run(cfg, runs_dir, reward_source)
+        return _start_run(cfg, runs_dir, reward_source, checked)
 
 
-def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None, checked: bool) -> Path:
     """Create the run directory and start its worker; returns the directory.
 
     `reward_source` is the code of the app's reward editor: written to the run's rewards.py and
-    referenced by the config's `{file: rewards.py}` rewards.
+    referenced by the config's `{file: rewards.py}` rewards. `checked`: the caller has validated `cfg` and refused
+    it on any problem (the page's form does, on every Start): the app's one validation of it (the worker's preflight
+    is the other, the one the command line has too).
     """
-    problems = cfg.validate()
+    problems = [] if checked else cfg.validate()
     if problems:
         from .errors import ConfigError
 

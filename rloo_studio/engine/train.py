@@ -491,7 +491,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     processes = world_size()
     rows = preflight(cfg, num_processes=processes)  # cheap checks first: a typo should not wait for torch to import
     stack = import_training_stack(cfg.model.backend)
-    problems = cfg.validate(rloo_config_fields(), processes)  # now also: are the `rloo` keys real RLOOConfig options?
+    # Validated once, in preflight; what it could not check without TRL: are the `rloo` keys real RLOOConfig options?
+    problems = cfg.unknown_rloo_keys(rloo_config_fields())
     if problems:
         raise ConfigError(problems, "the run config")
     if processes > 1 and stack.cuda:

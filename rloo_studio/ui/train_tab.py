@@ -169,7 +169,7 @@ class TrainTab:
                 cfg.output.run_name = form.run_name(cfg)
             try:
                 worker.shutdown()  # the training worker gets the GPU to itself
-                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
+                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code, checked=True)  # config_from validated it
             except StudioError as exc:
                 return [f"**Could not start:** {page_words(exc.message())}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
             pins = workspace.read(DRAFT_PINNED)
