@@ -10,7 +10,7 @@
    `rloo-studio train` (same seed; warm-up steps, then measured steps) and reads from the run's
    metrics: the median step time after warm-up, completion tokens per second, and the peak memory
    the worker logged (`memory/peak_reserved_gib`). Prints the Unsloth / transformers ratios.
-3. Prints the memory estimate (`rloo_studio.vram`) next to each measured peak.
+3. Prints the memory estimate (`rloo_studio.machine.vram`) next to each measured peak.
 4. Compares the trainer arguments the two backends' runs recorded (trainer_args.json, read back from the built trainer):
    on CUDA the Unsloth run's trainer is Unsloth's patched one, so any argument it changes shows here (and fails the check).
 Everything goes to benchmarks/results/gpu_check{,_dry_run}.json and .md. (gpu_check.sh also runs trainer_parity.py: every
@@ -34,7 +34,7 @@ from _common import ROOT, machine, save, shown, table
 from vram_calibrate import TINY, build_model
 
 sys.path.insert(0, str(ROOT))
-from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
+from rloo_studio.machine.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
 
 DEFAULT_MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "demo")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import runs
 from .data_parallel import train_data_parallel
-from .distributed import LAUNCHER_PID_ENV, is_launched_rank, rank
+from .machine.distributed import LAUNCHER_PID_ENV, is_launched_rank, rank
 from .errors import StudioError
 from .paths import DEMO_PRESET, PROJECT_ROOT
 
@@ -52,7 +52,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config_path = None
     accelerate = None
     if args.accelerate_config and not is_launched_rank():
-        from .distributed import read_accelerate_config
+        from .machine.distributed import read_accelerate_config
 
         try:
             if args.num_processes != 1:
@@ -510,7 +510,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         return cmd_models(args)
     if not args.config:
         return _fail(StudioError("no config file given", "", "run `rloo-studio estimate CONFIG.yaml [--gpu-gb N]`, e.g. presets/gpu-16gb.yaml"))
-    from .vram import estimate_config, shrink_to_fit
+    from .machine.vram import estimate_config, shrink_to_fit
 
     try:
         cfg = RunConfig.load(args.config, list(args.overrides))
@@ -519,7 +519,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     device_gib, device_name, bf16 = args.gpu_gb, f"{args.gpu_gb:g} GB (given)" if args.gpu_gb else None, True
     on_cpu = False
     if device_gib is None:
-        from .hardware import detect
+        from .machine.hardware import detect
 
         hw = detect()
         if hw.gpus:
@@ -586,7 +586,7 @@ def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | No
     """`estimate --measure`: a short trial run of the config, timed; the memory estimate beside its measured peak."""
     from .data import load_rows
     from .errors import DataError
-    from .trial import measure, summary_lines
+    from .workers.trial import measure, summary_lines
 
     try:
         train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
@@ -614,7 +614,7 @@ def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | No
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from .vram import KNOWN_MODELS
+    from .machine.vram import KNOWN_MODELS
 
     for name, shape in KNOWN_MODELS.items():
         print(f"{name:<38} {shape.params / 1e9:6.2f}B  layers {shape.num_layers:>2}  vocab {shape.vocab_size:,}")
@@ -793,7 +793,7 @@ REWARD_ACTIONS = {"import": rewards_import, "list": rewards_list, "export": rewa
 # ---- ui -----------------------------------------------------------------------------------------
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .serve import check_exposure, launch_token, read_auth_file, saved_launches
+    from .web.serve import check_exposure, launch_token, read_auth_file, saved_launches
 
     relink = "rloo-studio ui --print-url" + (f" --runs-dir {args.runs_dir}" if args.runs_dir != "runs" else "")
     if args.print_url:

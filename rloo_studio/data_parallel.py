@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from . import runs
-from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, AccelerateConfig
+from .machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, AccelerateConfig
 from .errors import ConfigError, StudioError
 
 
@@ -64,7 +64,7 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
     stopped cleanly, 1 when they failed, 130 when a signal ended them before a clean stop."""
     from .config import RunConfig
     # From distributed at each call, not above: the launcher tests stand a fake in for launcher_argv there.
-    from .distributed import check_can_launch, launcher_argv, supervise
+    from .machine.distributed import check_can_launch, launcher_argv, supervise
 
     n = accelerate.num_processes if accelerate else num_processes
     local = accelerate.local_processes if accelerate else n
@@ -147,7 +147,7 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
 def _join_as_machine(machine: int, run_dir: Path, argv: list[str]) -> int:
     """Machine k > 0 of a several-machine run: start this machine's ranks, show their output (and keep it in
     train.machine-K.log); machine 0's launcher records the run. Ctrl-C asks the whole run to stop (STOP file)."""
-    from .distributed import supervise
+    from .machine.distributed import supervise
 
     env = _rank_env(run_dir)
     print(f"[rloo-studio] machine {machine}: joining run {run_dir}: {' '.join(argv)}", flush=True)

@@ -270,7 +270,7 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
 
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
     from .. import data as data_module
-    from ..distributed import accelerate_config_yaml, launch_command
+    from ..machine.distributed import accelerate_config_yaml, launch_command
 
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
     # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.

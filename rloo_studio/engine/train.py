@@ -1,7 +1,7 @@
 """The training worker: one RLOO run, from a checked config to a finished run directory.
 
 `run_training` is exactly what `rloo-studio train` executes (the app starts that same command in a
-child process, rloo_studio/jobs.py). It writes the run directory as the contract says:
+child process, rloo_studio/workers/jobs.py). It writes the run directory as the contract says:
 config.yaml, reward source copies, status.json, metrics.jsonl (every logged key), samples.jsonl,
 alerts.jsonl (health alerts, engine/health.py), train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
 ends training after the current step with a checkpoint and the adapter saved. It does not
@@ -23,7 +23,7 @@ from .. import runs
 from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
 from ..config import RunConfig
 from ..errors import ConfigError, DataError, RewardError, StudioError
-from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
+from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler

@@ -19,13 +19,14 @@ from typing import Protocol
 import gradio as gr
 import yaml
 
-from .. import hardware, runs
+from .. import runs
+from ..machine import hardware
 from ..config import RunConfig
 from ..data import is_hub_source
 from ..errors import ConfigError
 from ..presets import Preset, get_preset, recommend
 from ..rewards.lint import syntax_problem, undefined_names
-from ..vram import estimate_config
+from ..machine.vram import estimate_config
 from . import text
 from .derived import Derived
 from .wording import page_words

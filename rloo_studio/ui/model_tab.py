@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs
+from .. import runs
+from ..workers import jobs
 from ..config import FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
-from ..vram import Estimate, shrink_to_fit
+from ..machine.vram import Estimate, shrink_to_fit
 from . import text
 from .rewards_tab import unshown_note
 from .wording import page_words

@@ -33,13 +33,13 @@ from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, 
                                written_request)
 from ..rewards.templates import TEMPLATES, template
 from . import text
-from .child import run_cli
+from ..workers.commands import run_cli
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .pickers import busy_message
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
-    from ..inference_client import InferenceWorker
+    from ..workers.inference import InferenceWorker
     from .form import PageForm
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)

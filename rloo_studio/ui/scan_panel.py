@@ -22,7 +22,7 @@ from .pickers import busy_message
 from .wording import page_words
 
 if TYPE_CHECKING:
-    from ..inference_client import InferenceWorker
+    from ..workers.inference import InferenceWorker
     from .form import PageForm
 
 SCAN_INTRO = ("Before training, see which prompts can teach anything: the model writes k completions for each prompt (the "

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs, trial
+from .. import runs
+from ..workers import jobs, trial
 from ..batching import effective_line, epochs, epochs_words
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
-from ..inference_client import InferenceWorker
-from ..jobs import RunView
+from ..workers.inference import InferenceWorker
+from ..workers.jobs import RunView
 from ..rewards.judge import judge_cost_words
 from . import run_view, text
 from .pickers import refuse

@@ -23,7 +23,7 @@ import transformers  # noqa: E402
 import yaml  # noqa: E402
 from tokenizers import processors  # noqa: E402
 
-from rloo_studio import tinymodel  # noqa: E402
+from rloo_studio.demo import tinymodel  # noqa: E402
 
 # Qwen3's shape for `enable_thinking: false`: the generation prompt carries an empty thought.
 THINK_TEMPLATE = tinymodel.CHAT_TEMPLATE.replace(

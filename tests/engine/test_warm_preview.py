@@ -8,7 +8,7 @@ import pytest
 from helpers.app import warm_children
 
 from rloo_studio.config import RunConfig
-from rloo_studio.inference_client import InferenceWorker
+from rloo_studio.workers.inference import InferenceWorker
 from rloo_studio.ui.rewards_tab import sample_and_score
 
 

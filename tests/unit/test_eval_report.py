@@ -349,7 +349,7 @@ def test_evaluate_again_runs_the_same_evaluation_at_the_suggested_budget_for_bot
 
     from rloo_studio import runs
     from rloo_studio.ui import eval_tab
-    from rloo_studio.ui.child import Finished
+    from rloo_studio.workers.commands import Finished
 
     run = tmp_path / "r"
     run.mkdir()

@@ -246,7 +246,8 @@ def test_the_judge_share_is_its_seconds_over_the_training_seconds():
 
 
 def test_a_time_trial_says_the_judges_share_of_the_timed_steps(tmp_path):
-    from rloo_studio import runs, trial
+    from rloo_studio import runs
+    from rloo_studio.workers import trial
 
     cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": 10}})
     # The warm-up step's judge time (loading the judge) is not the run's: only the timed step counts.

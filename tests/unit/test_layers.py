@@ -48,9 +48,9 @@ def test_config_imports_only_stdlib_and_yaml():
 
 
 def test_cli_and_rewards_import_without_torch_in_a_fresh_process():
-    code = ("import sys, json; import rloo_studio.cli, rloo_studio.rewards, rloo_studio.engine.preflight, rloo_studio.serve, "
-            "rloo_studio.jobs, rloo_studio.presets, rloo_studio.hardware, rloo_studio.data, rloo_studio.rewards.check, "
-            "rloo_studio.inference_client, rloo_studio.distributed, rloo_studio.engine.chat_model, rloo_studio.engine.inference_worker, "
+    code = ("import sys, json; import rloo_studio.cli, rloo_studio.rewards, rloo_studio.engine.preflight, rloo_studio.web.serve, "
+            "rloo_studio.workers.jobs, rloo_studio.presets, rloo_studio.machine.hardware, rloo_studio.data, rloo_studio.rewards.check, "
+            "rloo_studio.workers.inference, rloo_studio.machine.distributed, rloo_studio.engine.chat_model, rloo_studio.engine.inference_worker, "
             "rloo_studio.rewards.judge; "
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -3,7 +3,7 @@ word; the worker's preflight is the other validation, the one the command line h
 
 from __future__ import annotations
 
-from rloo_studio import jobs
+from rloo_studio.workers import jobs
 from rloo_studio.config import RunConfig
 
 

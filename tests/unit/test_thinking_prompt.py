@@ -10,7 +10,7 @@ from rloo_studio.config import RunConfig
 from rloo_studio.rewards import build_rewards
 from rloo_studio.rewards.preview import score
 from rloo_studio.rewards.thinking import prompt_opens_think
-from rloo_studio.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
+from rloo_studio.demo.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
 
 CHAT = [[{"role": "user", "content": "What is 6 * 7?"}]]
 # A completion of a thinking template's model cut off mid-thought (no tag: the prompt opened it), and a finished one.

@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import runs
-from .config import RunConfig
-from .errors import StudioError
-from .procs import STDOUT, Child
+from .. import runs
+from ..config import RunConfig
+from ..errors import StudioError
+from ..procs import STDOUT, Child
 
 # Workers started by this process, by run directory: kept to reap them when they end (a child
 # that has exited but was never waited for is a zombie until then).
@@ -80,7 +80,7 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None, 
     """
     problems = [] if checked else cfg.validate()
     if problems:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(problems, "the settings")
     runs_dir = Path(runs_dir).expanduser().resolve()

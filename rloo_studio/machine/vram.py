@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
-from .paths import DEMO_MODEL_DIR
+from ..config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
+from ..paths import DEMO_MODEL_DIR
 
 GIB = 1024**3
 
@@ -489,7 +489,7 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True,
     next to the activations); gradient checkpointing; a smaller per-device batch with gradient accumulation
     (same completions per step); fewer generations; shorter completions. `on_cpu`: against RAM (`device_gib`).
     """
-    from .config import apply_overrides
+    from ..config import apply_overrides
 
     changes: dict[str, Any] = {}
 

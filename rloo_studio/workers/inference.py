@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from . import runs
-from .errors import StudioError
-from .procs import DEVNULL, PIPE, Child, usable_cores
+from .. import runs
+from ..errors import StudioError
+from ..procs import DEVNULL, PIPE, Child, usable_cores
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
