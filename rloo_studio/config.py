@@ -450,7 +450,7 @@ class RunConfig:
     def effective_rloo(self) -> dict:
         """Every trainer argument the config decides, with the value training passes to RLOOConfig: the config's own
         `rloo` value, else ours (RLOO_DEFAULTS), else TRL's (TRL_DEFAULTS). The one place these values are computed:
-        training passes all of them explicitly (engine/train.py, `rloo_arguments`), and the page, the memory estimate,
+        training passes all of them explicitly (engine/trainer_args.py, `rloo_arguments`), and the page, the memory estimate,
         the time trial, the exported script and the docs read them here. The run folder records what the trainer made
         of them (trainer_args.json)."""
         return {**TRL_DEFAULTS, **RLOO_DEFAULTS, **copy.deepcopy(self.rloo)}

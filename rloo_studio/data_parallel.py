@@ -87,7 +87,7 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
         _wait_for_run_dir(run_dir)
         rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
     else:
-        from .engine.train import prepare_run_dir
+        from .engine.run_folder import prepare_run_dir
 
         run_dir = prepare_run_dir(cfg, given_run_dir).resolve()
         rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]  # the resolved config holds the overrides

@@ -33,7 +33,7 @@ METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 ALERTS_FILE = "alerts.jsonl"  # health alerts the worker raised (see alerts.py): one line when each begins and ends
 LOG_FILE = "train.log"
-# The trainer arguments as the built trainer holds them (engine/train.py, record_trainer_arguments): what ran, on either backend
+# The trainer arguments as the built trainer holds them (engine/trainer_args.py, record_trainer_arguments): what ran, on either backend
 TRAINER_ARGS_FILE = "trainer_args.json"
 # Set by the app to the run directory whose train.log already receives the worker's output.
 LOG_CAPTURED_ENV = "RLOO_STUDIO_LOG_CAPTURED"

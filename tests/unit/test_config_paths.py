@@ -64,7 +64,7 @@ def test_every_path_field_becomes_absolute_and_what_is_no_path_stays(tmp_path, m
 
 
 def test_a_runs_saved_config_finds_a_local_reward_model_and_judge_from_the_run_folder(tmp_path):
-    from rloo_studio.engine.train import resolved_config
+    from rloo_studio.engine.run_folder import resolved_config
 
     (tmp_path / "cfg" / "rm").mkdir(parents=True)
     (tmp_path / "cfg" / "judge").mkdir()
