@@ -3,8 +3,8 @@
 Layers, top to bottom; a module imports only from the layers below it (and from what its row in
 ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import in the package:
 
-    front      ui (the Gradio page)       cli (the `rloo-studio` command; starts the ui and the engine)
-               data_parallel (the launcher of `train --num-processes N`: the run directory, the ranks, the clean stop)
+    front      ui (the Gradio page)       cli/ (the `rloo-studio` command; starts the ui and the engine; its
+               data_parallel: the launcher of `train --num-processes N`, the run directory, the ranks, the clean stop)
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
     services   rewards/  workers/ (the app's side of every child: training jobs, the inference worker, commands, the trial)
                alerts  data  scan  presets  model_files  web/ (who may reach the app: serve, wall)
@@ -39,6 +39,5 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "ui": BASE | {"alerts", "config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "presets",
                   "workers", "web", "scan"},
     "cli": BASE | {"config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "presets", "workers",
-                   "web", "engine", "ui", "demo", "model_files", "scan", "data_parallel"},
-    "data_parallel": BASE | {"config", "runs", "machine", "engine"},
+                   "web", "engine", "ui", "demo", "model_files", "scan"},
 }

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rloo_studio import cli, data_parallel, runs
+from rloo_studio import cli, runs
+from rloo_studio.cli import data_parallel
 from rloo_studio.machine import distributed
 
 

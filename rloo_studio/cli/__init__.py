@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import runs
+from .. import runs
 from .data_parallel import train_data_parallel
-from .machine.distributed import LAUNCHER_PID_ENV, is_launched_rank, rank
-from .errors import StudioError
-from .paths import DEMO_PRESET, PROJECT_ROOT
+from ..machine.distributed import LAUNCHER_PID_ENV, is_launched_rank, rank
+from ..errors import StudioError
+from ..paths import DEMO_PRESET, PROJECT_ROOT
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -43,7 +43,7 @@ def _fail_unexpected(doing: str, exc: Exception, why: str, fix: str) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .config import RunConfig
+    from ..config import RunConfig
 
     overrides = list(args.overrides)
     config_path = args.config
@@ -52,7 +52,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config_path = None
     accelerate = None
     if args.accelerate_config and not is_launched_rank():
-        from .machine.distributed import read_accelerate_config
+        from ..machine.distributed import read_accelerate_config
 
         try:
             if args.num_processes != 1:
@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             return _fail(exc)
     try:
         cfg = RunConfig.load(config_path, overrides)
-        from .engine.train import run_training
+        from ..engine.train import run_training
 
         run_dir = run_training(cfg, args.resume or args.run_dir, resume=bool(args.resume))
     except StudioError as exc:
@@ -139,7 +139,7 @@ SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of t
 
 def _show_run(args: argparse.Namespace) -> int:
     """`runs --show RUN`: one run's state, reward and where its steps' time goes."""
-    from . import step_time
+    from .. import step_time
 
     run_dir = Path(args.show)
     if not (run_dir / runs.STATUS_FILE).exists():
@@ -199,7 +199,7 @@ def _num(value) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     try:
-        from .engine.evaluate import evaluate_run, progress_text
+        from ..engine.evaluate import evaluate_run, progress_text
 
         # Progress goes to stderr even with --json (stdout then holds only the JSON document); --events makes each
         # event one JSON line, which the app reads.
@@ -233,7 +233,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _decoding_line(report: dict) -> str:
     """How the completions were made: n, decoding, and each side's token budget."""
-    from .stats import decoding_text
+    from ..stats import decoding_text
 
     d = report["decoding"]
     budget = d["max_new_tokens"]
@@ -244,7 +244,7 @@ def _decoding_line(report: dict) -> str:
 def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run_dir) -> list[str]:
     """The verdict of `name` vs base in config words: the line, the rule behind it, and the command that evaluates
     again with a larger budget when most answers were cut off."""
-    from .stats import verdict
+    from ..stats import verdict
 
     budgets = report["decoding"]["max_new_tokens"]
     found = verdict(comparison, "tuned", "base", cut_off={"tuned": summary.get("truncation_rate"),
@@ -258,7 +258,7 @@ def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run
 
 
 def _print_base_vs_tuned(report: dict, run_dir) -> None:
-    from .stats import fmt_interval, measured, summary_estimate
+    from ..stats import fmt_interval, measured, summary_estimate
 
     base, tuned = report["base"], report["tuned"]
     shown = measured(report)  # no answer accuracy or format rate for a task whose rewards score neither
@@ -276,7 +276,7 @@ def _print_base_vs_tuned(report: dict, run_dir) -> None:
 def _print_checkpoint_table(report: dict, run_dir) -> None:
     """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one. Answer
     accuracy and format rate only where the run's rewards score them; "vs base" is `stats.verdict`'s label."""
-    from .stats import fmt_interval, fmt_paired, measured, summary_estimate, verdict
+    from ..stats import fmt_interval, fmt_paired, measured, summary_estimate, verdict
 
     shown = measured(report)
     width = max(len(c["name"]) for c in report["checkpoints"]) + 2
@@ -313,7 +313,7 @@ def _print_checkpoint_table(report: dict, run_dir) -> None:
 # ---- export -------------------------------------------------------------------------------------
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .engine.export import export_run, list_files
+    from ..engine.export import export_run, list_files
 
     def progress(message: str) -> None:  # on stderr even with --json, as eval's; --events: one JSON object a line
         print(json.dumps({"event": "step", "text": message}) if args.events else message, file=sys.stderr, flush=True)
@@ -361,8 +361,8 @@ def _cell(value, width: int = 8) -> str:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from .config import RewardSpec, RunConfig
-    from .rewards.preview import probes_line, score_in_child, scoring_request
+    from ..config import RewardSpec, RunConfig
+    from ..rewards.preview import probes_line, score_in_child, scoring_request
 
     quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
@@ -374,14 +374,14 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file=runs.REWARDS_FILE, weight=1.0)]
-        from .engine.sampling import (data_column_names, pick_rows, read_completions_file, sample_groups, typed_rows,
-                                      with_every_column)
+        from ..engine.sampling import (data_column_names, pick_rows, read_completions_file, sample_groups, typed_rows,
+                                       with_every_column)
 
         if args.completions:
             groups, k = read_completions_file(args.completions)
             columns = data_column_names(cfg)
             groups = [{**g, "row": with_every_column(g["row"], columns)} for g in groups]
-            from .engine.model import resolve_model_source
+            from ..engine.model import resolve_model_source
 
             try:
                 tokenizer = str(resolve_model_source(cfg.model.name_or_path, cfg.base_dir))
@@ -426,7 +426,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
             print(f"{'':26}on the completion {e['completion'][:80]!r}")
     print(f"\nLearnability: {result['learnability']['verdict']}")
     if result.get("agreement"):
-        from .rewards.preview import agreement_sentence
+        from ..rewards.preview import agreement_sentence
 
         print(f"Agreement: {agreement_sentence(result['agreement'])}")
     if result.get("advantage_note"):
@@ -462,9 +462,9 @@ def _preview_exit(result: dict) -> int:
 # ---- scan ---------------------------------------------------------------------------------------
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from .config import RunConfig
-    from .scan import check_limit, parse_band, progress_text, read_scan, run_scan, summary_lines, write_filtered
-    from .scan import override_line
+    from ..config import RunConfig
+    from ..scan import check_limit, parse_band, progress_text, read_scan, run_scan, summary_lines, write_filtered
+    from ..scan import override_line
 
     def progress(event: dict) -> None:  # on stderr even with --json, as eval's
         print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
@@ -473,7 +473,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         check_limit(args.limit)
         band = parse_band(args.band)
         cfg = RunConfig.load(args.config, list(args.overrides))
-        from .engine.sampling import sample_groups
+        from ..engine.sampling import sample_groups
 
         quiet = lambda msg: None  # noqa: E731 - the scan's own progress lines say enough
         folder = run_scan(cfg, lambda rows, seed: sample_groups(cfg, rows, quiet, seed), args.runs_dir or cfg.output.runs_dir,
@@ -504,13 +504,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
 # ---- estimate -----------------------------------------------------------------------------------
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from .config import RunConfig
+    from ..config import RunConfig
 
     if args.list_models:
         return cmd_models(args)
     if not args.config:
         return _fail(StudioError("no config file given", "", "run `rloo-studio estimate CONFIG.yaml [--gpu-gb N]`, e.g. presets/gpu-16gb.yaml"))
-    from .machine.vram import estimate_config, shrink_to_fit
+    from ..machine.vram import estimate_config, shrink_to_fit
 
     try:
         cfg = RunConfig.load(args.config, list(args.overrides))
@@ -519,7 +519,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     device_gib, device_name, bf16 = args.gpu_gb, f"{args.gpu_gb:g} GB (given)" if args.gpu_gb else None, True
     on_cpu = False
     if device_gib is None:
-        from .machine.hardware import detect
+        from ..machine.hardware import detect
 
         hw = detect()
         if hw.gpus:
@@ -541,8 +541,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         advice = {"changes": changes, "estimate": shrunk.to_dict() if shrunk else None}
     import dataclasses
 
-    from .batching import effective_line
-    from .rewards.judge import judge_calls_per_step, judge_cost_line
+    from ..batching import effective_line
+    from ..rewards.judge import judge_calls_per_step, judge_cost_line
 
     plan = cfg.batch_plan()
     if args.json:
@@ -584,9 +584,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | None) -> int:
     """`estimate --measure`: a short trial run of the config, timed; the memory estimate beside its measured peak."""
-    from .data import load_rows
-    from .errors import DataError
-    from .workers.trial import measure, summary_lines
+    from ..data import load_rows
+    from ..errors import DataError
+    from ..workers.trial import measure, summary_lines
 
     try:
         train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
@@ -614,7 +614,7 @@ def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | No
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from .machine.vram import KNOWN_MODELS
+    from ..machine.vram import KNOWN_MODELS
 
     for name, shape in KNOWN_MODELS.items():
         print(f"{name:<38} {shape.params / 1e9:6.2f}B  layers {shape.num_layers:>2}  vocab {shape.vocab_size:,}")
@@ -624,7 +624,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 # ---- rewards ------------------------------------------------------------------------------------
 
 def cmd_rewards(args: argparse.Namespace) -> int:
-    from .rewards import builtin_catalog
+    from ..rewards import builtin_catalog
 
     if getattr(args, "action", None):
         try:
@@ -648,13 +648,13 @@ def _config_lines(reward, path) -> str:
 def rewards_import(args: argparse.Namespace) -> int:
     """Check a reward file (header, size, the config's data columns, its pinned examples in the scoring child) and
     copy it into the library only when all of that passes."""
-    from .rewards import library
+    from ..rewards import library
 
     reward = library.read(args.file)
     cfg, problems = None, []
     if args.config:
-        from .config import RunConfig
-        from .data import load_rows
+        from ..config import RunConfig
+        from ..data import load_rows
 
         cfg = RunConfig.load(args.config)
         problems = library.column_problems(reward, load_rows(cfg.data, cfg.base_dir).columns)
@@ -692,7 +692,7 @@ def rewards_import(args: argparse.Namespace) -> int:
 
 
 def rewards_list(args: argparse.Namespace) -> int:
-    from .rewards import library
+    from ..rewards import library
 
     listed = library.search(args.search or "")
     _, problems = library.entries(with_bundled=False)
@@ -720,7 +720,7 @@ def _new_file(out: str | None, name: str) -> Path:
 
 def rewards_export(args: argparse.Namespace) -> int:
     """Write a library entry (or a bundled template) as a reward file to share."""
-    from .rewards import library
+    from ..rewards import library
 
     reward = library.find(args.name)
     target = _new_file(args.out, reward.name)
@@ -734,7 +734,7 @@ def rewards_build(args: argparse.Namespace) -> int:
     """A reward file from a rule set (YAML or JSON: name, description, tags, combine, blocks, examples)."""
     import yaml
 
-    from .rewards import library, rules
+    from ..rewards import library, rules
 
     try:
         spec = yaml.safe_load(Path(args.rules).read_text(encoding="utf-8"))
@@ -757,7 +757,7 @@ def rewards_build(args: argparse.Namespace) -> int:
 
 
 def rewards_blocks(args: argparse.Namespace) -> int:
-    from .rewards import rules
+    from ..rewards import rules
 
     catalog = rules.catalog()
     if args.json:
@@ -773,14 +773,14 @@ def rewards_blocks(args: argparse.Namespace) -> int:
 
 
 def rewards_duplicate(args: argparse.Namespace) -> int:
-    from .rewards import library
+    from ..rewards import library
 
     print(f"Wrote {library.duplicate(args.name, args.new_name)}")
     return EXIT_OK
 
 
 def rewards_delete(args: argparse.Namespace) -> int:
-    from .rewards import library
+    from ..rewards import library
 
     print(f"Deleted {library.delete(args.name)} (runs that used it keep their own copy)")
     return EXIT_OK
@@ -793,7 +793,7 @@ REWARD_ACTIONS = {"import": rewards_import, "list": rewards_list, "export": rewa
 # ---- ui -----------------------------------------------------------------------------------------
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from .web.serve import check_exposure, launch_token, read_auth_file, saved_launches
+    from ..web.serve import check_exposure, launch_token, read_auth_file, saved_launches
 
     relink = "rloo-studio ui --print-url" + (f" --runs-dir {args.runs_dir}" if args.runs_dir != "runs" else "")
     if args.print_url:
@@ -818,7 +818,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     note = runs.make_private_note(args.runs_dir)
     if note:
         print(f"[rloo-studio] {note}", file=sys.stderr, flush=True)
-    from .ui.app import serve
+    from ..ui.app import serve
 
     try:
         return serve(args.host, args.port, args.runs_dir, credentials, share=args.share, inbrowser=args.inbrowser,
@@ -832,7 +832,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 # ---- parser -------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    from .rewards.preview import SCORE_TIMEOUT_S
+    from ..rewards.preview import SCORE_TIMEOUT_S
 
     parser = argparse.ArgumentParser(prog="rloo-studio", description="RLOO fine-tuning of language models (Unsloth + TRL).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
