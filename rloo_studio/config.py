@@ -6,6 +6,9 @@ imports only the standard library, PyYAML and the batch arithmetic (`batching`),
 configs without loading torch. Checks that need other layers (which reward names exist, which keys TRL's
 `RLOOConfig` accepts, which columns a dataset has) are passed in by the caller —
 see `rloo_studio.engine.preflight`, which combines them so every problem is reported at once.
+
+Over 500 lines because each field carries its help, form label and default with its reason, and validation sees
+every section at once to report every problem together.
 """
 
 from __future__ import annotations

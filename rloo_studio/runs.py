@@ -8,6 +8,9 @@ Writers append whole lines and flush; readers skip an incomplete last line, so a
 never sees half a record even while a worker is writing or after it was killed. status.json
 is replaced atomically (temp file + rename). This module never deletes anything a run wrote.
 It knows nothing about models or training; it is plain files and the standard library.
+
+Over 500 lines because the run directory is one contract (status, records, checkpoints, evaluations, the listing)
+that every process reads and writes; split, its atomic-write and completeness rules would be repeated in each part.
 """
 
 from __future__ import annotations

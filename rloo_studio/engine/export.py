@@ -29,6 +29,9 @@ into an existing non-empty folder and never deletes anything the run or the pers
 in a fresh temporary folder beside the target and renamed into place when complete (only that
 temporary folder of its own is removed if the export fails). This module does not parse command lines
 and does not evaluate; it reads eval.json if `rloo-studio eval` wrote one.
+
+Over 500 lines because every format (adapter, merged, GGUF, script) writes the same model card from the same run
+through the same build-then-rename step; apart, they would repeat the card and the step.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ Generation and the training backward do not peak at the same moment, so the peak
 trainable state + the larger of (KV cache + generation logits) and (activations + training logits),
 plus the fixed overheads. Every rule of thumb is a named constant with its reason. Model shapes come
 from a `config.json` (local folder or hub cache) or from the built-in table `KNOWN_MODELS`.
+
+Over 500 lines because the estimate is one formula whose terms (weights, trainable state, KV cache, logits,
+activations, a local judge) each need their reason beside them, and shrink-to-fit walks the same terms.
 """
 
 from __future__ import annotations

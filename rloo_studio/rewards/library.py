@@ -12,6 +12,9 @@ names a version: a run records the hash of every reward file it trained with (`r
 The library is a folder of such files under the user's data folder (`library_dir`; RLOO_STUDIO_REWARDS_DIR
 overrides it), with the bundled templates (templates.py) listed beside them: list, search, save (import),
 duplicate, delete. Nothing here executes reward code in this process.
+
+Over 500 lines because a reward file is one format read, written, listed and checked here: its header's parsing and
+its rendering stay side by side, and the library's operations are a few lines each on top of them.
 """
 
 from __future__ import annotations

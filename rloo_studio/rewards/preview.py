@@ -16,6 +16,9 @@ values get exactly training's check (`runtime.check_reward_values`), so the verd
 `completion_ids` (the sampled ids, end token included, when the group brings them; see
 `written_completion_ids` for text), `trainer_state`, and every data column by name (`data.reward_columns`: the
 request's `columns`, the data's, and the prompt column, `prompt_column`, holding the prompt as written).
+
+Over 500 lines because the scoring and the child that runs it share the request and its limits; the child's side
+(start_scorer, score_in_child) belongs with the app's other children in workers/ and has not moved there yet.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ child process (`rloo-studio preview`) and scores them in another one with a time
 (`rewards.preview`). The code is kept as a draft on every change and copied into each run as
 rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
 and the pinned examples to the whole form (they score with the form's rewards and model).
+
+Over 500 lines: the tab's widgets, preview tables and pinned checks are one page; its scoring children (the standby
+scorers, score_written, sample_and_score) belong in workers/ and have not moved there yet.
 """
 
 from __future__ import annotations
