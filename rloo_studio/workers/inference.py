@@ -162,8 +162,7 @@ class InferenceWorker:
 
     @staticmethod
     def _as_error(event: dict, fallback: str) -> StudioError:
-        err = event.get("error") or {}
-        return StudioError(err.get("what") or fallback, err.get("why", ""), err.get("fix", ""))
+        return StudioError.from_dict(event.get("error"), fallback)
 
     def _send(self, request: dict, timeout_s: float) -> Iterator[dict]:
         if not self.alive:

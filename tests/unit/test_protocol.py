@@ -49,3 +49,14 @@ def test_a_failed_result_holds_only_its_problems_and_a_scored_one_no_problems():
     assert "problems" not in scored and ScoreResult.from_dict(scored).rows == [{"total": 1.0}]
     with pytest.raises(ValueError, match="unknown keys"):
         ScoreResult.from_dict({"rowz": []})
+
+
+def test_an_error_sent_by_another_process_reads_back_as_it_was_raised():
+    from rloo_studio.errors import RewardError, StudioError
+
+    sent = RewardError("`score` failed on line 3", "it divides by zero", "guard the division").as_dict()
+    read = RewardError.from_dict(sent)
+    assert type(read) is RewardError and read.message() == RewardError(sent["what"], sent["why"], sent["fix"]).message()
+    # A process that ended without saying what went wrong: the caller's words stand in for the what.
+    assert StudioError.from_dict(None, "the chat worker failed").message() == "the chat worker failed."
+    assert StudioError.from_dict({"why": "it crashed"}, "the chat worker failed").why == "it crashed"
