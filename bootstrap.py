@@ -435,7 +435,7 @@ def _pip(python: Path | str, *args: str) -> None:
 
 def self_check(python: Path | str) -> None:
     """After installing: an NVIDIA GPU that torch cannot use stops the setup (never a silent CPU fallback)."""
-    result = subprocess.run([str(python), "-m", "rloo_studio.hardware", "--self-check"], capture_output=True,
+    result = subprocess.run([str(python), "-m", "rloo_studio.machine.hardware", "--self-check"], capture_output=True,
                             text=True, encoding="utf-8", errors="replace",
                             env={**os.environ, "PYTHONUTF8": "1", "PYTHONWARNINGS": "ignore"})
     if result.returncode == 0:

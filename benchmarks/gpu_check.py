@@ -10,7 +10,7 @@
    `rloo-studio train` (same seed; warm-up steps, then measured steps) and reads from the run's
    metrics: the median step time after warm-up, completion tokens per second, and the peak memory
    the worker logged (`memory/peak_reserved_gib`). Prints the Unsloth / transformers ratios.
-3. Prints the memory estimate (`rloo_studio.vram`) next to each measured peak.
+3. Prints the memory estimate (`rloo_studio.machine.vram`) next to each measured peak.
 4. Fast generation (vLLM, `model.fast_generation: on`): where the fast environment exists (`python launch.py
    --setup-fast-generation`, or RLOO_STUDIO_FAST_PYTHON), the Unsloth run again from it, with the step time, the share of
    it spent generating (metrics' `time/generation` over `time/step`) and the peak memory beside the plain run; where it
@@ -40,7 +40,7 @@ from vram_calibrate import TINY, build_model
 sys.path.insert(0, str(ROOT))
 from rloo_studio.paths import fast_python  # noqa: E402
 from rloo_studio.step_time import mean_breakdown  # noqa: E402
-from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
+from rloo_studio.machine.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
 
 DEFAULT_MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "demo")
 

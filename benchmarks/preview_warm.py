@@ -24,7 +24,7 @@ from _common import ROOT, machine, save, table  # noqa: E402
 
 from rloo_studio import sandbox  # noqa: E402
 from rloo_studio.config import RunConfig  # noqa: E402
-from rloo_studio.inference_client import InferenceWorker  # noqa: E402
+from rloo_studio.workers.inference import InferenceWorker  # noqa: E402
 from rloo_studio.ui.rewards_tab import sample_and_score  # noqa: E402
 
 TARGET_WARM_S = 2.0  # the goal for a warm demo preview, click to table: the page should answer within a couple of seconds

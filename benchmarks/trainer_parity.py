@@ -62,7 +62,7 @@ def side_main(side: str, out: Path) -> None:
     from rloo_studio.config import RunConfig
     from rloo_studio.engine.model import choose_dtype
     from rloo_studio.engine.stack import import_training_stack
-    from rloo_studio.engine.train import RECORDED_DEVICE_KEYS, rloo_arguments, trainer_arguments
+    from rloo_studio.engine.trainer_args import RECORDED_DEVICE_KEYS, rloo_arguments, trainer_arguments
     from rloo_studio.presets import list_presets
 
     stack = import_training_stack("auto" if side == "unsloth" else "transformers")

@@ -8,7 +8,7 @@ For each model shape and setting (4-bit or bf16 LoRA; generations; completion le
 model from its configuration alone (random weights, saved once to a scratch folder) with a
 word-level tokenizer of the model's full vocabulary size (so the logits are as large as the real
 model's), runs two RLOO steps through `rloo-studio train`, reads the peak memory the worker logs
-(`memory/peak_reserved_gib`, torch's caching allocator) and prints it next to `rloo_studio.vram`'s
+(`memory/peak_reserved_gib`, torch's caching allocator) and prints it next to `rloo_studio.machine.vram`'s
 estimate. Random weights never emit the end token, so every completion runs to full length:
 the worst case the estimate is meant to cover. The estimate's CUDA-context line is left out of the
 comparison (torch's counters do not see it). Writes benchmarks/results/vram_calibrate{,_dry_run}.json
@@ -30,7 +30,7 @@ import yaml
 from _common import ROOT, machine, save, shown, table
 
 sys.path.insert(0, str(ROOT))
-from rloo_studio.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, ModelShape, Settings, estimate  # noqa: E402
+from rloo_studio.machine.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, ModelShape, Settings, estimate  # noqa: E402
 
 TINY = ModelShape("tiny-qwen3 (dry run)", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
                   intermediate_size=128, vocab_size=512, tie_embeddings=True)

@@ -11,6 +11,9 @@ those records back (`current`).
 
 Every threshold below is a named constant with the reason for its value. docs/alerts.md says
 what each alert means to the person.
+
+Over 500 lines because each alert rule stands beside its thresholds and the reasons for their values: a rule read
+apart from its reason would be a number without a why.
 """
 
 from __future__ import annotations

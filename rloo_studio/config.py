@@ -6,6 +6,9 @@ imports only the standard library, PyYAML and the batch arithmetic (`batching`),
 configs without loading torch. Checks that need other layers (which reward names exist, which keys TRL's
 `RLOOConfig` accepts, which columns a dataset has) are passed in by the caller —
 see `rloo_studio.engine.preflight`, which combines them so every problem is reported at once.
+
+Over 500 lines because each field carries its help, form label and default with its reason, and validation sees
+every section at once to report every problem together.
 """
 
 from __future__ import annotations
@@ -413,6 +416,17 @@ def local_judge_in_4bit() -> bool:
     return importlib.util.find_spec("bitsandbytes") is not None
 
 
+# Every config field that may name a local file or folder, by section (`rewards`: in each entry), with what it names:
+# a file, a folder (or a file), or an output folder. The one table RunConfig.with_absolute_paths walks, for the app
+# (a run's or a preview's config) and the engine (the run's saved config) alike.
+PATH_FIELDS: dict[str, dict[str, str]] = {
+    "model": {"name_or_path": "folder"},
+    "data": {"source": "file", "test_split": "file"},
+    "rewards": {"file": "file", "model": "folder", "judge": "folder"},
+    "output": {"runs_dir": "output"},
+}
+
+
 @dataclass
 class RunConfig:
     model: ModelConfig = _help("The model to fine-tune and how to load it.", default_factory=ModelConfig)
@@ -500,7 +514,7 @@ class RunConfig:
     def effective_rloo(self) -> dict:
         """Every trainer argument the config decides, with the value training passes to RLOOConfig: the config's own
         `rloo` value, else ours (RLOO_DEFAULTS), else TRL's (TRL_DEFAULTS). The one place these values are computed:
-        training passes all of them explicitly (engine/train.py, `rloo_arguments`), and the page, the memory estimate,
+        training passes all of them explicitly (engine/trainer_args.py, `rloo_arguments`), and the page, the memory estimate,
         the time trial, the exported script and the docs read them here. The run folder records what the trainer made
         of them (trainer_args.json)."""
         return {**TRL_DEFAULTS, **RLOO_DEFAULTS, **copy.deepcopy(self.rloo)}
@@ -524,6 +538,30 @@ class RunConfig:
     def resolve_path(self, value: str) -> Path:
         path = Path(value).expanduser()
         return path if path.is_absolute() else Path(self.base_dir) / path
+
+    def with_absolute_paths(self, base_dir: str | Path, keep: tuple[str, ...] = ()) -> "RunConfig":
+        """A copy to be saved in `base_dir` that reads the same files from there: every field of PATH_FIELDS whose
+        relative value names an existing file or folder (in this config's folder first, then the current directory,
+        as the loaders look) becomes absolute; hub ids, split names, `demo` and judge servers stay as they are;
+        `output.runs_dir` is always made absolute from the current directory (where `rloo-studio runs` looks).
+        `keep`: values left as written (the run's own reward copy, written beside the saved config)."""
+        out = RunConfig.from_dict(self.to_dict(), base_dir=base_dir)
+
+        def absolute(value: Any, kind: str) -> Any:
+            if not isinstance(value, str) or not value or value == "demo" or value in keep:
+                return value
+            if kind == "output":
+                return str(Path(value).expanduser().resolve())
+            for candidate in (self.resolve_path(value), Path(value).expanduser()):
+                if candidate.is_file() if kind == "file" else candidate.exists():
+                    return str(candidate.resolve())
+            return value
+
+        for section, names in PATH_FIELDS.items():
+            for part in (out.rewards if section == "rewards" else [getattr(out, section)]):
+                for name, kind in names.items():
+                    setattr(part, name, absolute(getattr(part, name), kind))
+        return out
 
     # ---- validation -----------------------------------------------------------------------
     def validate(self, rloo_fields: Mapping[str, Any] | None = None, num_processes: int = 1) -> list[str]:
@@ -591,15 +629,19 @@ class RunConfig:
         problems.extend(self._validate_rloo(rloo_fields, num_processes))
         return problems
 
+    def unknown_rloo_keys(self, rloo_fields: Mapping[str, Any]) -> list[str]:
+        """The `rloo` keys that are no option of trl.RLOOConfig (`rloo_fields`: its keys), as problems: the one check
+        `validate` leaves to the training worker once TRL is imported (importing it costs the app seconds)."""
+        return [f"rloo.{key}: not an option of trl.RLOOConfig{did_you_mean(key, rloo_fields)}"
+                for key in self.rloo if key not in rloo_fields and key not in RLOO_RESERVED]
+
     def _validate_rloo(self, rloo_fields: Mapping[str, Any] | None, num_processes: int) -> list[str]:
         problems: list[str] = []
         for key, reason in RLOO_RESERVED.items():
             if key in self.rloo:
                 problems.append(f"rloo.{key}: cannot be set here ({reason})")
         if rloo_fields is not None:
-            for key in self.rloo:
-                if key not in rloo_fields and key not in RLOO_RESERVED:
-                    problems.append(f"rloo.{key}: not an option of trl.RLOOConfig{did_you_mean(key, rloo_fields)}")
+            problems.extend(self.unknown_rloo_keys(rloo_fields))
         value = lambda k: self.rloo_value(k, rloo_fields)  # noqa: E731
 
         def as_number(key):

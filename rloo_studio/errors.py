@@ -26,8 +26,15 @@ class StudioError(Exception):
         return "\n".join(parts)
 
     def as_dict(self) -> dict:
-        """The form stored in status.json's `error` field."""
+        """The form stored in status.json's `error` field, and sent over a pipe."""
         return {"what": self.what, "why": self.why, "fix": self.fix, "type": type(self).__name__}
+
+    @classmethod
+    def from_dict(cls, error: dict | None, fallback: str = "it failed") -> "StudioError":
+        """An error read back from `as_dict`'s form (another process's), as this class; `fallback` is the what when
+        the dict has none (a process that ended without saying)."""
+        error = error or {}
+        return cls(error.get("what") or fallback, error.get("why") or "", error.get("fix") or "")
 
 
 class ConfigError(StudioError):

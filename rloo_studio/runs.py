@@ -8,6 +8,9 @@ Writers append whole lines and flush; readers skip an incomplete last line, so a
 never sees half a record even while a worker is writing or after it was killed. status.json
 is replaced atomically (temp file + rename). This module never deletes anything a run wrote.
 It knows nothing about models or training; it is plain files and the standard library.
+
+Over 500 lines because the run directory is one contract (status, records, checkpoints, evaluations, the listing)
+that every process reads and writes; split, its atomic-write and completeness rules would be repeated in each part.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 ALERTS_FILE = "alerts.jsonl"  # health alerts the worker raised (see alerts.py): one line when each begins and ends
 LOG_FILE = "train.log"
-# The trainer arguments as the built trainer holds them (engine/train.py, record_trainer_arguments): what ran, on either backend
+# The trainer arguments as the built trainer holds them (engine/trainer_args.py, record_trainer_arguments): what ran, on either backend
 TRAINER_ARGS_FILE = "trainer_args.json"
 # Set by the app to the run directory whose train.log already receives the worker's output.
 LOG_CAPTURED_ENV = "RLOO_STUDIO_LOG_CAPTURED"

@@ -128,7 +128,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
             scorer = start_scorer()
             sampled = sample([train[i] for i in indices], seed + number)
             request = scoring_request(cfg, sampled, source)
-            request["probes"] = number == 0  # the hack probes once: they are about the rewards, not the prompts
+            request.probes = number == 0  # the hack probes once: they are about the rewards, not the prompts
             result = score_in_child(request, timeout_s=timeout_s, proc=scorer)
             _add_batch(records, indices, train, result)
             if number == 0:

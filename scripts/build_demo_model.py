@@ -4,7 +4,7 @@
     python scripts/build_demo_model.py --out /tmp/demo-check   # build elsewhere, e.g. to compare
 
 Steps (CPU only, deterministic for --seed):
-1. generate disjoint test / RL-train / SFT problem sets (rloo_studio.demo_task);
+1. generate disjoint test / RL-train / SFT problem sets (rloo_studio.demo.task);
 2. build a character tokenizer (<think>, </think> as single tokens; Qwen3-style chat template)
    and a small Llama-architecture model with random weights;
 3. supervised fine-tuning on `<think>47+28</think>75` completions (loss on the completion only),
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rloo_studio.demo_task import make_splits  # noqa: E402
+from rloo_studio.demo.task import make_splits  # noqa: E402
 
 MODEL_SHAPE = dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384, max_position_embeddings=256)
 
@@ -49,7 +49,7 @@ def parse_args(argv=None):
     p.add_argument("--target-accuracy", type=float, default=0.30)
     p.add_argument("--min-format", type=float, default=0.85)
     p.add_argument("--slip-rate", type=float, default=0.55,
-                   help="share of SFT answers written with the demo's systematic slip (rloo_studio.demo_task.slipped_answer)")
+                   help="share of SFT answers written with the demo's systematic slip (rloo_studio.demo.task.slipped_answer)")
     p.add_argument("--test-size", type=int, default=None,
                    help="score the finished model on the first N test problems only (default: all; a short check build needs few)")
     p.add_argument("--snapshots", action="store_true", help="also save the model at every check under OUT/snapshots/step-N")
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     import torch
     import transformers
 
-    from rloo_studio.tinymodel import build_char_tokenizer
+    from rloo_studio.demo.tinymodel import build_char_tokenizer
 
     started = time.time()
     torch.manual_seed(args.seed)

@@ -48,7 +48,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     """A 2-layer Llama-architecture model with a character tokenizer that has <think>/</think> tokens."""
     def build(folder: Path) -> None:
         # Built in a child process so that this test process never imports transformers before unsloth.
-        code = ("import sys; from rloo_studio.tinymodel import build_tiny_model; "
+        code = ("import sys; from rloo_studio.demo.tinymodel import build_tiny_model; "
                 f"build_tiny_model({str(folder)!r}, architecture='llama')")
         run_code(code, stack="plain", check=True, cwd=ROOT, timeout=300)
     return built_once(tmp_path_factory, "tiny-model", build)

@@ -39,6 +39,10 @@ one JSON object per line with `--events`, which is what the app reads):
 
 The base side appears once whatever the number of checkpoints; with k samples a side counts to
 k × prompts. `plan` comes first, `done` last.
+
+Over 500 lines because one evaluation is one procedure (choosing checkpoints, sampling every side, scoring, the
+paired intervals and the cross-fitted verdict, its progress events) whose parts share the sides and the report they
+fill in.
 """
 
 from __future__ import annotations

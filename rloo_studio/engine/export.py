@@ -29,6 +29,9 @@ into an existing non-empty folder and never deletes anything the run or the pers
 in a fresh temporary folder beside the target and renamed into place when complete (only that
 temporary folder of its own is removed if the export fails). This module does not parse command lines
 and does not evaluate; it reads eval.json if `rloo-studio eval` wrote one.
+
+Over 500 lines because every format (adapter, merged, GGUF, script) writes the same model card from the same run
+through the same build-then-rename step; apart, they would repeat the card and the step.
 """
 
 from __future__ import annotations
@@ -271,7 +274,7 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
 
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
     from .. import data as data_module
-    from ..distributed import accelerate_config_yaml, launch_command
+    from ..machine.distributed import accelerate_config_yaml, launch_command
 
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
     # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.

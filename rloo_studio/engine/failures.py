@@ -23,7 +23,7 @@ def out_of_memory_error(step, cfg: RunConfig | None = None, device_gib: float | 
            "or keep model.gradient_checkpointing: true; `rloo-studio estimate CONFIG` shows what each costs")
     if cfg is not None:
         try:
-            from ..vram import estimate_config, shrink_to_fit
+            from ..machine.vram import estimate_config, shrink_to_fit
 
             est = estimate_config(cfg, device_gib)
             if est is not None:

@@ -1,6 +1,6 @@
 """The inference worker process: holds one loaded model and answers chat requests over pipes.
 
-Started by `rloo_studio.inference_client.InferenceWorker` as `python -m rloo_studio.engine.inference_worker`.
+Started by `rloo_studio.workers.inference.InferenceWorker` as `python -m rloo_studio.engine.inference_worker`.
 It reads one JSON request per line on stdin and writes JSON events, one per line, on a private
 copy of stdout; the real stdout is pointed at stderr first, so that a library printing to stdout
 (Unsloth does) can never corrupt the protocol. Requests:

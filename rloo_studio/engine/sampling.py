@@ -98,7 +98,7 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
 
 def preview_out_of_memory(cfg: RunConfig, num_prompts: int, exc: BaseException) -> OutOfMemory:
     """Sampling ran out of memory: say how big the generation batch was and what makes it smaller."""
-    from ..vram import estimate_config
+    from ..machine.vram import estimate_config
 
     k = int(cfg.rloo_value("num_generations"))
     why = (f"the preview generates {num_prompts} prompts × {k} completions × up to "

@@ -1,18 +1,22 @@
 """The training worker: one RLOO run, from a checked config to a finished run directory.
 
 `run_training` is exactly what `rloo-studio train` executes (the app starts that same command in a
-child process, rloo_studio/jobs.py). It writes the run directory as the contract says:
+child process, rloo_studio/workers/jobs.py). It writes the run directory as the contract says:
 config.yaml, reward source copies, status.json, metrics.jsonl (every logged key), samples.jsonl,
 alerts.jsonl (health alerts, engine/health.py), train.log, checkpoints and the final adapter. A stop request (the STOP file or SIGINT/SIGTERM)
 ends training after the current step with a checkpoint and the adapter saved. It does not
-parse command lines or print for people; the CLI does that.
+parse command lines or print for people; the CLI does that. What the trainer is built with is in
+engine/trainer_args.py, the run directory's preparation in engine/run_folder.py.
+
+Over 500 lines because the run loop is one sequence whose order matters (the checks before torch, the
+stop and failure handling wrapped around TRL's `train()`, the callbacks that write the run directory as
+it goes): cut further, its steps would be read in several files to follow one run.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import sys
 import time
@@ -22,15 +26,17 @@ from pathlib import Path
 from .. import runs
 from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
 from ..config import RunConfig
-from ..errors import ConfigError, DataError, RewardError, StudioError
-from ..distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
+from ..errors import ConfigError, RewardError, StudioError
+from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
 from ..alerts import RunFacts
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler
 from . import fast_generation
-from .fast_generation import FastGeneration
 from .health import HealthWatch, roll_back
 from .preflight import format_findings, preflight, prompt_hints, prompt_warnings
+from .run_folder import prepare_run_dir, resolved_config, save_resumed_config
+from .trainer_args import (check_prompt_lengths, keep_adapters_in_fp32, record_trainer_arguments, restore_trained_adapter,
+                           rloo_arguments, trainer_arguments)
 
 log = logging.getLogger("rloo_studio.train")
 
@@ -62,82 +68,6 @@ class _Tee:
         return getattr(self.stream, name)
 
 
-def prepare_run_dir(cfg: RunConfig, run_dir: str | Path | None) -> Path:
-    """Create the run directory and write the resolved config, reward-source copies and (for data a scan filtered) the scan record into it."""
-    if run_dir is None:
-        name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name
-        # Relative to the current directory, where `rloo-studio runs`, `eval runs/<id>` and the app look.
-        path = runs.create_run_dir(Path(cfg.output.runs_dir).expanduser().resolve(), name)
-    else:
-        path = Path(run_dir)
-        # The app creates the folder first (status `queued`, its config and reward code) so the run
-        # shows at once; anything else already in the folder belongs to another run.
-        queued_by_app = runs.read_status(path).get("state") == "queued"
-        if path.exists() and any(path.iterdir()) and not queued_by_app:
-            raise StudioError(f"--run-dir {path} already exists and is not empty",
-                              "a run directory holds exactly one run, and nothing a run wrote is overwritten",
-                              f"choose a new folder, or continue that run with --resume {path}")
-        path.mkdir(parents=True, exist_ok=True)
-    resolved = resolved_config(cfg, path)
-    resolved.save(path / runs.CONFIG_FILE)
-    from ..rewards.library import record_run_rewards
-
-    # Which reward files trained the run, by content hash (a library reward's version): rewards.json.
-    record_run_rewards(path, [(cfg.resolve_path(a.file), path / b.file) for a, b in zip(cfg.rewards, resolved.rewards) if a.file])
-    from ..scan import copy_scan_record
-
-    copy_scan_record(resolved.data.source, path)  # data filtered by a scan: the run keeps which prompts and why
-    return path
-
-
-def resolved_config(cfg: RunConfig, run_dir: Path) -> RunConfig:
-    """A copy of `cfg` that reproduces the run from inside `run_dir`: reward files copied in, paths absolute."""
-    out = RunConfig.from_dict(cfg.to_dict(), base_dir=run_dir)
-    def found(value: str) -> Path | None:
-        """The file or folder the loaders would use (config folder first, then the current directory)."""
-        for candidate in (cfg.resolve_path(value), Path(value).expanduser()):
-            if candidate.exists():
-                return candidate.resolve()
-        return None
-
-    if cfg.model.name_or_path != "demo" and found(cfg.model.name_or_path):
-        out.model.name_or_path = str(found(cfg.model.name_or_path))
-    for attr in ("source", "test_split"):
-        value = getattr(cfg.data, attr)
-        if value and value != "demo" and found(value) and found(value).is_file():
-            setattr(out.data, attr, str(found(value)))
-    out.output.runs_dir = str(Path(cfg.output.runs_dir).expanduser().resolve())
-    copied: dict[str, str] = {}
-    for spec_in, spec_out in zip(cfg.rewards, out.rewards):
-        if spec_in.file:
-            source = cfg.resolve_path(spec_in.file).resolve()
-            if str(source) not in copied:
-                if source.parent == run_dir.resolve():  # already the run's copy (e.g. on resume): keep it
-                    target = source.name
-                else:
-                    target = runs.REWARDS_FILE if not copied else f"rewards_{len(copied) + 1}_{source.stem}.py"
-                    stem = Path(target).stem
-                    n = 2
-                    # Never overwrite a different copy the run already has: nothing a run wrote is lost.
-                    while (run_dir / target).exists() and (run_dir / target).read_bytes() != source.read_bytes():
-                        target, n = f"{stem}.{n}.py", n + 1
-                    shutil.copyfile(source, run_dir / target)
-                copied[str(source)] = target
-            spec_out.file = copied[str(source)]
-    return out
-
-
-def _save_resumed_config(cfg: RunConfig, run_dir: Path) -> None:
-    """On resume with changed settings (e.g. more steps), keep the old config.yaml beside the new one."""
-    config_path = run_dir / runs.CONFIG_FILE
-    new_text = resolved_config(cfg, run_dir).to_yaml()
-    old_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
-    if new_text != old_text:
-        if old_text:
-            (run_dir / f"config.before-resume-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(old_text, encoding="utf-8")
-        config_path.write_text(new_text, encoding="utf-8")
-
-
 def _set_beta(trainer, cfg: RunConfig, run_dir: Path, beta: float) -> None:
     """alerts.on_hacking: raise_beta. TRL reads `trainer.beta` at every generation (with LoRA the reference is the
     adapter switched off, so a run started with beta 0 can take one); the run's config.yaml gets the value, the old
@@ -149,67 +79,6 @@ def _set_beta(trainer, cfg: RunConfig, run_dir: Path, beta: float) -> None:
         (run_dir / f"config.before-raise-beta-{time.strftime('%Y%m%d-%H%M%S')}.yaml").write_text(
             config_path.read_text(encoding="utf-8"), encoding="utf-8")
     config_path.write_text(resolved_config(cfg, run_dir).to_yaml(), encoding="utf-8")
-
-
-def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str, fast: FastGeneration | None = None) -> dict:
-    """Keyword arguments for trl.RLOOConfig: every effective value of the config (`RunConfig.effective_rloo`, each key
-    explicit: Unsloth's patched RLOOConfig fills the unset ones with its own defaults), the precision of the device and
-    the loaded weights, the fast-generation switches when vLLM samples, and the run's paths."""
-    args = cfg.effective_rloo()
-    if fast is not None:
-        args.update(fast_generation.trainer_arguments(fast, stack.backend))
-    if not stack.cuda:
-        args.update(use_cpu=True, bf16=False, fp16=False)
-    else:
-        args.update(bf16=dtype == "bfloat16", fp16=dtype == "float16")
-    # TRL's default is True; the model section decides (Unsloth also gets it at load time).
-    args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
-    args.update(cfg.rloo)  # a config's own precision or checkpointing settings win, as they always did
-    args["output_dir"] = str(run_dir / runs.CHECKPOINTS_DIR)
-    args.setdefault("save_strategy", "steps")
-    return args
-
-
-# The trainer arguments trainer_args.json records, read back from the trainer (`trainer.args`) after it was built: the
-# effective values (RunConfig.effective_rloo) and what the device decides (precision), as the trainer saw them.
-RECORDED_DEVICE_KEYS = ("use_cpu", "bf16", "fp16", "gradient_checkpointing")
-
-
-def trainer_arguments(trainer_args, keys) -> dict:
-    """The values of `keys` on a built trainer's `args` (TRL's RLOOConfig, or Unsloth's in its place), as JSON: enums by
-    their names, derived values included (steps_per_generation, generation_batch_size, the world size)."""
-    out = {}
-    for key in keys:
-        # Enums by their names (OptimizerNames.ADAMW_TORCH_FUSED -> "adamw_torch_fused"), as a config writes them.
-        out[key] = _json_value(getattr(trainer_args, key, None))
-    out["world_size"] = getattr(trainer_args, "world_size", 1)
-    return out
-
-
-def record_trainer_arguments(trainer, passed: dict, run_dir: Path) -> dict:
-    """Write trainer_args.json: every argument in `passed` (what `rloo_arguments` gave RLOOConfig) as the built trainer
-    holds it, the trainer's and its config's class, and each value the trainer holds differently from what was passed
-    (`changed`: Unsloth's trainer decides mixed precision itself in its __init__). The page and the trial read it."""
-    keys = sorted((set(passed) | set(RECORDED_DEVICE_KEYS)) - {"output_dir", "reward_weights"})
-    held = trainer_arguments(trainer.args, keys)
-    changed = {key: [_json_value(passed[key]), held[key]] for key in keys if key in passed and _differs(key, passed[key], held[key])}
-    record = {"trainer": type(trainer).__name__, "config_class": f"{type(trainer.args).__module__}.{type(trainer.args).__name__}",
-              "args": held, "changed": changed}
-    runs.write_json_atomic(run_dir / runs.TRAINER_ARGS_FILE, record)
-    return record
-
-
-def _differs(key: str, given, held) -> bool:
-    """Whether the trainer holds another value than it was given. None asks TRL to derive the value (steps_per_generation,
-    generation_batch_size), and transformers writes report_to "none" as an empty list: neither is a change."""
-    if given is None or (key == "report_to" and given == "none" and held == []):
-        return False
-    return _json_value(given) != held
-
-
-def _json_value(value):
-    value = getattr(value, "value", value)
-    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else str(value)
 
 
 def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, plan: BatchPlan, health=None):
@@ -363,48 +232,6 @@ def _name_checkpoint_on_disk_full(trainer, run_dir: Path) -> None:
     trainer._save_checkpoint = save_checkpoint
 
 
-def restore_trained_adapter(model, checkpoint: Path) -> bool:
-    """Load the adapter a checkpoint saved at its top level into the model's active adapter; True when it did.
-
-    transformers 5.17's `Trainer._load_from_checkpoint` loads a PEFT checkpoint's adapters from its
-    sub-folders when it has any, and then not the active adapter saved beside them. TRL 1.15's
-    RLOOTrainer adds a frozen "ref" adapter (the KL reference: a copy of the adapter before training),
-    saved in checkpoint-N/ref/, so a resume loaded only that one and went on training the freshly
-    initialised adapter with step N's optimizer state: the steps trained before the stop were lost.
-    PEFT loads an existing adapter's weights in place (set_peft_model_state_dict copies into the
-    tensors), so the parameters stay the ones the optimizer is built on, in their dtype (fp32).
-    Loading it again where transformers already did is harmless: the same values.
-    """
-    checkpoint = Path(checkpoint)
-    if not hasattr(model, "load_adapter") or not getattr(model, "active_adapters", None):
-        return False
-    if not any((checkpoint / name).is_file() for name in runs.ADAPTER_WEIGHT_FILES):
-        return False
-    active = model.active_adapters[0]
-    model.load_adapter(str(checkpoint), active, is_trainable=True)
-    model.set_adapter(active)
-    return True
-
-
-def keep_adapters_in_fp32(model, torch) -> int:
-    """Cast trainable LoRA parameters that are in 16-bit back to fp32; returns how many were cast.
-
-    TRL 1.15's RLOOTrainer.__init__ casts every trainable parameter of a quantised (4-bit) model to
-    bf16 ("if _is_quantized_model: ... param.data.to(torch.bfloat16)"), following the QLoRA paper.
-    An Adam update of lr 5e-6 on a weight of ~0.05 is 1e-4 of it, below bf16's rounding step (2^-8):
-    most such updates are lost. PEFT keeps adapters in fp32 by default (`autocast_adapter_dtype=True`
-    in get_peft_model), and so do we; the optimizer is created later, in train(), so it sees fp32.
-    (Unsloth's patched trainer on a GPU removes that TRL cast itself: unsloth/models/rl.py rewrites
-    `if _is_quantized_model:` to `if False:`.)
-    """
-    cast = 0
-    for name, param in model.named_parameters():
-        if param.requires_grad and "lora_" in name and param.dtype in (torch.bfloat16, torch.float16):
-            param.data = param.data.to(torch.float32)
-            cast += 1
-    return cast
-
-
 def record_trained_advantages(trainer, recorder, torch) -> None:
     """Hand TRL's own advantages (and each completion's KL penalty) of every generation batch to `recorder`.
 
@@ -510,7 +337,8 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     rows = preflight(cfg, num_processes=processes)  # cheap checks first: a typo should not wait for torch to import
     fast = fast_generation.for_run(cfg)  # before the stack: Standby is read by `import unsloth`
     stack = import_training_stack(cfg.model.backend)
-    problems = cfg.validate(rloo_config_fields(), processes)  # now also: are the `rloo` keys real RLOOConfig options?
+    # Validated once, in preflight; what it could not check without TRL: are the `rloo` keys real RLOOConfig options?
+    problems = cfg.unknown_rloo_keys(rloo_config_fields())
     if problems:
         raise ConfigError(problems, "the run config")
     if processes > 1 and stack.cuda:
@@ -523,7 +351,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     if resume:
         run_dir = Path(run_dir)  # type: ignore[arg-type]
         if main:
-            _save_resumed_config(cfg, run_dir)
+            save_resumed_config(cfg, run_dir)
     elif main:
         run_dir = prepare_run_dir(cfg, run_dir)
     else:  # other ranks write nothing; the launcher created the directory and names it (--run-dir, or the environment)
@@ -691,25 +519,6 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: Run
         runs.update_status(run_dir, state="failed", pid=None, error=err.as_dict())
     except OSError as write_error:
         print(f"[rloo-studio] could not record the failure in {runs.STATUS_FILE}: {write_error}", file=sys.__stderr__, flush=True)
-
-
-def check_prompt_lengths(prompts, tokenizer, cfg: RunConfig) -> None:
-    """Refuse prompts that leave no room for the completion within model.max_seq_length (tokenised as TRL tokenises them)."""
-    from .generate import chat_template_kwargs, prompt_token_ids
-
-    room = cfg.model.max_seq_length - int(cfg.rloo_value("max_completion_length"))
-    lengths = [len(ids) for ids in prompt_token_ids(list(prompts), tokenizer, chat_template_kwargs(cfg))]
-    too_long = [i + 1 for i, n in enumerate(lengths) if n > room]
-    if too_long:
-        longest = max(range(len(lengths)), key=lengths.__getitem__)
-        shown = ", ".join(map(str, too_long[:10])) + (" ..." if len(too_long) > 10 else "")
-        raise DataError(
-            f"{len(too_long)} prompt(s) are longer than the {room} tokens left for them (training rows {shown}; the longest, "
-            f"row {longest + 1}, has {lengths[longest]} tokens)",
-            f"model.max_seq_length ({cfg.model.max_seq_length}) must hold the prompt and rloo.max_completion_length "
-            f"({cfg.rloo_value('max_completion_length')}) together",
-            "raise model.max_seq_length (more memory), lower rloo.max_completion_length, or shorten or drop those prompts",
-        )
 
 
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:

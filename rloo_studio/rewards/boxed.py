@@ -115,7 +115,7 @@ class RewardBox:
         """Load a reward file in the child (checked as `rewards.user.load_reward_file` checks it); its function names."""
         answer = self._ask({"load": str(path), "names": names, "extra": list(extra_args)})
         if "error" in answer:
-            raise RewardError(**answer["error"])
+            raise RewardError.from_dict(answer["error"])
         if "ended" in answer:
             raise RewardError(f"the reward sandbox ended while loading {Path(path).name} (exit code {answer['ended']})",
                               "; ".join(answer["stderr"]) or "it printed nothing",
@@ -237,7 +237,7 @@ def _serve() -> None:
             try:
                 loaded = load_reward_file(request["load"], request.get("names"), tuple(request.get("extra") or ()))
             except StudioError as exc:
-                answer({"error": {"what": exc.what, "why": exc.why, "fix": exc.fix}})
+                answer({"error": exc.as_dict()})
                 continue
             for name, fn in loaded.items():
                 functions[name] = (fn, request["load"])

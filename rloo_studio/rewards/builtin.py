@@ -15,6 +15,9 @@ the tags then read ``<think>`` + completion (`seen_completion`), the text as the
 completion cut off mid-thought is an unclosed thought, with no answer, as it would be had the
 model written the tag. One parameter per builtin, filled in by the caller (`build_rewards`), so
 TRL's completions themselves stay as TRL makes them.
+
+Over 500 lines because each builtin carries its >>> examples and parameter checks, and all share one reading of a
+completion (its thinking, its final answer, its numbers).
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ call time and never written anywhere. Calls are batched, cached by (rubric, prom
 within a training step, and bounded by the entry's time limit; a judge that cannot be reached, or
 that answers without a usable score for a whole batch, stops with an error saying what to do.
 This module imports torch and transformers only inside the local judge's loader.
+
+Over 500 lines because a judge is one reward with two backends (a local model, a server) that read the reply, time
+out and check themselves alike, and its cost per step is counted from those same calls.
 """
 
 from __future__ import annotations

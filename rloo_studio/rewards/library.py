@@ -12,6 +12,9 @@ names a version: a run records the hash of every reward file it trained with (`r
 The library is a folder of such files under the user's data folder (`library_dir`; RLOO_STUDIO_REWARDS_DIR
 overrides it), with the bundled templates (templates.py) listed beside them: list, search, save (import),
 duplicate, delete. Nothing here executes reward code in this process.
+
+Over 500 lines because a reward file is one format read, written, listed and checked here: its header's parsing and
+its rendering stay side by side, and the library's operations are a few lines each on top of them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RewardError
+from ..protocol import ScoreRequest, WrittenShape
 from ..runs import REWARDS_FILE, slugify, write_json_atomic
 
 HEADER = "REWARD"
@@ -448,22 +452,22 @@ def column_problems(reward: RewardFile, dataset_columns: list[str]) -> list[str]
             f"(its columns: {', '.join(dataset_columns)})" for c in reward.columns if c not in dataset_columns]
 
 
-def examples_request(reward: RewardFile, cfg=None) -> dict:
+def examples_request(reward: RewardFile, cfg=None) -> ScoreRequest:
     """The scoring request of the pinned examples: each a one-completion group, scored with the file's functions and
     default weights; with a run config, shaped as its training shapes the data (chat or plain) with its tokenizer."""
     from ..config import RewardSpec
 
-    request = {"groups": [{"prompt": ex["prompt"], "row": dict(ex.get("columns") or {}), "completions": [ex["completion"]]}
-                          for ex in reward.examples],
-               "num_generations": 1, "probes": False, "source": reward.source, "tokenizer": None,
-               "rewards": [dict(RewardSpec(file=REWARDS_FILE, function=fn, weight=reward.weights[fn]).__dict__)
-                           for fn in reward.functions]}
+    request = ScoreRequest(
+        groups=[{"prompt": ex["prompt"], "row": dict(ex.get("columns") or {}), "completions": [ex["completion"]]}
+                for ex in reward.examples],
+        num_generations=1, probes=False, source=reward.source,
+        rewards=[dict(RewardSpec(file=REWARDS_FILE, function=fn, weight=reward.weights[fn]).__dict__) for fn in reward.functions])
     if cfg is not None:
         from .preview import tokenizer_source
 
-        request.update(data={"prompt_format": cfg.data.prompt_format, "system_prompt": cfg.data.system_prompt},
-                       chat_template_kwargs=cfg.chat_template_kwargs(),
-                       tokenizer=tokenizer_source(cfg.model.name_or_path, cfg.base_dir))
+        request.written = WrittenShape(prompt_format=cfg.data.prompt_format, system_prompt=cfg.data.system_prompt)
+        request.chat_template_kwargs = cfg.chat_template_kwargs()
+        request.tokenizer = tokenizer_source(cfg.model.name_or_path, cfg.base_dir)
     return request
 
 

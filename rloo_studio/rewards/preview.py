@@ -16,6 +16,9 @@ values get exactly training's check (`runtime.check_reward_values`), so the verd
 `completion_ids` (the sampled ids, end token included, when the group brings them; see
 `written_completion_ids` for text), `trainer_state`, and every data column by name (`data.reward_columns`: the
 request's `columns`, the data's, and the prompt column, `prompt_column`, holding the prompt as written).
+
+Over 500 lines because the scoring and the child that runs it share the request and its limits; the child's side
+(start_scorer, score_in_child) belongs with the app's other children in workers/ and has not moved there yet.
 """
 
 from __future__ import annotations
@@ -28,9 +31,8 @@ import sys
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 from ..config import RewardSpec
@@ -38,6 +40,7 @@ from ..data import build_prompt, reward_kwargs, use_chat_format
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..procs import PIPE, Child
+from ..protocol import ScoreRequest, ScoreResult, WrittenShape
 from ..runs import REWARDS_FILE
 from .asks import check_asks
 from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
@@ -201,21 +204,32 @@ class _TokenizerOnDemand:
         return self._tokenizer
 
 
-def scoring_request(cfg, sampled: dict, source: str | None = None) -> dict:
+def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreRequest:
     """The request `score` takes for completions of a run's config: `sampled` is what
     `engine.sampling.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
-    `num_generations` there wins over the config's, for hand-written completions),
+    `num_generations` there wins over the config's, for pasted completions),
     `source` the editor's reward code, if any. The run's β, normalisation and chat-template options
     come along, so the preview says what training will add to these advantages."""
-    return {"groups": sampled["groups"], "num_generations": int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
-            "conversational": bool(sampled.get("conversational")), "tokenizer": sampled.get("tokenizer"),
-            "think_end_token_id": sampled.get("think_end_token_id"), "prompt_opens_think": sampled.get("prompt_opens_think"),
-            "prompt_column": cfg.data.prompt_column,
-            "rewards": [dict(s.__dict__) for s in cfg.rewards], "base_dir": str(cfg.base_dir), "source": source,
-            "chat_template_kwargs": cfg.chat_template_kwargs(),
-            "beta": cfg.rloo_value("beta"), "normalize_advantages": cfg.rloo_value("normalize_advantages"),
-            "reward_clip_range": cfg.rloo_value("reward_clip_range"),
-            "system_prompt": cfg.data.system_prompt}  # for the prompt <-> reward check: pasted prompts come without it
+    return ScoreRequest(
+        groups=sampled["groups"], num_generations=int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
+        conversational=bool(sampled.get("conversational")), tokenizer=sampled.get("tokenizer"),
+        think_end_token_id=sampled.get("think_end_token_id"), prompt_opens_think=sampled.get("prompt_opens_think"),
+        prompt_column=cfg.data.prompt_column, rewards=[dict(s.__dict__) for s in cfg.rewards], base_dir=str(cfg.base_dir),
+        source=source, chat_template_kwargs=cfg.chat_template_kwargs(), beta=cfg.rloo_value("beta"),
+        normalize_advantages=cfg.rloo_value("normalize_advantages"), reward_clip_range=cfg.rloo_value("reward_clip_range"),
+        system_prompt=cfg.data.system_prompt)  # for the prompt <-> reward check: pasted prompts come without it
+
+
+def written_request(cfg, groups: list, source: str | None, columns: Sequence[str] = ()) -> ScoreRequest:
+    """The request for hand-written prompts and completions (pinned examples: one completion a group), shaped as
+    `cfg`'s training shapes its data (chat or plain, its system prompt, its tokenizer's ids): the pinned road's
+    `scoring_request`. `columns`: the data's columns, which reach the rewards by name as in training."""
+    return ScoreRequest(
+        groups=groups, num_generations=1, rewards=[dict(s.__dict__) for s in cfg.rewards], base_dir=str(cfg.base_dir),
+        source=source, columns=list(columns), prompt_column=cfg.data.prompt_column,
+        written=WrittenShape(prompt_format=cfg.data.prompt_format, system_prompt=cfg.data.system_prompt),
+        chat_template_kwargs=cfg.chat_template_kwargs(), probes=False,
+        tokenizer=tokenizer_source(cfg.model.name_or_path, cfg.base_dir))
 
 
 @contextmanager
@@ -229,49 +243,50 @@ def _editor_code_folder(source: str) -> Iterator[str]:
         yield folder
 
 
-def score(request: dict) -> dict:
-    """Score in this process (the child calls this). See the module docstring for the request and result."""
-    if request.get("source") is None:
-        return _score(request)
-    with _editor_code_folder(request["source"]) as folder:
-        return _score({**request, "base_dir": folder})
+def score(request: ScoreRequest | dict) -> dict:
+    """Score in this process (the child calls this): a ScoreResult's dict. See the module docstring."""
+    request = ScoreRequest.of(request)
+    if request.source is None:
+        return _score(request).to_dict()
+    with _editor_code_folder(request.source) as folder:
+        return _score(replace(request, base_dir=folder)).to_dict()
 
 
-def _score(request: dict) -> dict:
+def _score(request: ScoreRequest) -> ScoreResult:
     from . import build_rewards
     from .judge import PROBE_PROMPTS, judge_checks
 
-    groups = request["groups"]
-    k = int(request["num_generations"])
-    conversational = bool(request.get("conversational"))
-    base_dir = request.get("base_dir", ".")
-    specs = [RewardSpec(**s) for s in request["rewards"]]
-    prompt_column = request.get("prompt_column")
+    groups = request.groups
+    k = int(request.num_generations)
+    conversational = bool(request.conversational)
+    base_dir = request.base_dir
+    specs = [RewardSpec(**s) for s in request.rewards]
+    prompt_column = request.prompt_column
     if prompt_column:  # the prompt column reaches rewards by its name too, as written (before any shaping)
         groups = [{**g, "row": {**(g.get("row") or {}), prompt_column: (g.get("row") or {}).get(prompt_column) or g["prompt"]}}
                   for g in groups]
     # The data's columns (the request names them; a group's row may lack some, as a data row may): every one is passed.
-    columns = list(dict.fromkeys([*(request.get("columns") or ()), *(c for g in groups for c in (g.get("row") or {}))]))
-    tokenizer = _TokenizerOnDemand(request.get("tokenizer"))
-    if request.get("data") is not None:
+    columns = list(dict.fromkeys([*request.columns, *(c for g in groups for c in (g.get("row") or {}))]))
+    tokenizer = _TokenizerOnDemand(request.tokenizer)
+    if request.written is not None:
         # Hand-written prompts and completions (pinned examples): shaped as training shapes the data's, by the same
         # rule (chat messages when the run's tokenizer has a chat template, unless the data says otherwise), so that a
         # reward gets here what it gets in training.
-        data = SimpleNamespace(**request["data"])
+        data = request.written
         conversational = use_chat_format(data, tokenizer.get())
         groups = [{**g, "prompt": build_prompt(g["prompt"], data, conversational)} for g in groups]
-    think_id = request.get("think_end_token_id")
+    think_id = request.think_end_token_id
     if isinstance(think_id, int):  # found by the sampler's tokenizer: the builtins that need it take it from here
         specs = [RewardSpec(**{**s.__dict__, "params": {"think_end_token_id": think_id, **s.params}})
                  if s.name in NEEDS_THINK_END_TOKEN_ID else s for s in specs]
     needs_tokenizer = any(s.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in s.params for s in specs)
-    opened = request.get("prompt_opens_think")  # found by the sampler; for written text, from the template here
+    opened = request.prompt_opens_think  # found by the sampler; for written text, from the template here
     if opened is None and any(s.name in NEEDS_PROMPT_OPENS_THINK for s in specs):
         chats = [g["prompt"] for g in groups]
         opened = prompt_opens_think(chats, tokenizer.get() if chats and isinstance(chats[0], list) else None,
-                                    request.get("chat_template_kwargs"))
+                                    request.chat_template_kwargs)
     rewards = build_rewards(specs, base_dir, tokenizer.get() if needs_tokenizer else None, columns,
-                            chat_template_kwargs=request.get("chat_template_kwargs"), prompt_opens_think=bool(opened))
+                            chat_template_kwargs=request.chat_template_kwargs, prompt_opens_think=bool(opened))
 
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         return reward_kwargs(prompts, [_as_completion(c, conversational) for c in completions],
@@ -303,7 +318,7 @@ def _score(request: dict) -> dict:
             # Find the completion it fails on by calling it one completion at a time. Hand-written examples (pinned
             # examples, pasted completions) are each a case of their own: one that makes the function raise leaves the
             # others' scores standing. Sampled completions stay one batch, as TRL calls it: it fails as a whole.
-            written = request.get("data") is not None
+            written = request.written is not None
             failing, alone = None, [None] * len(completions)
             for i in range(len(completions)):
                 try:
@@ -322,7 +337,7 @@ def _score(request: dict) -> dict:
 
     names = [r.name for r in rewards]
     weights = [r.weight for r in rewards]
-    totals = clipped_totals(weighted_totals([per_function[n] for n in names], weights), request.get("reward_clip_range"))
+    totals = clipped_totals(weighted_totals([per_function[n] for n in names], weights), request.reward_clip_range)
     advantages = leave_one_out_advantages(totals, k) if k >= 2 else [0.0] * len(totals)
     table = []
     for i, text in enumerate(completions):
@@ -336,27 +351,24 @@ def _score(request: dict) -> dict:
             "advantage": round(advantages[i], 12),  # 1 - (0.7+0.7)/2 should read 0, not 2e-16
         })
     flat = all_equal_groups(totals, k)
-    result = {
-        "functions": {n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
-        "rows": table,
-        "learnability": _learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals)),
-        "warnings": list(unscored_functions(per_function, errors).values()),
+    return ScoreResult(
+        functions={n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
+        rows=table,
+        learnability=_learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals)),
+        warnings=list(unscored_functions(per_function, errors).values()),
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
-        "advantage_note": advantage_caveat(request.get("beta"), request.get("normalize_advantages"),
-                                           request.get("reward_clip_range")),
-        "probes": _probes(rewards, groups, batch, per_function, conversational) if request.get("probes", True) else [],
+        advantage_note=advantage_caveat(request.beta, request.normalize_advantages, request.reward_clip_range),
+        probes=_probes(rewards, groups, batch, per_function, conversational) if request.probes else [],
         # The functions the probes could test: those whose real scores differ (a degenerate answer is compared with them).
-        "probed": [r.name for r in rewards if _varies(per_function[r.name])] if request.get("probes", True) else [],
-        "agreement": agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
+        probed=[r.name for r in rewards if _varies(per_function[r.name])] if request.probes else [],
+        agreement=agreement(per_function, [r.name for r in rewards if _is_judge(r.func)]),
         # The judge's own check (empty and read-back answers), on every check, pinned examples too (without the general
         # probes: on one prompt); bounded by the judge's time limit. A judge that failed is reported by its error instead.
-        "judge_checks": judge_checks([r for r in rewards if r.name not in errors], groups,
-                                     PROBE_PROMPTS if request.get("probes", True) else 1),
-        "tokenizer_loaded": tokenizer.loaded,
+        judge_checks=judge_checks([r for r in rewards if r.name not in errors], groups, PROBE_PROMPTS if request.probes else 1),
+        tokenizer_loaded=tokenizer.loaded,
         # What each reward looks for, whether these prompts (system prompt included) ask for it, how many completions write it.
-        "asks": check_asks(specs, base_dir, request.get("system_prompt"), [g["prompt"] for g in groups], completions),
-    }
-    return result
+        asks=check_asks(specs, base_dir, request.system_prompt, [g["prompt"] for g in groups], completions),
+    )
 
 
 def _is_judge(fn) -> bool:
@@ -550,33 +562,35 @@ def start_scorer(tokenizer: str | None = None, specs: Sequence[dict] = ()) -> Ch
     return _ScoringChild([sys.executable, "-m", "rloo_studio.rewards.preview", *preload], scoring_box(specs))
 
 
-def score_in_child(request: dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Child | None = None,
+def score_in_child(request: ScoreRequest | dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Child | None = None,
                    load_timeout_s: float = LOAD_TIMEOUT_S) -> dict:
     """`score` in a child process with time limits; problems come back in `problems`, never as exceptions.
 
     `timeout_s` limits each call of a reward function (from the child's CALLING line to its RETURNED
     line), so a slow start of the child on a busy machine is not blamed on the reward;
     `load_timeout_s` limits the time outside calls (start-up, imports, loading the reward file).
-    `proc`: a child from `start_scorer` to use. The child ends with everything the reward code started."""
-    if request.get("source") is None:
+    `proc`: a child from `start_scorer` to use. The child ends with everything the reward code started.
+    The answer is a ScoreResult's dict."""
+    request = ScoreRequest.of(request)
+    if request.source is None:
         return _score_in_child(request, timeout_s, proc, load_timeout_s)
     # This process writes the editor's code and removes it once the child has ended: a child killed on the time
     # limit, or ended by os._exit or a crash in reward code, never runs its own clean-up, and the person's code
     # would stay behind in the temporary folder.
-    with _editor_code_folder(request["source"]) as folder:
-        return _score_in_child({**request, "source": None, "base_dir": folder}, timeout_s, proc, load_timeout_s)
+    with _editor_code_folder(request.source) as folder:
+        return _score_in_child(replace(request, source=None, base_dir=folder), timeout_s, proc, load_timeout_s)
 
 
-def _score_in_child(request: dict, timeout_s: float, proc: Child | None, load_timeout_s: float) -> dict:
+def _score_in_child(request: ScoreRequest, timeout_s: float, proc: Child | None, load_timeout_s: float) -> dict:
     from .boxed import scoring_kind
 
     started = time.time()
-    specs = request.get("rewards") or []
+    specs = request.rewards
     if proc is None or proc.poll() is not None or getattr(proc, "box_kind", None) != scoring_kind(specs):
         if proc is not None:
             proc.kill()  # waiting in another sandbox (a judge on a server needs the network, `sandbox: false` none)
         proc = start_scorer(specs=specs)
-    proc.give_input(json.dumps(request))
+    proc.give_input(json.dumps(request.to_dict()))
     clock = {"outside_calls": 0.0, "last": time.time()}
 
     def overdue() -> str | None:
@@ -601,20 +615,20 @@ def _score_in_child(request: dict, timeout_s: float, proc: Child | None, load_ti
     # Ctrl-C in `rloo-studio preview` ends the child too: it must not outlive the wait (nor hold its folder).
     proc.wait(overdue=overdue)
     if proc.stopped:
-        return {"problems": [proc.stopped], "seconds": time.time() - started}
+        return ScoreResult.failed(proc.stopped, time.time() - started).to_dict()
     lines = "\n".join(proc.out_lines).strip().splitlines()
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
         tail = ([line for line in proc.err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
         if proc.calling:  # it ended inside a reward call: that function ended it
-            return {"problems": [f"reward function `{proc.calling['name']}` ended the scoring process (exit code {proc.returncode}) "
-                                 f"instead of returning; last output: {tail}\nWhy: reward code called os._exit() or crashed "
-                                 "the Python interpreter (e.g. in a C extension); in training that would end the run.\nWhat to "
-                                 "do: return a list of numbers (None for completions it cannot score); the app is unaffected."],
-                    "seconds": time.time() - started}
-        return {"problems": [f"scoring failed: {tail}"], "seconds": time.time() - started}
-    result = json.loads(lines[-1])
-    result["seconds"] = time.time() - started
-    return result
+            return ScoreResult.failed(f"reward function `{proc.calling['name']}` ended the scoring process (exit code "
+                                      f"{proc.returncode}) instead of returning; last output: {tail}\nWhy: reward code called "
+                                      "os._exit() or crashed the Python interpreter (e.g. in a C extension); in training that "
+                                      "would end the run.\nWhat to do: return a list of numbers (None for completions it cannot "
+                                      "score); the app is unaffected.", time.time() - started).to_dict()
+        return ScoreResult.failed(f"scoring failed: {tail}", time.time() - started).to_dict()
+    result = ScoreResult.from_dict(json.loads(lines[-1]))
+    result.seconds = time.time() - started
+    return result.to_dict()
 
 
 def preview_memory_limit_gib() -> float | None:
@@ -670,15 +684,14 @@ def _main() -> None:
     text = sys.stdin.read()
     if not text.strip():
         return  # the parent went away before sending a request (a standby child of an app that quit)
-    request = json.loads(text)
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # prints in reward code must not corrupt the answer
     try:
-        result = score(request)
+        result = score(ScoreRequest.from_dict(json.loads(text)))
     except StudioError as exc:
-        result = {"problems": [exc.message()]}
+        result = ScoreResult.failed(exc.message()).to_dict()
     except BaseException as exc:  # noqa: BLE001
-        result = {"problems": [f"{type(exc).__name__}: {exc}"]}
+        result = ScoreResult.failed(f"{type(exc).__name__}: {exc}").to_dict()
     finally:
         sys.stdout = real_stdout
     print(json.dumps(result, default=str), flush=True)

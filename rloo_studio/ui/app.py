@@ -1,7 +1,7 @@
 """The app: builds the page from the tabs, lets each tab wire itself to the page's form, and serves it.
 
 `build_app(runs_dir)` returns the Gradio Blocks (a test builds it and checks that no model
-library was imported); `launch(demo, ...)` serves it behind the wall (`rloo_studio/wall.py`, the
+library was imported); `launch(demo, ...)` serves it behind the wall (`rloo_studio/web/wall.py`, the
 outermost layer, before Gradio's CORS and compression), with Gradio's extras the app does not use
 (monitoring, run history) off and its files in a folder of this user's own (`private_file_folder`);
 `serve(...)` builds and launches it for the command line. The form's state
@@ -30,8 +30,10 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import gradio as gr  # noqa: E402
 
-from .. import hardware, jobs, runs  # noqa: E402
-from ..inference_client import InferenceWorker  # noqa: E402
+from .. import runs  # noqa: E402
+from ..machine import hardware  # noqa: E402
+from ..workers import jobs  # noqa: E402
+from ..workers.inference import InferenceWorker  # noqa: E402
 from ..presets import DEFAULT_CPU_PRESET, list_presets  # noqa: E402
 from . import text  # noqa: E402
 from .chat_tab import ChatTab  # noqa: E402
@@ -180,10 +182,10 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
 
     from starlette.middleware import Middleware
 
-    from ..serve import app_url, browser_file, forget_launch, free_port, save_launch
-    from ..wall import Policy, Wall, login_check
+    from ..web.serve import app_url, browser_file, forget_launch, free_port, save_launch
+    from ..web.wall import Policy, Wall, login_check
     from .frame_pacing import FramePacing
-    from ..wall import allowed_hosts as hosts_for
+    from ..web.wall import allowed_hosts as hosts_for
 
     port = free_port(host, port)
     url = app_url(host, port, token)

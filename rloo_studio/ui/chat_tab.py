@@ -10,7 +10,7 @@ the marks are shown, never sent back to the model as part of the conversation. T
 mode hides which pane is which until the person says which reply is better; the verdict is
 appended to the run's preferences.jsonl. Picking a run sets the sampling controls to what the run trained with
 (`trained_sampling`: its effective temperature, top-p and completion length) and says so in one line. This module only
-talks to the worker through `rloo_studio.inference_client`; it loads no model itself.
+talks to the worker through `rloo_studio.workers.inference`; it loads no model itself.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import gradio as gr
 
 from .. import runs
 from ..errors import StudioError
-from ..inference_client import InferenceWorker
+from ..workers.inference import InferenceWorker
 from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 from .poller import Poller

@@ -25,12 +25,12 @@ import pandas as pd
 
 from .. import runs
 from ..errors import StudioError
-from ..inference_client import InferenceWorker
+from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
 from .run_view import reply_marks
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
-from .child import event_of, run_cli
+from ..workers.commands import event_of, run_cli
 from .poller import Poller
 
 ALL = "all checkpoints"

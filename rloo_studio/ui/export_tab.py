@@ -15,9 +15,9 @@ import gradio as gr
 
 from .. import runs
 from ..errors import StudioError
-from ..inference_client import InferenceWorker
+from ..workers.inference import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
-from .child import event_of, run_cli
+from ..workers.commands import event_of, run_cli
 from .wording import page_words
 from .poller import Poller
 

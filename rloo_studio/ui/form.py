@@ -17,23 +17,21 @@ import os
 from dataclasses import dataclass, field
 import threading
 from pathlib import Path
+from typing import Protocol
 
 import gradio as gr
 import yaml
 
-from .. import hardware, runs
+from .. import runs
+from ..machine import hardware
 from ..config import RunConfig
 from ..data import is_hub_source
 from ..errors import ConfigError
 from ..presets import Preset, get_preset, recommend
 from ..rewards.lint import syntax_problem, undefined_names
-from ..vram import estimate_config
+from ..machine.vram import estimate_config
 from . import text
-from .data_tab import DataTab
 from .derived import Derived
-from .model_tab import ModelTab
-from .rewards_tab import RewardsTab, merged_builtin_rows
-from .train_tab import TrainTab
 from .wording import page_words
 from .workspace import DRAFT_CONFIG, DRAFT_FORM, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
 
@@ -102,11 +100,24 @@ class Loaded:
     preset: str | None = None
     columns: list[str] = field(default_factory=list)
     data_rows: int | None = None
+class SettingsTab(Protocol):
+    """What the form needs of a settings tab (Model, Data, Rewards, Train): its widgets in order, their values from a
+    config (`values_from`: the Rewards tab's also takes the editor's code and the judge draft) and the config from their
+    values (`apply`, returning its problems). The form takes the tabs built by the page, so it imports none of them:
+    they import the form."""
+    inputs: list
+
+    def values_from(self, cfg: RunConfig, *drafts) -> list: ...
+
+    def apply(self, cfg: dict, values: list) -> list[str]: ...
+
+    # Optional: `restored(component, current, saved)`, the value a reload puts back into one of its widgets, when a
+    # saved value must be merged with what the page offers now (the Rewards tab's builtins table).
 
 
 class PageForm:
     def __init__(self, runs_dir: Path, workspace: Workspace, hw: HardwareCache, presets: list[Preset], default_preset: str | None,
-                 model_tab: ModelTab, data_tab: DataTab, rewards_tab: RewardsTab, train_tab: TrainTab):
+                 model_tab: SettingsTab, data_tab: SettingsTab, rewards_tab: SettingsTab, train_tab: SettingsTab):
         self.runs_dir, self.workspace, self.hw = runs_dir, workspace, hw
         self.presets, self.default_preset = presets, default_preset
         self.model_tab, self.data_tab, self.rewards_tab, self.train_tab = model_tab, data_tab, rewards_tab, train_tab
@@ -128,8 +139,8 @@ class PageForm:
 
     def values_from(self, cfg: RunConfig) -> list:
         code = self.code_draft()  # the editor keeps its code across presets and reloads, and so does the judge section
-        return (ModelTab.values_from(cfg) + DataTab.values_from(cfg) + RewardsTab.values_from(cfg, code, self.workspace.read(DRAFT_JUDGE))
-                + TrainTab.values_from(cfg))
+        return (self.model_tab.values_from(cfg) + self.data_tab.values_from(cfg)
+                + self.rewards_tab.values_from(cfg, code, self.workspace.read(DRAFT_JUDGE)) + self.train_tab.values_from(cfg))
 
     def split(self, values: list) -> list[list]:
         """The flat input values, one list per settings tab (model, data, rewards, train)."""
@@ -144,10 +155,10 @@ class PageForm:
         cfg = copy.deepcopy(state.get("config") or {})
         parts = self.split(values)
         problems: list[str] = []
-        problems += ModelTab.apply(cfg, parts[0])
-        problems += RewardsTab.apply(cfg, parts[2])
-        problems += DataTab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
-        problems += TrainTab.apply(cfg, parts[3])
+        problems += self.model_tab.apply(cfg, parts[0])
+        problems += self.rewards_tab.apply(cfg, parts[2])
+        problems += self.data_tab.apply(cfg, parts[1])  # after the rewards: it sets their answer column
+        problems += self.train_tab.apply(cfg, parts[3])
         problems += code_problems(cfg, values[self.code_index])
         cfg.setdefault("output", {})["runs_dir"] = str(self.runs_dir)
         try:
@@ -199,8 +210,9 @@ class PageForm:
             if at == self.code_index or key not in fields:  # the code keeps its own draft (DRAFT_REWARDS)
                 continue
             value = fields[key]
-            if component is self.rewards_tab.builtins:
-                value = merged_builtin_rows(loaded.values[at], value)
+            for tab in self.tabs:  # a tab may merge a saved value into what the page offers now (the builtins' table)
+                if component in tab.inputs and hasattr(tab, "restored"):
+                    value = tab.restored(component, loaded.values[at], value)
             if restorable(component, value):
                 loaded.values[at] = value
         base = draft.get("base")

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs
+from .. import runs
+from ..workers import jobs
 from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides, field_labels
 from ..errors import StudioError
 from ..presets import Preset, get_preset
-from ..vram import Estimate, shrink_to_fit
+from ..machine.vram import Estimate, shrink_to_fit
 from . import text
 from .data_tab import NO_ANSWER
 from .judge_panel import rubric_template_for

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from .. import jobs, runs
+from .. import runs
+from ..workers import jobs
 from .poller import Poller
 
 FINAL = runs.FINAL

@@ -9,6 +9,9 @@ child process (`rloo-studio preview`) and scores them in another one with a time
 (`rewards.preview`). The code is kept as a draft on every change and copied into each run as
 rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
 and the pinned examples to the whole form (they score with the form's rewards and model).
+
+Over 500 lines: the tab's widgets, preview tables and pinned checks are one page; its scoring children (the standby
+scorers, score_written, sample_and_score) belong in workers/ and have not moved there yet.
 """
 
 from __future__ import annotations
@@ -26,15 +29,16 @@ from .. import runs, sandbox
 from ..config import RunConfig
 from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
-from ..jobs import absolute_paths
 from ..presets import DEFAULT_CPU_PRESET, get_preset
+from ..protocol import ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source
+from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source,
+                               written_request)
 from ..rewards.templates import TEMPLATES, template
 from . import text
-from .child import run_cli
+from ..workers.commands import run_cli
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
 from .pickers import busy_message
@@ -42,7 +46,7 @@ from .rule_builder import RuleBuilder
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
 
 if TYPE_CHECKING:
-    from ..inference_client import InferenceWorker
+    from ..workers.inference import InferenceWorker
     from .form import PageForm
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
@@ -200,6 +204,11 @@ class RewardsTab:
         self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
+    def restored(self, component, current, saved):
+        """The value a reload puts back into `component` (PageForm.initial_form): the builtins table merged by name, so a
+        builtin the draft does not know keeps its row; any other widget takes its saved value."""
+        return merged_builtin_rows(current, saved) if component is self.builtins else saved
+
     # ---- wiring ----------------------------------------------------------------------------------
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
@@ -260,7 +269,8 @@ class RewardsTab:
             folder.mkdir(parents=True, exist_ok=True)
             code = values[form.code_index] or ""
             (folder / runs.REWARDS_FILE).write_text(code, encoding="utf-8")
-            absolute_paths(cfg, folder).save(folder / runs.CONFIG_FILE)
+            cfg = cfg.with_absolute_paths(folder, keep=(runs.REWARDS_FILE,))
+            cfg.save(folder / runs.CONFIG_FILE)
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
             if lines:  # pasted completions: nothing to sample, the CLI scores them
                 if not (typed_prompt or "").strip():
@@ -712,15 +722,10 @@ class PinnedChecks:
 
     def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
         """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
-        # "data": the scoring child shapes the written text as training shapes the data (chat messages or plain text).
-        # "columns", "prompt_column": every data column reaches the rewards by name, as in training (data.reward_kwargs).
-        request = {"groups": [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups], "num_generations": 1,
-                   "columns": known_columns(cfg), "prompt_column": cfg.data.prompt_column,
-                   "data": {"prompt_format": cfg.data.prompt_format, "system_prompt": cfg.data.system_prompt},
-                   "chat_template_kwargs": cfg.chat_template_kwargs(), "probes": False, "source": source,
-                   "rewards": [dict(s.__dict__) for s in cfg.rewards],
-                   "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-        key = json.dumps([request, _reward_files_changed_at(cfg)], sort_keys=True, default=str)
+        # Every data column reaches the rewards by name, as in training (data.reward_kwargs).
+        request = written_request(cfg, [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups],
+                                  source, known_columns(cfg))
+        key = json.dumps([request.to_dict(), _reward_files_changed_at(cfg)], sort_keys=True, default=str)
         if not again and self.last.get("key") == key:
             return self.last["report"]
         result = score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)))
@@ -742,10 +747,10 @@ def _reward_files_changed_at(cfg: RunConfig) -> list:
     return files
 
 
-def score_written(request: dict, timeout_s: float) -> dict:
+def score_written(request: ScoreRequest, timeout_s: float) -> dict:
     """`score_in_child` for a request of written completions (the pinned examples), in a standby child that has already
     loaded the request's tokenizer when the last check used the same one; then another is started for the next check."""
-    tokenizer = request.get("tokenizer")
+    tokenizer = request.tokenizer
     standby = _standby_written.pop("proc", None)
     if standby is not None and _standby_written.pop("tokenizer", None) != tokenizer:
         standby.kill()  # loaded another model's tokenizer

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import alerts, runs, step_time
-from ..jobs import RunView
+from ..workers.jobs import RunView
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
 from . import text

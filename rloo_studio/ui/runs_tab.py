@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs
+from .. import runs
+from ..workers import jobs
 from ..errors import StudioError
 from . import compare_runs, run_view, text
 from .pickers import refuse

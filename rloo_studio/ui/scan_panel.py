@@ -16,14 +16,13 @@ import gradio as gr
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
-from ..jobs import absolute_paths
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
 from . import text
 from .pickers import busy_message
 from .wording import page_words
 
 if TYPE_CHECKING:
-    from ..inference_client import InferenceWorker
+    from ..workers.inference import InferenceWorker
     from .form import PageForm
 
 SCAN_INTRO = ("Before training, see which prompts can teach anything: the model writes k completions for each prompt (the "
@@ -89,7 +88,8 @@ class ScanPanel:
             folder = form.workspace.dir / "scan"  # the form's config and reward code, as the preview writes them
             folder.mkdir(parents=True, exist_ok=True)
             (folder / runs.REWARDS_FILE).write_text(values[form.code_index] or "", encoding="utf-8")
-            absolute_paths(cfg, folder).save(folder / runs.CONFIG_FILE)
+            cfg = cfg.with_absolute_paths(folder, keep=(runs.REWARDS_FILE,))
+            cfg.save(folder / runs.CONFIG_FILE)
             guard = lambda: busy_message(form.runs_dir, "Scanning the data")  # noqa: E731
 
             def sample(rows: list[dict], seed: int) -> dict:

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from .. import jobs, runs, trial
+from .. import runs
+from ..workers import jobs, trial
 from ..batching import effective_line, epochs, epochs_words
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
-from ..inference_client import InferenceWorker
-from ..jobs import RunView
+from ..workers.inference import InferenceWorker
+from ..workers.jobs import RunView
 from ..rewards.judge import judge_cost_words
 from . import run_view, text
 from .pickers import refuse
@@ -182,7 +183,7 @@ class TrainTab:
                 cfg.output.run_name = form.run_name(cfg)
             try:
                 worker.shutdown()  # the training worker gets the GPU to itself
-                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code)
+                run_dir = jobs.start_run(cfg, runs_dir, reward_source=code, checked=True)  # config_from validated it
             except StudioError as exc:
                 return [f"**Could not start:** {page_words(exc.message())}".replace("\n", "  \n"), gr.update(), gr.update(), gr.update()]
             pins = workspace.read(DRAFT_PINNED)

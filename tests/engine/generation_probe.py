@@ -23,7 +23,7 @@ import transformers  # noqa: E402
 import yaml  # noqa: E402
 from tokenizers import processors  # noqa: E402
 
-from rloo_studio import tinymodel  # noqa: E402
+from rloo_studio.demo import tinymodel  # noqa: E402
 
 # Qwen3's shape for `enable_thinking: false`: the generation prompt carries an empty thought.
 THINK_TEMPLATE = tinymodel.CHAT_TEMPLATE.replace(
@@ -90,7 +90,7 @@ def trl_reference(run_dir: Path, prompt_lists: dict[str, list]) -> dict:
     from rloo_studio.config import RunConfig
     from rloo_studio.data import to_trl_dataset
     from rloo_studio.engine.model import load_model
-    from rloo_studio.engine.train import rloo_arguments
+    from rloo_studio.engine.trainer_args import rloo_arguments
 
     cfg = RunConfig.load(run_dir / "config.yaml")
     loaded = load_model(cfg.model, None, stack, cfg.base_dir, for_training=False)
@@ -108,7 +108,7 @@ def length_check(cfg, trainer, prompts) -> dict:
     """The prompt-length check with exactly enough room for TRL's longest training prompt, and one token less."""
     import copy
 
-    from rloo_studio.engine.train import check_prompt_lengths
+    from rloo_studio.engine.trainer_args import check_prompt_lengths
     from rloo_studio.errors import DataError
 
     longest = max(len(ids) for ids in trainer._tokenize_prompts(list(prompts))[0])

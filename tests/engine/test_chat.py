@@ -18,7 +18,7 @@ from helpers import ROOT, run_code
 from helpers.app import warm_children
 
 from rloo_studio.errors import StudioError
-from rloo_studio.inference_client import InferenceWorker
+from rloo_studio.workers.inference import InferenceWorker
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from helpers import ROOT, only_run_dir, run_cli, run_code
 
 from rloo_studio import stats
 from rloo_studio.errors import StudioError
-from rloo_studio.ui.child import event_of
+from rloo_studio.workers.commands import event_of
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from rloo_studio.config import RunConfig
 from rloo_studio.engine.stack import import_training_stack
 from rloo_studio.engine.fast_generation import Device, decide
-from rloo_studio.engine.train import rloo_arguments
+from rloo_studio.engine.trainer_args import rloo_arguments
 stack = import_training_stack("transformers")
 config_class = sys.modules[stack.trl.RLOOTrainer.__module__].UnslothRLOOConfig
 out = {}

@@ -36,7 +36,7 @@ def spm_run(tmp_path_factory) -> Path:
     """A finished run (random non-zero LoRA adapter) on a tiny Llama whose tokenizer llama.cpp supports."""
     folder = tmp_path_factory.mktemp("spm-model")
     # initializer_range 0.5: next-token scores far apart, so f16 rounding cannot flip a greedy choice by a near tie.
-    code = ("from rloo_studio.tinymodel import build_tiny_model, build_sentencepiece_tokenizer as b; "
+    code = ("from rloo_studio.demo.tinymodel import build_tiny_model, build_sentencepiece_tokenizer as b; "
             f"build_tiny_model({str(folder / 'model')!r}, tokenizer=b({str(folder / 'spm')!r}), initializer_range=0.5)")
     run_code(code, stack="plain", check=True, cwd=ROOT, timeout=300)
     return make_adapter_run(folder / "run", folder / "model", system_prompt=SYSTEM_PROMPT)

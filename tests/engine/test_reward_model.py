@@ -25,7 +25,7 @@ stack = import_training_stack("transformers")
 import torch, transformers
 from tokenizers import processors
 from trl.data_utils import apply_chat_template
-from rloo_studio import tinymodel
+from rloo_studio.demo import tinymodel
 from rloo_studio.rewards.model_reward import reward_model_function, reward_model_inputs, reward_model_texts
 
 folder = sys.argv[1]

@@ -15,7 +15,7 @@ from helpers import ADDITION_ROWS, run_cli
 
 from rloo_studio import runs
 from rloo_studio.paths import DEMO_MODEL_DIR
-from rloo_studio.tinymodel import SPECIAL_TOKENS, THINKING_CHAT_TEMPLATE
+from rloo_studio.demo.tinymodel import SPECIAL_TOKENS, THINKING_CHAT_TEMPLATE
 
 pytestmark = pytest.mark.slow
 THINK_ID = SPECIAL_TOKENS.index("<think>")  # the demo model's character tokenizer (tinymodel.build_char_tokenizer)

@@ -10,7 +10,7 @@ from helpers import ADDITION_ROWS, only_run_dir, run_cli
 
 from rloo_studio import runs
 from rloo_studio.config import RunConfig
-from rloo_studio.trial import run_steps, trial_steps
+from rloo_studio.workers.trial import run_steps, trial_steps
 
 pytestmark = pytest.mark.slow
 

@@ -126,7 +126,7 @@ def test_qwen3_architecture_with_a_reward_model(workspace, tmp_path):
     policy, scorer = tmp_path / "qwen3-tiny", tmp_path / "scorer"
     code = f"""
 import torch, transformers
-from rloo_studio.tinymodel import build_char_tokenizer, build_tiny_model
+from rloo_studio.demo.tinymodel import build_char_tokenizer, build_tiny_model
 build_tiny_model({str(policy)!r}, architecture='qwen3', seed=1)
 tok = build_char_tokenizer()
 cfg = transformers.LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,

@@ -8,7 +8,7 @@ import pytest
 from helpers.app import warm_children
 
 from rloo_studio.config import RunConfig
-from rloo_studio.inference_client import InferenceWorker
+from rloo_studio.workers.inference import InferenceWorker
 from rloo_studio.ui.rewards_tab import sample_and_score
 
 
@@ -70,7 +70,7 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
                                                  for kind, text in group_probes(group).items()}
 
     request = scoring_request(cfg, sampled)
-    request["tokenizer"] = str(tmp_path / "no-tokenizer-here")  # loading it would fail: nothing may need it
+    request.tokenizer = str(tmp_path / "no-tokenizer-here")  # loading it would fail: nothing may need it
     (tmp_path / "no-tokenizer-here").mkdir()
     (tmp_path / "no-tokenizer-here" / "config.json").write_text("{}")
     result = score(request)

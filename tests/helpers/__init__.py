@@ -224,7 +224,7 @@ def make_adapter_run(run_dir: Path, model_dir: Path, system_prompt: str | None =
     }
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
     (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2, "model": str(model_dir)}))
-    code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
+    code = ("from rloo_studio.demo.tinymodel import save_random_adapter as s; "
             f"s({str(model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1); "
             f"s({str(model_dir)!r}, {str(run_dir / 'checkpoints' / 'checkpoint-1')!r}, seed=2)")
     run_code(code, stack="plain", check=True, timeout=300, cwd=ROOT)

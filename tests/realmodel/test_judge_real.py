@@ -13,7 +13,8 @@ from pathlib import Path
 import yaml
 from realtask import run_cli, run_python
 
-from rloo_studio import jobs, runs
+from rloo_studio import runs
+from rloo_studio.workers import jobs
 from rloo_studio.config import RunConfig
 from rloo_studio.rewards import build_rewards
 from rloo_studio.rewards.judge import RUBRICS, SECONDS_METRIC, judge_time_share

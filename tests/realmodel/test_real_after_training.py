@@ -16,7 +16,7 @@ from helpers.app import warm_children
 from realtask import run_cli, run_python, task_folder
 
 from rloo_studio import runs
-from rloo_studio.inference_client import InferenceWorker
+from rloo_studio.workers.inference import InferenceWorker
 
 MESSAGES = [{"role": "user", "content": "Describe a cat in one sentence."}]  # open-ended: many near choices
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 12, "seed": 0}
@@ -92,7 +92,7 @@ def changed_run(real_run, real_model_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("changed") / real_run[0].name
     shutil.copytree(real_run[0], run_dir)
     shutil.rmtree(run_dir / "adapter")
-    run_python("import sys; from rloo_studio.tinymodel import save_random_adapter as s; s(sys.argv[1], sys.argv[2], seed=1, scale=0.05); print('saved')",
+    run_python("import sys; from rloo_studio.demo.tinymodel import save_random_adapter as s; s(sys.argv[1], sys.argv[2], seed=1, scale=0.05); print('saved')",
                real_model_dir, run_dir / "adapter", timeout=900)
     assert fresh(real_model_dir, run_dir / "adapter")["ids"] != fresh(real_model_dir)["ids"]
     return run_dir

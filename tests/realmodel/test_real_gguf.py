@@ -31,7 +31,7 @@ def real_adapter_run(tmp_path_factory, real_model_dir) -> Path:
         "rloo": {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 32, "max_steps": 2}}))
     (run_dir / "status.json").write_text(json.dumps({"state": "finished", "step": 2, "max_steps": 2}))
     # A small random update (0.02): the model still answers sensibly, and the merge changes every projection.
-    code = ("from rloo_studio.tinymodel import save_random_adapter as s; "
+    code = ("from rloo_studio.demo.tinymodel import save_random_adapter as s; "
             f"s({str(real_model_dir)!r}, {str(run_dir / 'adapter')!r}, seed=1, scale=0.02)")
     run_code(code, stack="plain", check=True, timeout=600, cwd=ROOT)
     return run_dir

@@ -54,7 +54,7 @@ def test_memory_estimator_reads_the_shapes_from_the_local_folder(tmp_path, real_
     wider = json.loads(run_cli("estimate", config, "rloo.max_completion_length=512", "--gpu-gb", "8", "--json", cwd=tmp_path).stdout)
     assert wider["parts"]["logits (training)"] > est["parts"]["logits (training)"]
     # The preset names the hub id: offline, the built-in table must give the same shape as the folder.
-    from rloo_studio.vram import find_shape
+    from rloo_studio.machine.vram import find_shape
 
     from_folder = find_shape(str(real_model_dir))
     from_table = find_shape("HuggingFaceTB/SmolLM2-135M-Instruct", allow_download=False)

@@ -413,7 +413,8 @@ def test_a_huge_upload_is_refused_with_what_to_do_instead(runs_dir, tmp_path, mo
 
 
 def test_a_run_directory_with_missing_or_torn_files_is_still_shown(runs_dir):
-    from rloo_studio import jobs, runs
+    from rloo_studio import runs
+    from rloo_studio.workers import jobs
     from rloo_studio.ui import run_view
 
     run_dir = runs.create_run_dir(runs_dir, "damaged")

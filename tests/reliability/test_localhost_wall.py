@@ -353,7 +353,7 @@ def test_with_a_login_the_page_logs_in_through_the_shell_and_says_when_logins_ar
     token). After the free tries, the page says that logins are held back (Gradio's form alone would show nothing)."""
     from playwright.sync_api import expect, sync_playwright
 
-    from rloo_studio.wall import LoginThrottle
+    from rloo_studio.web.wall import LoginThrottle
 
     with served_app(runs_dir, auth=("ada", "s3cret")) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

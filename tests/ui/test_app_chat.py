@@ -74,7 +74,7 @@ def test_chat_fills_both_panes_with_verified_badges_and_blind_votes_are_recorded
 def worker_processes() -> list[int]:
     """Pids of inference workers started by this test process (the app is served in it, with `own_children`: a worker
     forked from the tests' warm starter has the starter's command line and parent)."""
-    from rloo_studio.inference_client import WORKER_MODULE
+    from rloo_studio.workers.inference import WORKER_MODULE
 
     found = []
     for entry in Path("/proc").iterdir():

@@ -217,7 +217,7 @@ def test_delete_needs_the_confirmation(app, runs_dir):
 
 
 def _gpu(gb: float):
-    from rloo_studio.hardware import Gpu, Hardware
+    from rloo_studio.machine.hardware import Gpu, Hardware
 
     return Hardware(gpus=[Gpu(index=0, name="Test GPU", total_gb=gb, free_gb=gb, capability="8.9", bf16=True)], cpu_cores=8, ram_gb=32)
 
@@ -233,7 +233,7 @@ def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(tmp_path):
 
 
 def test_without_a_gpu_the_estimate_is_held_against_ram_and_shrink_to_fit_fits_it(tmp_path):
-    from rloo_studio.hardware import Hardware
+    from rloo_studio.machine.hardware import Hardware
 
     with served_app(tmp_path / "runs", known_hardware=Hardware(gpus=[], cpu_cores=2, ram_gb=24.0)) as url:
         form = Form(connect(url))

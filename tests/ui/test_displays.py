@@ -10,7 +10,7 @@ from rloo_studio.ui import run_view, text
 from rloo_studio.ui.model_tab import estimate_markdown, method_note
 from rloo_studio.ui.rewards_tab import pinned_report
 from rloo_studio.ui.train_tab import epochs_markdown
-from rloo_studio.vram import estimate_config
+from rloo_studio.machine.vram import estimate_config
 
 
 def test_the_log_has_no_raw_dicts_or_progress_redraws():
@@ -70,7 +70,7 @@ def test_recent_completions_mark_cut_off_and_looping_answers():
     """Training's completions table: cut off = the whole max_completion_length without an end token (TRL's "clipped")."""
     from pathlib import Path
 
-    from rloo_studio.jobs import RunView
+    from rloo_studio.workers.jobs import RunView
     from rloo_studio.rewards.runtime import SampleRecorder
 
     written = []

@@ -23,7 +23,7 @@ from rloo_studio.presets import get_preset
 
 
 def test_shrink_to_fit_says_what_it_changed_without_a_field_and_undo_puts_it_back(tmp_path):
-    from rloo_studio.hardware import Hardware
+    from rloo_studio.machine.hardware import Hardware
 
     with served_app(tmp_path / "runs", known_hardware=Hardware(gpus=[], cpu_cores=2, ram_gb=24.0)) as url:
         client = connect(url)

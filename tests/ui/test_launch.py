@@ -148,7 +148,7 @@ def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
 def test_wrong_logins_are_held_back_and_the_right_one_waits_too(runs_dir):
     """Issue 40: 100 wrong tries in 0.2 s, and the right one then worked. Now, after a few wrong ones, the next tries
     are answered 429 without reaching the login check, the right one included, until the wait is over."""
-    from rloo_studio.wall import LoginThrottle
+    from rloo_studio.web.wall import LoginThrottle
 
     def login(password: str):
         req = urllib.request.Request(url + "login", data=f"username=ada&password={password}".encode(),

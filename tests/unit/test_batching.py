@@ -76,7 +76,7 @@ def test_the_preview_says_what_beta_and_normalisation_change():
 def test_train_tab_line_and_samples_table_words():
     from pathlib import Path
 
-    from rloo_studio.jobs import RunView
+    from rloo_studio.workers.jobs import RunView
     from rloo_studio.ui import run_view
     from rloo_studio.ui.train_tab import batch_summary
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from rloo_studio.ui.child import run_command
+from rloo_studio.workers.commands import run_command
 
 
 def test_a_megabyte_of_stdout_and_many_stderr_lines_come_through_without_stalling():

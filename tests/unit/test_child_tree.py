@@ -105,7 +105,7 @@ def test_check_answers_for_code_that_leaves_a_process_holding_stdout_and_leaves_
 
 
 def test_a_tabs_command_ends_at_its_own_exit_with_its_background_process(tmp_path):
-    from rloo_studio.ui.child import run_command
+    from rloo_studio.workers.commands import run_command
 
     pids, finished = tmp_path / "pids", tmp_path / "grandchild-finished"
     # The grandchild holds stderr and would write `finished` after 30 s, had it not been ended with the command.
@@ -123,7 +123,7 @@ def test_a_tabs_command_ends_at_its_own_exit_with_its_background_process(tmp_pat
 
 def test_a_training_workers_background_process_ends_with_the_worker(tmp_path, monkeypatch):
     """The worker's end (a stop, a reward's time limit ending the run, a crash) ends what its reward code started."""
-    from rloo_studio import jobs
+    from rloo_studio.workers import jobs
 
     pids = tmp_path / "pids"
     worker = tmp_path / "worker"  # stands in for the Python that runs `-m rloo_studio.cli train`: the process is the point
@@ -151,7 +151,8 @@ def test_no_child_sees_the_apps_token_or_login(tmp_path, monkeypatch):
 def test_the_secret_list_names_every_secret_the_app_reads():
     import re
 
-    from rloo_studio import procs, serve
+    from rloo_studio import procs
+    from rloo_studio.web import serve
 
     package = Path(procs.__file__).parent
     named = {m for path in package.rglob("*.py")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rloo_studio.cli import EXIT_FAILED, _fail_unexpected
+from rloo_studio.cli.exits import EXIT_FAILED, fail_unexpected
 
 
 def test_the_message_has_the_first_line_the_why_and_the_fix(capsys, monkeypatch):
     monkeypatch.delenv("RLOO_STUDIO_DEBUG", raising=False)
-    code = _fail_unexpected("export", OSError("No space left on device\nmore detail"), "the files could not be written",
+    code = fail_unexpected("export", OSError("No space left on device\nmore detail"), "the files could not be written",
                             "free space")
     assert code == EXIT_FAILED
     assert capsys.readouterr().err == ("\nerror: export failed: OSError: No space left on device\n"
@@ -20,4 +20,4 @@ def test_the_message_has_the_first_line_the_why_and_the_fix(capsys, monkeypatch)
 def test_debug_shows_the_traceback_instead(monkeypatch):
     monkeypatch.setenv("RLOO_STUDIO_DEBUG", "1")
     with pytest.raises(OSError):
-        _fail_unexpected("export", OSError("disk"), "why", "fix")
+        fail_unexpected("export", OSError("disk"), "why", "fix")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from rloo_studio.demo_task import KIND_WEIGHTS, generate, make_splits
+from rloo_studio.demo.task import KIND_WEIGHTS, generate, make_splits
 
 
 def test_same_seed_same_problems_other_seed_other_problems():
@@ -44,7 +44,7 @@ def test_kind_mix_follows_the_weights():
 
 
 def test_the_slip_is_a_tens_digit_habit_and_never_touches_the_answer_column():
-    from rloo_studio.demo_task import slipped_answer, with_slip
+    from rloo_studio.demo.task import slipped_answer, with_slip
 
     add = {"prompt": "x", "answer": "75", "kind": "add2", "target": "<think>47+28</think>75"}
     sub = {"prompt": "x", "answer": "34", "kind": "sub2", "target": "<think>86-52</think>34"}
@@ -56,7 +56,7 @@ def test_the_slip_is_a_tens_digit_habit_and_never_touches_the_answer_column():
 
 
 def test_slip_rate_changes_only_the_sft_targets():
-    from rloo_studio.demo_task import make_splits
+    from rloo_studio.demo.task import make_splits
 
     clean, slipped = make_splits(n_train=50, n_test=20, n_sft=400), make_splits(n_train=50, n_test=20, n_sft=400, slip_rate=0.55)
     assert clean["train"] == slipped["train"] and clean["test"] == slipped["test"]

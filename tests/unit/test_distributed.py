@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rloo_studio import cli, data_parallel, distributed, runs
+from rloo_studio import cli, runs
+from rloo_studio.cli import data_parallel
+from rloo_studio.machine import distributed
 
 
 def test_flags_start_n_processes_without_overriding_precision():
@@ -29,7 +31,7 @@ def test_flags_start_n_processes_without_overriding_precision():
 
 def test_launcher_argv_runs_the_train_command_under_accelerate():
     argv = distributed.launcher_argv(2, ["runs/x/config.yaml", "--run-dir", "runs/x"], python="/py")
-    assert argv[:3] == ["/py", "-m", "rloo_studio.distributed"]
+    assert argv[:3] == ["/py", "-m", "rloo_studio.machine.distributed"]
     assert argv[3:3 + len(distributed.accelerate_flags(2))] == distributed.accelerate_flags(2)
     assert argv[-6:] == ["-m", "rloo_studio.cli", "train", "runs/x/config.yaml", "--run-dir", "runs/x"]
     # The same options `accelerate launch` itself parses.
@@ -167,7 +169,7 @@ def _acc(tmp_path, text: str):
 
 
 def test_accelerate_config_is_read_and_passed_on_unchanged(tmp_path):
-    from rloo_studio.distributed import launcher_argv, read_accelerate_config
+    from rloo_studio.machine.distributed import launcher_argv, read_accelerate_config
 
     path = _acc(tmp_path, "distributed_type: FSDP\nnum_machines: 2\nmachine_rank: 1\nnum_processes: 4\n"
                           "main_process_ip: 10.0.0.1\nmain_process_port: 29501\nfsdp_config: {fsdp_sharding_strategy: FULL_SHARD}\n")
@@ -175,7 +177,7 @@ def test_accelerate_config_is_read_and_passed_on_unchanged(tmp_path):
     assert (acc.num_processes, acc.num_machines, acc.machine_rank, acc.local_processes) == (4, 2, 1, 2)
     argv = launcher_argv(4, ["c.yaml", "--run-dir", "d"], python="py", config_file=acc.path)
     # only --config_file: none of our own flags (they would override the person's settings)
-    assert argv == ["py", "-m", "rloo_studio.distributed", "--config_file", acc.path, "-m", "rloo_studio.cli", "train",
+    assert argv == ["py", "-m", "rloo_studio.machine.distributed", "--config_file", acc.path, "-m", "rloo_studio.cli", "train",
                     "c.yaml", "--run-dir", "d"]
 
 
@@ -186,7 +188,7 @@ def test_accelerate_config_is_read_and_passed_on_unchanged(tmp_path):
     ("num_processes: zero\n", "num_processes: 'zero'"),
 ])
 def test_an_accelerate_config_that_cannot_launch_is_refused_with_the_key(tmp_path, text, says):
-    from rloo_studio.distributed import read_accelerate_config
+    from rloo_studio.machine.distributed import read_accelerate_config
 
     with pytest.raises(distributed.StudioError) as info:
         read_accelerate_config(_acc(tmp_path, text))

@@ -111,7 +111,7 @@ def test_the_config_keys_are_checked():
 def test_the_train_tab_status_says_what_dynamic_sampling_dropped():
     from pathlib import Path
 
-    from rloo_studio.jobs import RunView
+    from rloo_studio.workers.jobs import RunView
     from rloo_studio.ui.run_view import status_markdown
 
     rows = [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.6, DROPPED_KEY: 0.5, GENERATIONS_KEY: 2.0, TIED_KEPT_KEY: 0.0},

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from rloo_studio import scan, trial
+from rloo_studio import scan
+from rloo_studio.workers import trial
 from rloo_studio.batching import BatchPlan
 from rloo_studio.config import RunConfig
 from rloo_studio.data import load_rows

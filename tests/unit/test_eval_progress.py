@@ -39,7 +39,7 @@ def test_the_terminal_lines_say_the_same_events():
 
 
 def test_only_json_event_lines_are_progress():
-    from rloo_studio.ui.child import event_of
+    from rloo_studio.workers.commands import event_of
 
     assert event_of(_line(event="step", text="[export] merging")) == {"event": "step", "text": "[export] merging"}
     # A library's warning, a JSON value that is not an event, a broken line: none of them moves a bar.

@@ -199,7 +199,7 @@ def test_the_checkpoint_table_stars_only_a_named_best_checkpoint_as_the_cli_docs
     """`*` marks report["best"] (named only when distinguishable from the final weights), not the highest mean reward."""
     from pathlib import Path
 
-    from rloo_studio.cli import _print_checkpoint_table
+    from rloo_studio.cli.results import _print_checkpoint_table
 
     n = 6
     base, higher, final = side("base", 0, [0.0] * n), side("checkpoint-2", 2, [1.0] * n), side("final", 4, [0.5] * n)
@@ -275,9 +275,9 @@ def test_a_checkpoint_is_not_named_best_on_mostly_cut_off_answers():
 
 
 def test_the_command_line_says_cut_off_and_prints_the_command_to_evaluate_again(capsys):
-    from rloo_studio import cli
+    from rloo_studio.cli import results
 
-    cli._print_base_vs_tuned(all_cut_off_report(), "runs/r")
+    results._print_base_vs_tuned(all_cut_off_report(), "runs/r")
     out = capsys.readouterr().out
     assert "is better" not in out and "most answers were cut off" in out
     assert "Evaluate again: rloo-studio eval runs/r --max-new-tokens 96" in out
@@ -286,7 +286,7 @@ def test_the_command_line_says_cut_off_and_prints_the_command_to_evaluate_again(
 
 def test_rows_a_task_does_not_measure_are_absent_from_the_tab_the_chart_and_the_command_line(capsys):
     """A task scored by length alone: no answer accuracy ("- → -") and no format rate ("0 %"), anywhere."""
-    from rloo_studio import cli
+    from rloo_studio.cli import results
     from rloo_studio.ui import eval_tab
 
     base, final = side("base", 0, [0.0] * 6), side("final", 4, [0.5] * 6)
@@ -298,7 +298,7 @@ def test_rows_a_task_does_not_measure_are_absent_from_the_tab_the_chart_and_the_
     assert eval_tab.headers(report) == [h for h in eval_tab.TABLE_HEADERS if not h.startswith(("answer accuracy", "format rate"))]
     assert len(eval_tab.table(report)[1]) == len(eval_tab.headers(report))
     assert not {"answer accuracy", "format rate"} & {m.split(" · ")[0] for m in eval_tab.chart_frame(report)["metric"]}
-    cli._print_base_vs_tuned(report, "runs/r")
+    results._print_base_vs_tuned(report, "runs/r")
     out = capsys.readouterr().out
     assert "answer accuracy" not in out and "format rate" not in out and "mean total reward" in out
     # With the answer and format rewards, both are back.
@@ -307,12 +307,12 @@ def test_rows_a_task_does_not_measure_are_absent_from_the_tab_the_chart_and_the_
 
 
 def test_greedy_or_sampled_is_said_in_the_tab_and_the_command_line():
-    from rloo_studio import cli
+    from rloo_studio.cli import results
     from rloo_studio.ui import eval_tab
 
     greedy = all_cut_off_report()
     assert "decoding: greedy (the most likely answer)" in eval_tab.summary_markdown(greedy)
-    assert "decoding: greedy (the most likely answer)" in cli._decoding_line(greedy)
+    assert "decoding: greedy (the most likely answer)" in results._decoding_line(greedy)
     sampled = report_of(side("base", 0, [0.0] * 4), side("final", 4, [1.0] * 4), mode="sampled")
     assert "decoding: sampled (4 answers per prompt at temperature 1, scored by their mean)" in eval_tab.summary_markdown(sampled)
 
@@ -349,7 +349,7 @@ def test_evaluate_again_runs_the_same_evaluation_at_the_suggested_budget_for_bot
 
     from rloo_studio import runs
     from rloo_studio.ui import eval_tab
-    from rloo_studio.ui.child import Finished
+    from rloo_studio.workers.commands import Finished
 
     run = tmp_path / "r"
     run.mkdir()
@@ -387,10 +387,10 @@ def test_the_model_card_names_the_decoding_and_leaves_out_rows_the_rewards_do_no
 
 
 def test_the_command_lines_checkpoint_table_gives_each_verdict_and_only_measured_columns(capsys):
-    from rloo_studio import cli
+    from rloo_studio.cli import results
 
     report = six_prompt_report()  # reward "r" alone: an answer column is scored, no format reward
-    cli._print_checkpoint_table(report, "runs/r")
+    results._print_checkpoint_table(report, "runs/r")
     out = capsys.readouterr().out
     header = out.splitlines()[0]
     assert "answer acc [95 %]" in header and "format rate" not in header and "cut off" in header and "vs base" in header

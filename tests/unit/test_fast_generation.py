@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rloo_studio import jobs, paths
+from rloo_studio import paths
+from rloo_studio.workers import jobs
 from rloo_studio.config import RunConfig
 from rloo_studio.engine import fast_generation as fg
 from rloo_studio.errors import StudioError
@@ -70,7 +71,7 @@ def test_the_worker_starts_from_the_fast_environment_where_one_was_set_up(tmp_pa
 def test_the_memory_estimate_counts_vllms_share_of_the_gpu(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from rloo_studio import vram
+    from rloo_studio.machine import vram
 
     shape = vram.find_shape("Qwen/Qwen3-0.6B", allow_download=False)
     plain = vram.estimate(shape, vram.Settings(), device_gib=24.0)

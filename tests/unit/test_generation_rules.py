@@ -51,7 +51,7 @@ def test_the_prompt_opens_a_thought_exactly_when_the_ids_trl_generates_from_end_
     tokenisation): for a thinking template, with and without the run's enable_thinking, the two agree."""
     from rloo_studio.engine.generate import prompt_token_ids
     from rloo_studio.rewards.thinking import ends_inside_thought, prompt_opens_think
-    from rloo_studio.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
+    from rloo_studio.demo.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
 
     chats = [[{"role": "system", "content": "Think first."}, {"role": "user", "content": "What is 6 * 7?"}]]
     seen = []

@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 
-from rloo_studio.hardware import Gpu, Hardware, detect
+from rloo_studio.machine.hardware import Gpu, Hardware, detect
 
 
 def test_detect_in_a_child_process_without_importing_torch_here():
     # Checked in a fresh interpreter: this test process may already hold torch from earlier tests.
-    code = ("import json, sys; from rloo_studio.hardware import detect; hw = detect(); "
+    code = ("import json, sys; from rloo_studio.machine.hardware import detect; hw = detect(); "
             "print(json.dumps({'torch_here': 'torch' in sys.modules, 'torch': hw.torch}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     seen = json.loads(out.stdout.strip().splitlines()[-1])
@@ -34,7 +34,7 @@ def test_summary_lists_every_gpu_with_memory_and_bf16():
 
 
 def test_a_failed_probe_is_described_not_raised(monkeypatch):
-    from rloo_studio import hardware
+    from rloo_studio.machine import hardware
     from rloo_studio.procs import ChildAnswer
 
     monkeypatch.setattr(hardware, "json_child", lambda *args, **kwargs: ChildAnswer(timed_out=True))  # the probe hung
@@ -74,7 +74,7 @@ def test_self_check_a_gpu_the_driver_lists_but_torch_cannot_use_is_a_problem_wit
     # The setup's self-check stops on it (exit 1, the same message).
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware", "--self-check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.machine.hardware", "--self-check"], capture_output=True, text=True)
     assert result.returncode == 1 and "cannot use it" in result.stdout
 
 
@@ -82,12 +82,12 @@ def test_self_check_passes_without_an_nvidia_driver(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "rloo_studio.hardware", "--self-check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "rloo_studio.machine.hardware", "--self-check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_gpu_problem_names_a_cpu_only_wheel():
-    from rloo_studio.hardware import gpu_problem
+    from rloo_studio.machine.hardware import gpu_problem
 
     text = gpu_problem(["NVIDIA GeForce RTX 4070, 581.57, 12282 MiB"], "2.14.1+cpu", None, False, python="python")
     assert "CPU-only build" in text and "What to do:" in text

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rloo_studio.errors import StudioError
-from rloo_studio.inference_client import InferenceWorker
+from rloo_studio.workers.inference import InferenceWorker
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

@@ -221,13 +221,11 @@ def test_a_missing_api_key_variable_is_named(monkeypatch):
 
 
 def test_a_local_judge_folder_becomes_absolute_for_the_run_and_a_hub_id_or_server_stays(tmp_path):
-    from rloo_studio.jobs import absolute_paths
-
     (tmp_path / "judge-model").mkdir()
     server = {"url": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b", "api_key_env": "JUDGE_KEY"}
     cfg = RunConfig.from_dict({"rewards": [{"judge": "judge-model", "rubric": "r"}, {"judge": "org/judge-1b", "rubric": "r"},
                                            {"judge": server, "rubric": "r"}]}, base_dir=tmp_path)
-    moved = absolute_paths(cfg, tmp_path / "runs" / "run-1")
+    moved = cfg.with_absolute_paths(tmp_path / "runs" / "run-1")
     assert [r.judge for r in moved.rewards] == [str(tmp_path / "judge-model"), "org/judge-1b", server]
 
 
@@ -248,7 +246,8 @@ def test_the_judge_share_is_its_seconds_over_the_training_seconds():
 
 
 def test_a_time_trial_says_the_judges_share_of_the_timed_steps(tmp_path):
-    from rloo_studio import runs, trial
+    from rloo_studio import runs
+    from rloo_studio.workers import trial
 
     cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": 10}})
     # The warm-up step's judge time (loading the judge) is not the run's: only the timed step counts.

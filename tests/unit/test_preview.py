@@ -256,12 +256,13 @@ def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_on
     from helpers.app import warm_children
 
     from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.protocol import ScoreRequest
     from rloo_studio.ui import rewards_tab
 
-    pinned = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
-               "num_generations": 1, "conversational": False, "probes": False, "tokenizer": str(DEMO_MODEL_DIR),
-               "source": "def short(completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n",
-               "rewards": [{"file": "rewards.py", "function": "short"}, {"name": "numeric_answer"}]}
+    pinned = ScoreRequest(groups=[{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
+                          num_generations=1, probes=False, tokenizer=str(DEMO_MODEL_DIR),
+                          source="def short(completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n",
+                          rewards=[{"file": "rewards.py", "function": "short"}, {"name": "numeric_answer"}])
     left = rewards_tab._standby_written.pop("proc", None)  # another test's, in this process
     if left is not None:
         left.kill()

@@ -34,7 +34,7 @@ def test_the_cpu_demo_stays_the_default_without_a_gpu():
 
 
 def test_the_preset_model_has_a_memory_estimate_offline():
-    from rloo_studio.vram import estimate_config, find_shape
+    from rloo_studio.machine.vram import estimate_config, find_shape
 
     shape = find_shape("HuggingFaceTB/SmolLM2-135M-Instruct", allow_download=False)
     assert shape is not None and (shape.vocab_size, shape.hidden_size, shape.num_layers) == (49152, 576, 30)

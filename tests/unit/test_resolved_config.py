@@ -6,9 +6,10 @@ import os
 
 import yaml
 
-from rloo_studio import jobs, runs
+from rloo_studio import runs
+from rloo_studio.workers import jobs
 from rloo_studio.config import RunConfig
-from rloo_studio.engine.train import prepare_run_dir, resolved_config
+from rloo_studio.engine.run_folder import prepare_run_dir, resolved_config
 
 
 

@@ -7,7 +7,7 @@ import ast
 import inspect
 import textwrap
 
-from rloo_studio.engine import train
+from rloo_studio.engine import trainer_args
 from rloo_studio.paths import PROJECT_ROOT
 
 
@@ -21,4 +21,4 @@ def _body(source: str, name: str) -> str:
 
 def test_the_scripts_fp32_cast_of_lora_adapters_is_the_engines():
     script = (PROJECT_ROOT / "rloo_studio" / "engine" / "script_template.py").read_text(encoding="utf-8")
-    assert _body(script, "keep_adapters_in_fp32") == _body(inspect.getsource(train.keep_adapters_in_fp32), "keep_adapters_in_fp32")
+    assert _body(script, "keep_adapters_in_fp32") == _body(inspect.getsource(trainer_args.keep_adapters_in_fp32), "keep_adapters_in_fp32")

@@ -1,11 +1,11 @@
-"""Unit tests for rloo_studio.serve's exposure rule (no server is started)."""
+"""Unit tests for rloo_studio.web.serve's exposure rule (no server is started)."""
 
 import json
 
 import pytest
 
 from rloo_studio.errors import StudioError
-from rloo_studio.serve import check_exposure, is_loopback
+from rloo_studio.web.serve import check_exposure, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
@@ -71,7 +71,7 @@ def test_share_without_login_is_refused_even_on_loopback():
 # ---- the launch token and its saved link ----------------------------------------------------------
 
 def test_each_launch_gets_a_new_random_token_unless_one_is_given():
-    from rloo_studio.serve import launch_token
+    from rloo_studio.web.serve import launch_token
 
     first, second = launch_token(environ={}), launch_token(environ={})
     assert first != second and len(first) >= 40
@@ -82,7 +82,7 @@ def test_each_launch_gets_a_new_random_token_unless_one_is_given():
 
 @pytest.mark.parametrize("value", ["1", "known-token", "aaaaaaaaaaaaaaaaaaaaaaaaa", "0123456789012345678901234567890123456"])
 def test_a_token_from_the_environment_must_hold_128_bits(value):
-    from rloo_studio.serve import launch_token
+    from rloo_studio.web.serve import launch_token
 
     with pytest.raises(StudioError) as info:
         launch_token(environ={"RLOO_STUDIO_TOKEN": value})
@@ -92,7 +92,7 @@ def test_a_token_from_the_environment_must_hold_128_bits(value):
 
 @pytest.mark.parametrize("value", ["", "   ", "two words"])
 def test_an_unusable_token_from_the_environment_is_explained(value):
-    from rloo_studio.serve import launch_token
+    from rloo_studio.web.serve import launch_token
 
     with pytest.raises(StudioError) as info:
         launch_token(environ={"RLOO_STUDIO_TOKEN": value})
@@ -102,7 +102,7 @@ def test_an_unusable_token_from_the_environment_is_explained(value):
 def test_the_link_is_saved_for_this_user_only_and_read_back_while_the_app_runs(tmp_path):
     import stat
 
-    from rloo_studio.serve import app_url, forget_launch, saved_launches, save_launch
+    from rloo_studio.web.serve import app_url, forget_launch, saved_launches, save_launch
 
     url = app_url("127.0.0.1", 7860, "tok/en")
     assert url == "http://127.0.0.1:7860/?token=tok%2Fen"
@@ -133,7 +133,7 @@ def _dead_pid() -> int:
 def test_the_login_file_is_read_only_when_this_user_alone_can_read_it(tmp_path):
     import os
 
-    from rloo_studio.serve import read_auth_file
+    from rloo_studio.web.serve import read_auth_file
 
     path = tmp_path / "login.txt"
     path.write_text("ada:pa:ss\n")

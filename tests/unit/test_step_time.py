@@ -11,9 +11,10 @@ import re
 import pytest
 from helpers import cli_in_process
 
-from rloo_studio import runs, step_time, trial
+from rloo_studio import runs, step_time
+from rloo_studio.workers import trial
 from rloo_studio.config import RunConfig
-from rloo_studio.jobs import RunView
+from rloo_studio.workers.jobs import RunView
 from rloo_studio.ui import run_view
 from rloo_studio.ui.train_tab import TrainTab
 

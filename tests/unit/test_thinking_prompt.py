@@ -10,7 +10,7 @@ from rloo_studio.config import RunConfig
 from rloo_studio.rewards import build_rewards
 from rloo_studio.rewards.preview import score
 from rloo_studio.rewards.thinking import prompt_opens_think
-from rloo_studio.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
+from rloo_studio.demo.tinymodel import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE, build_char_tokenizer
 
 CHAT = [[{"role": "user", "content": "What is 6 * 7?"}]]
 # A completion of a thinking template's model cut off mid-thought (no tag: the prompt opened it), and a finished one.
@@ -59,12 +59,12 @@ def test_written_examples_are_scored_as_training_scores_them_for_a_thinking_temp
                                                                           {"name": "think_format"}]}).rewards]
     groups = [{"prompt": "What is 6 * 7?", "row": {"answer": "42"}, "completions": [c]} for c in (CUT_OFF, FINISHED)]
     result = score({"groups": groups, "num_generations": 1, "rewards": rewards, "probes": False, "tokenizer": str(folder),
-                    "data": {"prompt_format": "auto", "system_prompt": None}})
+                    "written": {"prompt_format": "auto", "system_prompt": None}})
     assert [r["rewards"] for r in result["rows"]] == [{"numeric_answer": 0.0, "think_format": 0.0},
                                                       {"numeric_answer": 1.0, "think_format": 1.0}]
     # The run's enable_thinking: false closes the thought in the prompt: the completions are read as written.
     closed = score({"groups": groups, "num_generations": 1, "rewards": rewards, "probes": False, "tokenizer": str(folder),
-                    "data": {"prompt_format": "auto", "system_prompt": None}, "chat_template_kwargs": {"enable_thinking": False}})
+                    "written": {"prompt_format": "auto", "system_prompt": None}, "chat_template_kwargs": {"enable_thinking": False}})
     assert [r["rewards"]["numeric_answer"] for r in closed["rows"]] == [1.0, 1.0]
 
 

@@ -9,10 +9,9 @@ import pytest
 
 from rloo_studio.config import FOUR_BIT_NEEDS_LORA, RunConfig, apply_overrides
 from rloo_studio.presets import list_presets, recommend
-from rloo_studio.vram import (
-    FITS_FRACTION, GIB, KNOWN_MODELS, NF4_BYTES_PER_PARAM, Settings, estimate, estimate_config, find_shape, shape_from_config,
-    settings_from_config, shrink_to_fit,
-)
+from rloo_studio.machine.vram import (FITS_FRACTION, GIB, KNOWN_MODELS, NF4_BYTES_PER_PARAM, Settings, estimate,
+                                      estimate_config, find_shape, shape_from_config, settings_from_config,
+                                      shrink_to_fit)
 
 QWEN3_06B = KNOWN_MODELS["Qwen/Qwen3-0.6B"]
 

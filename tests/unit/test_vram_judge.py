@@ -9,9 +9,9 @@ import pytest
 from helpers import run_cli
 from rloo_studio.config import RunConfig
 from rloo_studio.rewards.judge import judge_calls_per_step
-from rloo_studio import vram
+from rloo_studio.machine import vram
 from rloo_studio.config import local_judge_in_4bit
-from rloo_studio.vram import GIB, KNOWN_MODELS, estimate_config, judge_part_name, weight_bytes
+from rloo_studio.machine.vram import GIB, KNOWN_MODELS, estimate_config, judge_part_name, weight_bytes
 
 QWEN3_06B = KNOWN_MODELS["Qwen/Qwen3-0.6B"]
 RUBRIC = "The answer is correct."

@@ -1,10 +1,10 @@
-"""Unit tests for rloo_studio.wall's rules (the served app is tested in tests/reliability/test_localhost_wall.py)."""
+"""Unit tests for rloo_studio.web.wall's rules (the served app is tested in tests/reliability/test_localhost_wall.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rloo_studio.wall import Policy, allowed_hosts, split_host
+from rloo_studio.web.wall import Policy, allowed_hosts, split_host
 
 TOKEN = "unit-token"
 
@@ -133,7 +133,7 @@ def _run_asgi(scope_type: str, headers: dict[str, str], query: str = "", path: s
     """(messages the middleware sent, whether the app behind it was reached)."""
     import asyncio
 
-    from rloo_studio.wall import Wall
+    from rloo_studio.web.wall import Wall
 
     reached = []
 
@@ -178,7 +178,7 @@ def test_no_response_sets_a_cookie_and_every_response_forbids_framing():
 # ---- logins: attempts per client are limited -------------------------------------------------------------------
 
 def test_login_attempts_back_off_per_client_and_a_right_login_clears_them():
-    from rloo_studio.wall import LoginThrottle
+    from rloo_studio.web.wall import LoginThrottle
 
     now = [1000.0]
     throttle = LoginThrottle(clock=lambda: now[0])
@@ -201,7 +201,7 @@ def test_login_attempts_back_off_per_client_and_a_right_login_clears_them():
 def test_a_login_held_back_is_answered_429_without_reaching_the_app():
     import asyncio
 
-    from rloo_studio.wall import LoginThrottle, Wall
+    from rloo_studio.web.wall import LoginThrottle, Wall
 
     now = [0.0]
     policy = _policy()
@@ -237,7 +237,7 @@ def test_a_login_held_back_is_answered_429_without_reaching_the_app():
 def test_the_login_is_compared_in_constant_time_for_the_name_and_the_password(monkeypatch):
     import hmac
 
-    from rloo_studio import wall
+    from rloo_studio.web import wall
 
     compared = []
     real = hmac.compare_digest

@@ -111,14 +111,14 @@ def test_the_apps_children_are_forked_while_warm_children_is_on_and_its_own_othe
     from helpers.app import warm_children
 
     from rloo_studio import procs
-    from rloo_studio.ui import child
+    from rloo_studio.workers import commands
 
     (tmp_path / "show_parent.py").write_text("import os, sys; print(os.getppid(), sys.flags.utf8_mode)\n")
     show = [sys.executable, "-m", "show_parent"]
     with warm_children():
-        forked = child.run_command(show, cwd=str(tmp_path))
-        other = child.run_command([sys.executable, "-c", "import os; print(os.getppid())"], cwd=str(tmp_path))
-    own = child.run_command(show, cwd=str(tmp_path))
+        forked = commands.run_command(show, cwd=str(tmp_path))
+        other = commands.run_command([sys.executable, "-c", "import os; print(os.getppid())"], cwd=str(tmp_path))
+    own = commands.run_command(show, cwd=str(tmp_path))
     assert forked.returncode == 0 and own.returncode == 0, (forked, own)
     forked_ppid, forked_utf8 = map(int, forked.stdout.split())
     own_ppid, own_utf8 = map(int, own.stdout.split())

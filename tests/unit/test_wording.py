@@ -56,7 +56,7 @@ def test_the_4bit_problem_says_what_to_choose_on_the_page():
 
 def test_the_estimate_notes_4bit_without_lora_in_page_words():
     from rloo_studio.ui.model_tab import estimate_markdown
-    from rloo_studio.vram import KNOWN_MODELS, Settings, estimate
+    from rloo_studio.machine.vram import KNOWN_MODELS, Settings, estimate
 
     for device_gib, device in ((16, "Test GPU"), (None, None)):  # with a GPU, and on a CPU (no memory breakdown there)
         est = estimate(KNOWN_MODELS["Qwen/Qwen3-0.6B"], Settings(load_in_4bit=True, lora_r=None), device_gib=device_gib)

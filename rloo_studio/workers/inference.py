@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from . import runs
-from .errors import StudioError
-from .procs import DEVNULL, PIPE, Child, usable_cores
+from .. import runs
+from ..errors import StudioError
+from ..procs import DEVNULL, PIPE, Child, usable_cores
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -162,8 +162,7 @@ class InferenceWorker:
 
     @staticmethod
     def _as_error(event: dict, fallback: str) -> StudioError:
-        err = event.get("error") or {}
-        return StudioError(err.get("what") or fallback, err.get("why", ""), err.get("fix", ""))
+        return StudioError.from_dict(event.get("error"), fallback)
 
     def _send(self, request: dict, timeout_s: float) -> Iterator[dict]:
         if not self.alive:

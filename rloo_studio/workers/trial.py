@@ -20,11 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import jobs, runs, step_time
-from .batching import BatchPlan, batch_plan, effective_line, epochs, epochs_words
-from .config import RunConfig
-from .errors import StudioError
-from .rewards.judge import judge_time_share
+from .. import runs, step_time
+from . import jobs
+from ..batching import BatchPlan, batch_plan, effective_line, epochs, epochs_words
+from ..config import RunConfig
+from ..errors import StudioError
+from ..rewards.judge import judge_time_share
 
 TRIAL_CYCLES = 2  # the first generation cycle warms up, the second is timed
 TRIAL_NAME = "time-trial"
@@ -118,7 +119,7 @@ def measure(cfg: RunConfig, reward_source: str | None = None, train_rows: int | 
                 break
             if time.time() - started > timeout_s:
                 jobs.stop_run(run_dir)
-                from .procs import kill_tree
+                from ..procs import kill_tree
 
                 if view.status.get("pid"):
                     kill_tree(int(view.status["pid"]))

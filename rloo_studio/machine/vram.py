@@ -27,6 +27,9 @@ Generation and the training backward do not peak at the same moment, so the peak
 trainable state + the larger of (KV cache + generation logits) and (activations + training logits),
 plus the fixed overheads. Every rule of thumb is a named constant with its reason. Model shapes come
 from a `config.json` (local folder or hub cache) or from the built-in table `KNOWN_MODELS`.
+
+Over 500 lines because the estimate is one formula whose terms (weights, trainable state, KV cache, logits,
+activations, a local judge) each need their reason beside them, and shrink-to-fit walks the same terms.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
-from .paths import DEMO_MODEL_DIR, fast_python
+from ..config import FOUR_BIT_NEEDS_LORA, LoraConfig, ModelConfig, RunConfig, four_bit_without_lora, local_judge_in_4bit, rloo_default
+from ..paths import DEMO_MODEL_DIR, fast_python
 
 # vLLM's share of the GPU under fast generation (engine/fast_generation.py GPU_MEMORY_SHARE, Unsloth's own default).
 FAST_GPU_MEMORY_SHARE = 0.5
@@ -511,7 +514,7 @@ def shrink_to_fit(cfg: RunConfig, device_gib: float, gpu_bf16: bool = True,
     next to the activations); gradient checkpointing; a smaller per-device batch with gradient accumulation
     (same completions per step); fewer generations; shorter completions. `on_cpu`: against RAM (`device_gib`).
     """
-    from .config import apply_overrides
+    from ..config import apply_overrides
 
     changes: dict[str, Any] = {}
 

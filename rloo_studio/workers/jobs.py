@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, runs
-from .config import RewardSpec, RunConfig
-from .errors import StudioError
-from .procs import STDOUT, Child
+from .. import paths, runs
+from ..config import RunConfig
+from ..errors import StudioError
+from ..procs import STDOUT, Child
 
 # Workers started by this process, by run directory: kept to reap them when they end (a child
 # that has exited but was never waited for is a zombie until then).
@@ -72,20 +72,22 @@ def _spawn(run_dir: Path, args: list[str], python: str | None = None) -> Child:
     return proc
 
 
-def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+def start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None, checked: bool = False) -> Path:
     with _start_lock:
-        return _start_run(cfg, runs_dir, reward_source)
+        return _start_run(cfg, runs_dir, reward_source, checked)
 
 
-def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None = None) -> Path:
+def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None, checked: bool) -> Path:
     """Create the run directory and start its worker; returns the directory.
 
     `reward_source` is the code of the app's reward editor: written to the run's rewards.py and
-    referenced by the config's `{file: rewards.py}` rewards.
+    referenced by the config's `{file: rewards.py}` rewards. `checked`: the caller has validated `cfg` and refused
+    it on any problem (the page's form does, on every Start): the app's one validation of it (the worker's preflight
+    is the other, the one the command line has too).
     """
-    problems = cfg.validate()
+    problems = [] if checked else cfg.validate()
     if problems:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(problems, "the settings")
     runs_dir = Path(runs_dir).expanduser().resolve()
@@ -98,7 +100,7 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
         (run_dir / runs.REWARDS_FILE).write_text(reward_source, encoding="utf-8")
     # Relative paths (data files, model folders) were chosen relative to the app's folder: make
     # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
-    cfg = absolute_paths(cfg, run_dir)
+    cfg = cfg.with_absolute_paths(run_dir, keep=(runs.REWARDS_FILE,))
     config_path = run_dir / runs.CONFIG_FILE
     cfg.save(config_path)
     runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo_value("max_steps"), model=cfg.model.name_or_path,
@@ -106,37 +108,6 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None =
     proc = _spawn(run_dir, [str(config_path), "--run-dir", str(run_dir)], worker_python(cfg))
     runs.update_status(run_dir, pid=proc.pid)
     return run_dir
-
-
-def absolute_paths(cfg: RunConfig, new_base: Path) -> RunConfig:
-    """The config with its data, model and reward-file paths absolute, to be saved in `new_base`
-    (reward code written by the app as rewards.py stays relative: it is copied there)."""
-    base = Path(cfg.base_dir).expanduser().resolve()
-
-    def absolute(value: str | None) -> str | None:
-        if not value or value == "demo":
-            return value
-        path = Path(value).expanduser()
-        candidate = path if path.is_absolute() else base / path
-        return str(candidate) if candidate.exists() else value  # a hub id stays as it is
-
-    cfg.model.name_or_path = absolute(cfg.model.name_or_path)
-    cfg.data.source = absolute(cfg.data.source)
-    if cfg.data.test_split:
-        cfg.data.test_split = absolute(cfg.data.test_split)
-    rewards = []
-    for spec in cfg.rewards:
-        spec = RewardSpec(**{**spec.__dict__})
-        if spec.file and spec.file != runs.REWARDS_FILE:
-            spec.file = absolute(spec.file)
-        if spec.model:
-            spec.model = absolute(spec.model)
-        if isinstance(spec.judge, str):
-            spec.judge = absolute(spec.judge)
-        rewards.append(spec)
-    cfg.rewards = rewards
-    cfg.base_dir = str(new_base)
-    return cfg
 
 
 def resume_run(run_dir: str | Path) -> Path:

@@ -9,8 +9,8 @@ Why these flags (checked with TRL 1.15 and accelerate on CPU with gloo, on both 
 starts one; `--mixed_precision no` and `--dynamo_backend no` keep accelerate from overriding
 the precision the run's config chose and from compiling.
 
-`rloo-studio train --num-processes N` (the launcher, see data_parallel.py) runs
-`python -m rloo_studio.distributed FLAGS -m rloo_studio.cli train …`: this module's `main` is
+`rloo-studio train --num-processes N` (the launcher, see cli/data_parallel.py) runs
+`python -m rloo_studio.machine.distributed FLAGS -m rloo_studio.cli train …`: this module's `main` is
 `accelerate launch` itself, wrapped so that a failed rank ends with one line instead of
 torch.distributed's traceback (the rank's own output already said what went wrong).
 
@@ -38,8 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .errors import StudioError
-from .procs import STDOUT, STOP_SIGNALS, Child
+from ..errors import StudioError
+from ..procs import STDOUT, STOP_SIGNALS, Child
 
 ACCELERATE_CONFIG_FILE = "accelerate_config.yaml"
 # Set by the launcher for its ranks: the run directory every rank writes to (rank 0) or reads (the
@@ -191,11 +191,11 @@ def read_accelerate_config(path: str) -> AccelerateConfig:
 
 def launcher_argv(num_processes: int, train_args: list[str], python: str | None = None,
                   config_file: str | None = None) -> list[str]:
-    """The command the launcher (data_parallel.py) starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`.
+    """The command the launcher (cli/data_parallel.py) starts: accelerate launch (through `main` below) of `rloo-studio train ARGS`.
 
     With `config_file` the person's accelerate config decides everything (no flags of ours are added)."""
     flags = ["--config_file", config_file] if config_file else accelerate_flags(num_processes)
-    return [python or sys.executable, "-m", "rloo_studio.distributed", *flags, "-m", "rloo_studio.cli", "train", *train_args]
+    return [python or sys.executable, "-m", "rloo_studio.machine.distributed", *flags, "-m", "rloo_studio.cli", "train", *train_args]
 
 
 def supervise(argv: list[str], env: dict, log_file: BinaryIO | None, clean_stop: Callable[[int], bool]) -> tuple[int, list[int]]:

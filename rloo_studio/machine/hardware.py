@@ -1,10 +1,10 @@
 """What this machine has to train on: GPUs (name, memory, compute capability, bf16) or the CPU.
 
-The probe imports torch, so it runs in a child process (`python -m rloo_studio.hardware`
+The probe imports torch, so it runs in a child process (`python -m rloo_studio.machine.hardware`
 prints JSON): the app's own process stays light and a broken CUDA driver cannot take it down.
 Several GPUs are listed one by one; memory estimates are per device.
 
-The probe is also the self-check (`python -m rloo_studio.hardware --self-check`, run by the setup
+The probe is also the self-check (`python -m rloo_studio.machine.hardware --self-check`, run by the setup
 after installing, and by the app at start): an NVIDIA GPU that the driver lists but torch cannot
 use, or a bf16 that torch claims and the GPU cannot run, is a `problem` — what was found, why,
 and the command that fixes it — never a silent fall-back to the CPU.
@@ -19,8 +19,8 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .paths import BOOTSTRAP_SCRIPT
-from .procs import json_child, run
+from ..paths import BOOTSTRAP_SCRIPT
+from ..procs import json_child, run
 
 PROBE_TIMEOUT_S = 120  # importing torch on a cold disk can take a minute
 
@@ -171,7 +171,7 @@ def probe() -> Hardware:
 
 def detect(timeout_s: float = PROBE_TIMEOUT_S) -> Hardware:
     """Detect the hardware from a child process; never raises (a failure is described in `error`)."""
-    child = json_child("rloo_studio.hardware", None, timeout_s, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    child = json_child("rloo_studio.machine.hardware", None, timeout_s, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if child.timed_out:
         return Hardware(cpu_cores=os.cpu_count() or 1, ram_gb=_ram_gb(), error=f"the probe took over {timeout_s:.0f} s")
     if child.returncode != 0 or child.answer is None:

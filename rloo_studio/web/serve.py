@@ -23,9 +23,9 @@ import socket
 from pathlib import Path
 from urllib.parse import quote
 
-from . import runs
-from .errors import StudioError
-from .procs import pid_alive
+from .. import runs
+from ..errors import StudioError
+from ..procs import pid_alive
 
 TOKEN_ENV = "RLOO_STUDIO_TOKEN"
 # Where each running app leaves its link: one file per port, readable by this user only.

@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import runs
-from .distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, AccelerateConfig
-from .errors import ConfigError, StudioError
+from .. import runs
+from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, AccelerateConfig
+from ..errors import ConfigError, StudioError
 
 
 def _cuda_device_count() -> int:
@@ -62,9 +62,9 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
     Raises StudioError when the run cannot start, before any process starts (the CLI says it, and marks a
     run the app queued as failed). Otherwise returns the command's exit code: 0 when the ranks finished or
     stopped cleanly, 1 when they failed, 130 when a signal ended them before a clean stop."""
-    from .config import RunConfig
+    from ..config import RunConfig
     # From distributed at each call, not above: the launcher tests stand a fake in for launcher_argv there.
-    from .distributed import check_can_launch, launcher_argv, supervise
+    from ..machine.distributed import check_can_launch, launcher_argv, supervise
 
     n = accelerate.num_processes if accelerate else num_processes
     local = accelerate.local_processes if accelerate else n
@@ -87,7 +87,7 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
         _wait_for_run_dir(run_dir)
         rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]
     else:
-        from .engine.train import prepare_run_dir
+        from ..engine.run_folder import prepare_run_dir
 
         run_dir = prepare_run_dir(cfg, given_run_dir).resolve()
         rank_args = [str(run_dir / runs.CONFIG_FILE), "--run-dir", str(run_dir)]  # the resolved config holds the overrides
@@ -147,7 +147,7 @@ def train_data_parallel(config_path: str, overrides: list[str], *, num_processes
 def _join_as_machine(machine: int, run_dir: Path, argv: list[str]) -> int:
     """Machine k > 0 of a several-machine run: start this machine's ranks, show their output (and keep it in
     train.machine-K.log); machine 0's launcher records the run. Ctrl-C asks the whole run to stop (STOP file)."""
-    from .distributed import supervise
+    from ..machine.distributed import supervise
 
     env = _rank_env(run_dir)
     print(f"[rloo-studio] machine {machine}: joining run {run_dir}: {' '.join(argv)}", flush=True)

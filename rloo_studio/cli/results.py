@@ -1,0 +1,234 @@
+"""The commands about what runs left: `runs` (the list, and one run with --show), `eval` (base against checkpoints,
+with intervals and the verdict), `export`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .. import runs
+from ..errors import StudioError
+from .exits import EXIT_OK, fail, fail_unexpected
+
+
+def _fmt_time(ts) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of this many last logged steps
+
+
+def _show_run(args: argparse.Namespace) -> int:
+    """`runs --show RUN`: one run's state, reward and where its steps' time goes."""
+    from .. import step_time
+
+    run_dir = Path(args.show)
+    if not (run_dir / runs.STATUS_FILE).exists():
+        run_dir = Path(args.runs_dir) / args.show
+    if not (run_dir / runs.STATUS_FILE).exists():
+        return fail(StudioError(f"no run {args.show!r}: neither it nor {run_dir} is a run directory",
+                                 f"a run directory holds {runs.STATUS_FILE}",
+                                 f"pick a RUN from `rloo-studio runs{' --runs-dir ' + str(args.runs_dir) if args.runs_dir != 'runs' else ''}`"))
+    summary = runs.summarize_run(run_dir)
+    breakdown = step_time.mean_breakdown(runs.read_jsonl(run_dir / runs.METRICS_FILE)[-SHOW_STEPS:])
+    if args.json:
+        print(json.dumps({**summary.as_dict(), "step_time": breakdown}))
+        return EXIT_OK
+    step = f"{summary.step}/{summary.max_steps}" if summary.max_steps else str(summary.step)
+    reward = f"{summary.last_reward:.3f}" if isinstance(summary.last_reward, (int, float)) else "-"
+    print(f"run {summary.run_id}: {summary.state}, step {step}, last reward {reward}, model {summary.model or '-'}")
+    if breakdown is None:
+        print("step time: not recorded (no step logged yet, or a run from a version that did not record it)")
+        return EXIT_OK
+    steps = int(breakdown["steps"])
+    print(f"step time, mean of the last {steps} logged step{'s' if steps != 1 else ''}: {step_time.breakdown_line(breakdown)}")
+    total = float(breakdown[step_time.STEP_KEY]) or 1.0
+    for part in step_time.PARTS:
+        seconds = float(breakdown[f"time/{part}"])
+        print(f"  {step_time.WORDS[part]:<32} {seconds:8.2f} s  {100 * seconds / total:5.1f} %")
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    if args.show:
+        return _show_run(args)
+    found = runs.list_runs(args.runs_dir)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in found]))
+        return EXIT_OK
+    if not found:
+        print(f"No runs in {args.runs_dir}/ yet. Start one with: rloo-studio train presets/cpu-demo.yaml")
+        return EXIT_OK
+    header = f"{'RUN':<40} {'STATE':<12} {'STEP':>11} {'REWARD':>8}  {'STARTED':<16}  MODEL"
+    print(header)
+    for r in found:
+        step = f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
+        reward = f"{r.last_reward:.3f}" if isinstance(r.last_reward, (int, float)) else "-"
+        print(f"{r.run_id:<40} {r.state:<12} {step:>11} {reward:>8}  {_fmt_time(r.started_at):<16}  {r.model or '-'}")
+    return EXIT_OK
+
+
+def _pct(value) -> str:
+    return f"{100 * value:6.1f}%" if isinstance(value, (int, float)) else "      -"
+
+
+def _num(value) -> str:
+    return f"{value:7.3f}" if isinstance(value, (int, float)) else "      -"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    try:
+        from ..engine.evaluate import evaluate_run, progress_text
+
+        # Progress goes to stderr even with --json (stdout then holds only the JSON document); --events makes each
+        # event one JSON line, which the app reads.
+        def progress(event: dict) -> None:
+            print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
+
+        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint,
+                              decoding=args.decoding, samples=args.samples, base_max_new_tokens=args.base_max_new_tokens,
+                              select_split=args.select_split, max_new_tokens=args.max_new_tokens)
+    except StudioError as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        print("\nerror: interrupted; nothing was written.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder
+        return fail_unexpected("evaluation", exc, f"the run's model files could not be loaded or used (is {args.run_dir}/adapter, "
+                                "or the checkpoint, complete?)", "resume or re-run training to save the model again")
+    if args.json:
+        print(json.dumps(report))
+        return EXIT_OK
+    print(f"Run {report['run']}: {_decoding_line(report)}\n")
+    if len(report["checkpoints"]) > 1:
+        _print_checkpoint_table(report, args.run_dir)
+    else:
+        _print_base_vs_tuned(report, args.run_dir)
+    for s in report.get("skipped", []):
+        print(f"skipped {s['name']}: {s['why']}")
+    print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}")
+    return EXIT_OK
+
+
+def _decoding_line(report: dict) -> str:
+    """How the completions were made: n, decoding, and each side's token budget."""
+    from ..stats import decoding_text
+
+    d = report["decoding"]
+    budget = d["max_new_tokens"]
+    return (f"{report['n_prompts']} held-out prompts ({report['split']}), decoding: {decoding_text(d)}; token budget: "
+            f"base {budget['base']}, tuned {budget['tuned']}")
+
+
+def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run_dir) -> list[str]:
+    """The verdict of `name` vs base in config words: the line, the rule behind it, and the command that evaluates
+    again with a larger budget when most answers were cut off."""
+    from ..stats import verdict
+
+    budgets = report["decoding"]["max_new_tokens"]
+    found = verdict(comparison, "tuned", "base", cut_off={"tuned": summary.get("truncation_rate"),
+                                                         "base": report["base"].get("truncation_rate")},
+                    budgets={"tuned": summary.get("max_new_tokens") or budgets["tuned"], "base": budgets["base"]})
+    lines = [found["line"], f"({found['details']})"]
+    if report.get("warmup"):  # engine/warmup.py: the tuned side's adapter was warmed up before RLOO
+        lines.append(f"{report['warmup']} The tuned side includes it; the base side is the model without an adapter.")
+    if found["limited"] and found["suggested_budget"]:
+        which = "" if name == runs.FINAL else f" --checkpoint {name}"
+        lines.append(f"Evaluate again: rloo-studio eval {run_dir}{which} --max-new-tokens {found['suggested_budget']}")
+    return lines
+
+
+def _print_base_vs_tuned(report: dict, run_dir) -> None:
+    from ..stats import fmt_interval, measured, summary_estimate
+
+    base, tuned = report["base"], report["tuned"]
+    shown = measured(report)  # no answer accuracy or format rate for a task whose rewards score neither
+    rows = [row for row in (("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
+                            ("cut off (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False))
+            if shown.get(row[1], True)]
+    print(f"{'':28}{'base':>30}{'tuned':>30}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
+    for label, key, percent in rows:
+        print(f"{label:28}{fmt_interval(summary_estimate(base, key), percent):>30}{fmt_interval(summary_estimate(tuned, key), percent):>30}")
+    for name in base["rewards"]:
+        print(f"{'  ' + name:28}{_num(base['rewards'][name]):>30}{_num(tuned['rewards'][name]):>30}")
+    print("\n" + "\n".join(_verdict_lines(report, report["tuned_vs_base"], tuned, report["checkpoint"], run_dir)))
+
+
+def _print_checkpoint_table(report: dict, run_dir) -> None:
+    """One row per checkpoint (base first); `*` marks the best checkpoint, only when the selection found one. Answer
+    accuracy and format rate only where the run's rewards score them; "vs base" is `stats.verdict`'s label."""
+    from ..stats import fmt_interval, fmt_paired, measured, summary_estimate, verdict
+
+    shown = measured(report)
+    width = max(len(c["name"]) for c in report["checkpoints"]) + 2
+    print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}" + (f"{'answer acc [95 %]':>24}" if shown["answer_accuracy"] else "")
+          + (f"{'format rate':>13}" if shown["format_rate"] else "") + f"{'cut off':>9}{'wins/ties/losses':>18}  vs base")
+
+    def row(name, step, s, wtl, versus="-", mark=""):
+        mean_reward = fmt_interval({**summary_estimate(s, "mean_reward"), "n": None})
+        accuracy = fmt_interval({**summary_estimate(s, "answer_accuracy"), "n": None}, True)
+        print(f"{name:{width}}{step:>6}{mean_reward:>24}" + (f"{accuracy:>24}" if shown["answer_accuracy"] else "")
+              + (f"{_pct(s['format_rate']):>13}" if shown["format_rate"] else "")
+              + f"{_pct(s.get('truncation_rate')):>9}{wtl:>18}  {versus}{mark}")
+
+    base = report["base"]
+    row("base", 0, base, "-")
+    for c in report["checkpoints"]:
+        v, s = c["tuned_vs_base"], c["summary"]
+        label = verdict(v, cut_off={"tuned": s.get("truncation_rate"), "base": base.get("truncation_rate")})["label"]
+        row(c["name"], c["step"], s, f"{v['wins']}/{v['ties']}/{v['losses']}", label, "  *" if c["name"] == report.get("best") else "")
+    print(f"(n = {report['n_prompts']} prompts on every row; wins/ties/losses: per prompt against base)")
+    final = next((c for c in report["checkpoints"] if c["name"] == report["checkpoint"]), report["checkpoints"][-1])
+    print("\n" + "\n".join(_verdict_lines(report, final["tuned_vs_base"], final["summary"], final["name"], run_dir)))
+    selection = report.get("selection", {})
+    if selection.get("method") in ("cross-fit halves", "validation split"):
+        folds = "; ".join(f"chosen on {f['chosen_on']}: {f['chosen']}" for f in selection["folds"])
+        print(f"\nSelection ({selection['method']}, by mean reward): {folds}.")
+        print(f"Reported on {selection['reported_on']}: mean reward {fmt_interval(summary_estimate(selection['reported'], 'mean_reward'))}.")
+        print(fmt_paired(selection["chosen_vs_tuned"], "chosen", selection["chosen_vs_tuned"]["tuned"]))
+        print(f"Verdict: {selection.get('verdict')}.")
+    if report.get("best"):
+        print(f"* best checkpoint: {report['best']}")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..engine.export import export_run, list_files
+
+    def progress(message: str) -> None:  # on stderr even with --json, as eval's; --events: one JSON object a line
+        print(json.dumps({"event": "step", "text": message}) if args.events else message, file=sys.stderr, flush=True)
+
+    started = time.time()
+    try:
+        folder = export_run(args.run_dir, args.format, out=args.out, checkpoint=args.checkpoint, gguf_type=args.gguf_type,
+                            progress=progress)
+    except StudioError as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        print("\nerror: interrupted; nothing was written (the unfinished export folder was removed).", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder or a model PEFT cannot merge
+        return fail_unexpected("export", exc, f"the run's model files could not be loaded, merged or written (is "
+                                f"{args.run_dir}/adapter complete? is the disk full?)",
+                                "try --format adapter, or re-save the model by resuming the run")
+    gguf = json.loads((folder / "gguf-check.json").read_text(encoding="utf-8")) if args.format == "gguf" else None
+    if args.json:
+        report = {"run": Path(args.run_dir).name, "format": args.format, "checkpoint": args.checkpoint or runs.FINAL,
+                  "out": str(folder.resolve()), "files": list_files(folder), "seconds": round(time.time() - started, 1)}
+        if gguf:
+            report["gguf"] = gguf
+        print(json.dumps(report))
+        return EXIT_OK
+    print(f"Exported {args.format} to {folder}\nSee {folder / 'README.md'} for how to use it.")
+    if gguf:
+        tokens = gguf["tokens"]
+        checked = (f"greedy tokens identical to the merged model on {sum(r['same'] for r in tokens['prompts'])} of "
+                   f"{len(tokens['prompts'])} prompts" if not tokens.get("skipped") else f"tokens not compared: {tokens['skipped']}")
+        template = "chat template present" if gguf["read_back"]["chat_template"] else "no chat template (the model has none)"
+        print(f"Checked: read back ({gguf['read_back']['tensor_count']} tensors, end token {gguf['read_back']['eos_token_id']}, "
+              f"{template}); {checked}.\n"
+              f"Ollama, in one step:  cd {folder} && {gguf['ollama_command']}\n"
+              f"LM Studio needs only the file: {folder / gguf['read_back']['file']}")
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""The bundled demo: its arithmetic task and the tiny models built for it."""

@@ -1,0 +1,1 @@
+"""Who may reach the app and the checks every request passes."""
