@@ -25,10 +25,10 @@ import gradio as gr
 from ..errors import StudioError
 from ..rewards import library
 from ..runs import slugify
+from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row
 
 if TYPE_CHECKING:
     from .form import PageForm
-    from .rewards_tab import RewardsTab
 
 LIBRARY_HEADERS = ["name", "description", "columns needed", "version", "pinned examples", "from"]
 REPLACED_CODE = "replaced-rewards.py"  # in the workspace: the editor's code that *Use* replaced
@@ -140,7 +140,6 @@ def import_path(where: str, data_columns: list[str], cfg, verdicts: Verdicts, re
 def pinned_examples(table, data_columns: list[str], answer: str = "answer") -> list[dict]:
     """The Pinned examples table's rows as a reward file's examples (prompt, completion, the row's columns, the
     expected total's range; an empty bound is open)."""
-    from .rewards_tab import _rows, pinned_row
 
     def bound(value):
         try:
@@ -172,7 +171,6 @@ def pinned_table(reward: library.RewardFile, answer: str = "answer") -> list[lis
 def editor_reward(code: str, name: str, functions_table, pinned, data_columns: list[str], answer: str = "answer"):
     """The editor's code as a reward file named `name` (or its header's name), with the ticked functions' weights and
     the pinned examples; raises StudioError when it cannot be one."""
-    from .rewards_tab import _rows, _truthy
 
     name = (name or "").strip()
     header = None
@@ -246,7 +244,7 @@ class LibraryPanel:
                     self.import_button = gr.Button("Check and import", variant="primary", elem_id="library-import")
             self.import_result = gr.Markdown(elem_id="library-import-result")
 
-    def wire(self, demo: gr.Blocks, form: "PageForm", tab: "RewardsTab") -> None:
+    def wire(self, demo: gr.Blocks, form: "PageForm", tab) -> None:
         verdicts, workspace = self.verdicts, form.workspace
 
         def shown(query):
@@ -260,7 +258,6 @@ class LibraryPanel:
                            trigger_mode="always_last")  # the list narrows as the person types
 
         def config_and_columns(state, values, columns):
-            from .rewards_tab import answer_column, known_columns
 
             cfg, _ = form.config_from(state, list(values))
             data_columns = list(columns or []) or (known_columns(cfg) if cfg is not None else [])

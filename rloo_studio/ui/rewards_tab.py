@@ -27,20 +27,20 @@ import gradio as gr
 
 from .. import runs, sandbox
 from ..config import RunConfig
-from ..data import is_hub_source, load_rows, reward_columns, unpassed_columns
+from ..data import reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, tokenizer_source,
-                               written_request)
+from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, written_request)
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from ..workers.commands import run_cli
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
+from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row  # noqa: F401 (also read from here)
 from .pickers import busy_message
 from .rule_builder import RuleBuilder
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
@@ -57,21 +57,6 @@ EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+2
 BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does"]
 PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
 USER_HEADERS = ["use", "function", "weight"]
-
-
-def _rows(table) -> list[list]:
-    """Rows of a Dataframe value, whether it arrives as a pandas frame, a dict or a list."""
-    if table is None:
-        return []
-    if hasattr(table, "values") and hasattr(table, "columns"):
-        return table.values.tolist()
-    if isinstance(table, dict):
-        return table.get("data") or []
-    return list(table)
-
-
-def _truthy(value) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "✓")) or value == 1
 
 
 def builtin_rows(cfg: RunConfig) -> list[list]:
@@ -496,44 +481,6 @@ def pinned_groups(table, columns: list[str] | tuple = (), answer: str = "answer"
     return groups
 
 
-def pinned_row(cell, columns: list[str] | tuple, answer: str = "answer") -> dict:
-    """The data row a pinned example's third cell gives: `column=value` pairs separated by `;` when each names one of the
-    data's `columns` (`order_id=A-17; answer=75`), else the whole cell as the `answer` column's value; {} when empty.
-    The prompt column is the example's prompt (the scoring request's `prompt_column`)."""
-    text_ = "" if cell is None else str(cell).strip()
-    if not text_:
-        return {}
-    pairs = [part.split("=", 1) for part in text_.split(";") if part.strip()]
-    if columns and all(len(p) == 2 and p[0].strip() in columns for p in pairs):
-        return {name.strip(): value.strip() for name, value in pairs}
-    return {answer: text_}
-
-
-def answer_column(cfg: RunConfig) -> str:
-    """The column a pinned example's plain answer fills: the one the rewards compare answers with (`answer` unless set)."""
-    return next((str(s.params["answer_column"]) for s in cfg.rewards if s.params.get("answer_column")), "answer")
-
-
-_columns_read: dict = {}  # (source, base dir) -> (the file's change time and size, its columns): read again only when it changes
-
-
-def known_columns(cfg: RunConfig) -> list[str]:
-    """The data's columns for the pinned examples: read here for the demo or a local file (small, no model library);
-    a hub dataset's are not read in the app's process ([] then: the examples pass the columns they name)."""
-    if is_hub_source(cfg.data.source, cfg.base_dir):
-        return []
-    path = Path(cfg.data.source).expanduser()
-    path = path if path.is_absolute() else Path(cfg.base_dir) / path
-    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
-    key = (cfg.data.source, str(cfg.base_dir))
-    if key in _columns_read and _columns_read[key][0] == stamp and stamp is not None:
-        return _columns_read[key][1]
-    try:
-        columns = load_rows(cfg.data, cfg.base_dir).columns
-    except StudioError:
-        return []
-    _columns_read[key] = (stamp, columns)
-    return columns
 
 
 def saved_pins(draft: str | None) -> list[list]:

@@ -166,7 +166,7 @@ def test_the_status_says_the_warmup_before_rloos_first_step():
 
 def test_rloo_studio_eval_says_the_warmup_ran():
     from rloo_studio import stats
-    from rloo_studio.cli import _verdict_lines
+    from rloo_studio.cli.results import _verdict_lines
 
     report = {"decoding": {"max_new_tokens": {"base": 16, "tuned": 16}}, "base": {"truncation_rate": 0.0},
               "warmup": "A 30-step format warm-up (supervised LoRA, 40 pairs from the pinned examples) ran before RLOO."}
