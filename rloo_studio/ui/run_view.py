@@ -29,6 +29,9 @@ LOG_METRICS = (("reward", "reward"), ("kl", "KL"), ("loss", "loss"), ("completio
                ("grad_norm", "grad norm"), ("learning_rate", "learning rate"), ("epoch", "epoch"))
 _TQDM = re.compile(r"\s*\d+%\|[^|]*\|\s*\d+/\d+ \[[^\]]*\]")
 _LOGGED_DICT = re.compile(r"\{'[^{}]*\}")
+# Terminal instructions a progress bar or a coloured logger writes (cursor moves such as ESC[A, line erases, colours,
+# window titles) and other control characters: they move a terminal's cursor and mean nothing as text in a page.
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "KL penalty", "advantage"]
 
 
@@ -160,10 +163,11 @@ def alerts_html(run_dir: str | Path | None) -> str:
 
 
 def readable_log(text: str) -> str:
-    """The training log without progress-bar redraws, and with the trainer's metric dicts as `name value · …`."""
+    """The training log without terminal codes and progress-bar redraws, and with the trainer's metric dicts as
+    `name value · …`."""
     lines: list[str] = []
     for raw in re.split(r"[\r\n]+", text or ""):
-        line = _LOGGED_DICT.sub(lambda m: _metrics_line(m.group(0)), _TQDM.sub("", raw)).strip()
+        line = _LOGGED_DICT.sub(lambda m: _metrics_line(m.group(0)), _TQDM.sub("", _TERMINAL.sub("", raw))).strip()
         if line and (not lines or line != lines[-1]):
             lines.append(line)
     return "\n".join(lines)
