@@ -157,7 +157,8 @@ def _user_frames(exc: BaseException, filename: str) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return "the error happened outside the reward file"
-    return "; ".join(f"{filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
+    # The file's name only: the preview runs the editor's code from a temporary folder, whose path means nothing to a person.
+    return "; ".join(f"{Path(filename).name}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
 
 
 def missing_module_fix(exc: BaseException) -> str | None:
@@ -185,4 +186,4 @@ def describe_call_error(exc: BaseException, function_name: str, filename: str | 
     if filename:
         return _user_frames(exc, filename)
     tb = traceback.extract_tb(exc.__traceback__)
-    return f"{tb[-1].filename}:{tb[-1].lineno}" if tb else function_name
+    return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else function_name

@@ -16,3 +16,58 @@ def test_the_log_has_no_terminal_codes():
     shown = run_view.readable_log(raw)
     assert "\x1b" not in shown and "\x07" not in shown and "[A" not in shown and "it]" not in shown, repr(shown)
     assert shown.splitlines() == ["[rloo-studio] loading the model", "Loading weights:", "step one done"], repr(shown)
+
+
+# Words the page's messages never use outside a "details" fold: library internals, config keys, temporary folders.
+FORBIDDEN = ("TRL", "/tmp/", "rloo-preview-", "pass@1", "sign test", "LoRA layers", "rloo.", "lora.", "model.", "data.",
+             "1 epochs", "1 times")
+
+
+def _clean(words: str) -> list[str]:
+    """The forbidden words found in `words`, the part behind a details fold left out."""
+    shown = words.split("<details>")[0]
+    return [w for w in FORBIDDEN if w in shown]
+
+
+def test_compare_runs_names_settings_by_their_page_labels(tmp_path):
+    import yaml
+
+    from rloo_studio.ui import compare_runs
+
+    folders = []
+    for name, rate, k in (("a", 1e-5, 4), ("b", 2e-5, 8)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_text(yaml.safe_dump({"model": {"name_or_path": "demo"}, "lora": {"r": 8 if name == "a" else 16},
+                                                            "rloo": {"learning_rate": rate, "num_generations": k}}))
+        folders.append(folder)
+    headers, rows = compare_runs.config_differences(folders)
+    settings = [row[0] for row in rows]
+    assert len(settings) == 3 and not [s for s in settings if _clean(s)], settings
+    assert "“Completions per prompt (k)”" in settings or any("Completions per prompt" in s for s in settings), settings
+
+
+def test_the_epochs_line_is_grammatical_at_one():
+    from rloo_studio.batching import epochs_words
+
+    assert epochs_words(1.0) == "1 epoch (each prompt seen about once)"
+    assert epochs_words(1.4) == "1 epoch (each prompt seen about once)"
+    assert epochs_words(2.0) == "2 epochs (each prompt seen about 2 times)"
+    assert epochs_words(0.5) == "0.5 epochs (50 % of the prompts seen once)"
+
+
+def test_a_reward_error_in_the_preview_names_no_temporary_folder(tmp_path):
+    """The preview runs the editor's code from a temporary folder: its error said `/tmp/rloo-preview-…/rewards.py:3`."""
+    from rloo_studio.rewards.user import describe_call_error, load_reward_source
+
+    folder = tmp_path / "rloo-preview-abc123"
+    folder.mkdir()
+    filename = str(folder / "rewards.py")
+    source = "def my_reward(completions, **kwargs):\n    x = None\n    return [x[0] for _ in completions]\n"
+    function = load_reward_source(source, filename)["my_reward"]
+    try:
+        function(["a"])
+    except TypeError as exc:
+        said = describe_call_error(exc, "my_reward", filename)
+    assert "rewards.py:3 in my_reward" in said, said
+    assert not _clean(said) and str(tmp_path) not in said, said
