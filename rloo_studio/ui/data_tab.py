@@ -83,7 +83,8 @@ class DataTab:
                 self.prompt_format = gr.Dropdown(["auto", "chat", "plain"], value="auto", label=text.PROMPT_FORMAT, info=text.PROMPT_FORMAT_INFO)
         self.preview_button = gr.Button(text.PREVIEW_DATA, elem_id="preview-data")
         self.summary = gr.Markdown(elem_id="data-summary")
-        self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows")
+        self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows",
+                                  headers=[f"the file's columns, once “{text.PREVIEW_DATA}” has read it"])  # not "1 2 3"
 
         self.kind.change(lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
                          inputs=self.kind, outputs=[self.file_group, self.hub_group], api_visibility="private")

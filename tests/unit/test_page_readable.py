@@ -71,3 +71,24 @@ def test_a_reward_error_in_the_preview_names_no_temporary_folder(tmp_path):
         said = describe_call_error(exc, "my_reward", filename)
     assert "rewards.py:3 in my_reward" in said, said
     assert not _clean(said) and str(tmp_path) not in said, said
+
+
+def test_chart_steps_are_whole_numbers_on_the_axis():
+    """A 4-step run's chart read 1.0, 1.2, 1.4 … (and a single step "1.000000"): on a continuous axis the chart picks
+    fractional ticks when few steps span it. Up to FEW_STEPS steps, each step is one labelled place on the axis, in
+    step order (not text order: 10 after 9); past that, the steps span enough that every tick is a whole number."""
+    import pandas as pd
+
+    def frame(steps):
+        return pd.DataFrame({"step": [float(s) for s in steps for _ in range(2)], "value": [0.5] * (2 * len(steps)),
+                             "series": ["total (weighted)", "numeric_answer"] * len(steps)})
+
+    few = run_view.plot_update(frame([1, 2, 3, 4]))
+    assert list(few["value"]["step"].unique()) == ["1", "2", "3", "4"] and few["sort"] == ["1", "2", "3", "4"]
+    one = run_view.plot_update(frame([1]))
+    assert list(one["value"]["step"].unique()) == ["1"] and one["sort"] == ["1"]
+    twelve = run_view.plot_update(frame(range(1, 13)))
+    assert twelve["sort"] == [str(s) for s in range(1, 13)]  # "10" after "9", as steps go
+    many = run_view.plot_update(frame(range(1, run_view.FEW_STEPS + 2)))
+    assert many["sort"] is None and many["value"]["step"].max() - many["value"]["step"].min() >= run_view.FEW_STEPS
+    assert run_view.plot_update(None)["value"] is None
