@@ -21,6 +21,7 @@ from ..jobs import RunView
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
 from . import text
+from .wording import without_config_keys
 
 REWARD_SERIES_PREFIX = "rewards/"
 # Colours far apart in hue (Okabe & Ito's palette for colour-blind readers, https://jfly.uni-koeln.de/color/), total first.
@@ -161,7 +162,8 @@ def alerts_html(run_dir: str | Path | None) -> str:
             f'style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0;">'
             f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:12px;">'
             f'⚠ {html.escape(str(a.get("title") or a.get("kind")))}{html.escape(subject)} · {html.escape(when)}</span> '
-            f'{html.escape(str(a.get("explanation") or ""))} <b>What to do:</b> {html.escape(str(a.get("action") or ""))}{done}</div>')
+            f'{html.escape(without_config_keys(str(a.get("explanation") or "")))} <b>What to do:</b> '
+            f'{html.escape(without_config_keys(str(a.get("action") or "")))}{done}</div>')
     return '<div id="health-alerts">' + "".join(items) + "</div>"
 
 

@@ -57,3 +57,12 @@ def page_words(problem: str) -> str:
     problem = re.sub(r"^\s*(?:rloo|model|lora|data|output)\.[a-z_0-9]+(?=:)", lambda m: label(m.group(0).strip()), problem)
     problem = _FORMAT.sub(lambda m: f"the Export tab's Format “{m.group(1)}”", problem)
     return _KEY.sub(lambda m: label(m.group(0)) if m.group(0) in CONFIG_LABELS else m.group(0), problem)
+
+
+_KEY_IN_BRACKETS = re.compile(r" \((?:rloo|model|lora|data|output)\.[a-z_0-9]+\)")
+
+
+def without_config_keys(message: str) -> str:
+    """A message that names a setting by its label and its config key in brackets ("“max completion length”
+    (rloo.max_completion_length)"), as the command line prints it, without the key: the page says the label only."""
+    return _KEY_IN_BRACKETS.sub("", message)

@@ -92,3 +92,20 @@ def test_chart_steps_are_whole_numbers_on_the_axis():
     many = run_view.plot_update(frame(range(1, run_view.FEW_STEPS + 2)))
     assert many["sort"] is None and many["value"]["step"].max() - many["value"]["step"].min() >= run_view.FEW_STEPS
     assert run_view.plot_update(None)["value"] is None
+
+
+def test_health_alerts_in_the_page_name_settings_by_label_only(tmp_path):
+    """The length alert's advice read 'Raise “max completion length” (rloo.max_completion_length) (e.g. 128)': the page
+    says the label; the config key in brackets is for the command line, which keeps it."""
+    import json
+
+    from rloo_studio import alerts, runs
+
+    facts = alerts.RunFacts(["correct"], [1.0], max_completion_length=64)
+    rows = [{"step": i + 1, "completions/clipped_ratio": c} for i, c in enumerate([0.0, 0.1, 0.0, 0.3, 0.6, 0.8, 0.9])]
+    [alert] = [a for a in alerts.find_alerts(rows, facts) if a.kind == alerts.LENGTH_LIMIT]
+    assert "(rloo.max_completion_length)" in alert.line()  # the command line's words
+    (tmp_path / runs.ALERTS_FILE).write_text(json.dumps(alert.record("began")) + "\n")
+    shown = run_view.alerts_html(tmp_path)
+    assert "max completion length" in shown and "e.g. 128" in shown, shown
+    assert not _clean(shown), (_clean(shown), shown)
