@@ -109,3 +109,16 @@ def test_health_alerts_in_the_page_name_settings_by_label_only(tmp_path):
     shown = run_view.alerts_html(tmp_path)
     assert "max completion length" in shown and "e.g. 128" in shown, shown
     assert not _clean(shown), (_clean(shown), shown)
+
+
+def test_the_chat_badges_say_what_was_checked_in_plain_words():
+    """The Chat badge read 'adapter OFF (checked: 0 of 210 LoRA layers active)'."""
+    from rloo_studio.engine.chat_model import AdapterState
+
+    base = AdapterState("base", None, 210, 0).badge()
+    tuned = AdapterState("tuned", "final", 210, 210).badge()
+    odd = AdapterState("tuned", "final", 210, 12).badge()
+    assert base == "base model · adapter OFF (checked: none of its 210 adapter layers took part)"
+    assert tuned == "tuned · adapter `final` ON (checked: all 210 adapter layers took part)"
+    assert odd.startswith("NOT VERIFIED: 12 of 210 adapter layers took part")
+    assert not [b for b in (base, tuned, odd) if _clean(b)]
