@@ -253,9 +253,12 @@ def verdict(comparison: dict, what: str = "tuned", against: str = "base", cut_of
         suggested = 4 * max(known) if known else None
         again = f"evaluate again with a larger token budget (e.g. {suggested})" if suggested else "evaluate again with a larger token budget"
         lead = f"{ahead} scored higher only on cut-off answers" if rule["distinguishable"] else NOT_DISTINGUISHABLE
+        few = (f"; and {TOO_FEW}: the two differ on {rule['differ']} of {n} prompts, fewer than the {FEWEST_TO_DECIDE} any "
+               "difference needs, so evaluate on more prompts too") if too_few else ""
         text += (f" — {lead}: most answers were cut off by the token budget ({sides}), so the rewards scored unfinished "
-                 f"answers and this does not show which model does the task better; {again}")
-        label = f"{'higher' if kind == 'better' else 'lower' if kind == 'worse' else 'not distinguishable'}, {CUT_OFF}"
+                 f"answers and this does not show which model does the task better; {again}{few}")
+        label = (f"{'higher' if kind == 'better' else 'lower' if kind == 'worse' else 'not distinguishable'}"
+                 f"{f' ({TOO_FEW})' if too_few else ''}, {CUT_OFF}")
     elif too_few:
         text += (f" — {NOT_DISTINGUISHABLE}, {TOO_FEW}: the two differ on {rule['differ']} of {n} prompts, and with fewer than "
                  f"{FEWEST_TO_DECIDE} differing not even all of them going one way would show a difference at 95 %; "

@@ -183,3 +183,7 @@ def test_too_few_prompts_to_judge_is_said_not_hidden_behind_a_zero_width_interva
     assert not v["too_few"] and v["kind"] == "better" and "too few" not in v["line"]
     v = stats.verdict(stats.paired([0.0] * 8, [1.0] * 4 + [-1.0] * 2 + [0.0] * 2))
     assert not v["too_few"] and v["line"].endswith(stats.NOT_DISTINGUISHABLE)
+    # Mostly cut off as well (3 prompts, base 100 % cut off): the line and the cell say both limits.
+    v = stats.verdict(stats.paired([0.0] * 3, [1.0, 1.0, 0.0]), cut_off={"tuned": 0.3, "base": 1.0}, budgets={"tuned": 12, "base": 12})
+    assert v["limited"] and v["too_few"] and stats.TOO_FEW in v["line"] and "cut off" in v["line"], v["line"]
+    assert v["label"] == f"not distinguishable ({stats.TOO_FEW}), {stats.CUT_OFF}"
