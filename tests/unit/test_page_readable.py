@@ -122,3 +122,27 @@ def test_the_chat_badges_say_what_was_checked_in_plain_words():
     assert tuned == "tuned · adapter `final` ON (checked: all 210 adapter layers took part)"
     assert odd.startswith("NOT VERIFIED: 12 of 210 adapter layers took part")
     assert not [b for b in (base, tuned, odd) if _clean(b)]
+
+
+def test_reward_code_errors_speak_of_training_not_the_library(tmp_path):
+    """A reward's errors reach the Rewards tab: they say what training passes and needs, not what "TRL" does, and
+    name the code's file without the preview's temporary folder."""
+    from rloo_studio.errors import StudioError
+    from rloo_studio.rewards.runtime import check_reward_values
+    from rloo_studio.rewards.user import load_reward_source
+
+    filename = str(tmp_path / "rloo-preview-abc" / "rewards.py")
+    said = []
+    for source in ("def r(completions, /):\n    return []\n", "def r(prompts):\n    return []\n",
+                   "def r(completions):\n    return []\n"):
+        try:
+            load_reward_source(source, filename, extra_args=("prompt", "answer"))
+        except StudioError as exc:
+            said.append(exc.message())
+    for values in ("1.0", [1.0]):
+        try:
+            check_reward_values(values, "r", 2)
+        except StudioError as exc:
+            said.append(exc.message())
+    assert len(said) == 5, said
+    assert not [(s, _clean(s)) for s in said if _clean(s)], said
