@@ -19,7 +19,7 @@ from ..presets import Preset, get_preset
 from ..vram import Estimate, shrink_to_fit
 from . import text
 from .rewards_tab import unshown_note
-from .wording import page_words
+from .wording import page_words, preset_notes_for
 from .workspace import DRAFT_CONFIG
 
 if TYPE_CHECKING:
@@ -157,6 +157,10 @@ class ModelTab:
         self.apply_preset.click(apply_preset, inputs=[self.preset, form.base] + form.inputs, outputs=[form.base, self.preset_notes] + form.inputs,
                                 api_name="apply_preset").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
                                                               api_visibility="private")
+
+        # A local folder chosen after a preset is not downloaded: the preset's note then names the folder.
+        self.name.change(preset_notes_for, inputs=[self.preset_notes, self.name], outputs=self.preset_notes,
+                         api_visibility="private", show_progress="hidden")
 
     # ---- the form ----------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """The built page, looked at without serving it: no table opens with Gradio's numbered placeholder headers ("1 2 3"),
-which read as data; the held-out file can be uploaded like the training file, not only typed as a path."""
+which read as data; the held-out file can be uploaded like the training file, not only typed as a path; the preset's
+note follows the model chosen after it."""
 
 from __future__ import annotations
 
@@ -38,3 +39,10 @@ def test_the_held_out_file_can_be_uploaded(demo, tmp_path):
     assert path == str((tmp_path / "uploads" / "held_out.csv").resolve()) and fraction == 0.0
     assert (tmp_path / "uploads" / "held_out.csv").read_text() == sent.read_text()
     assert held_out_upload(None, tmp_path / "uploads") == (gr.skip(), gr.skip())
+
+
+def test_the_preset_note_follows_the_model_chosen_after_it(demo):
+    ids = {block_id: getattr(block, "elem_id", None) for block_id, block in demo.blocks.items()}
+    found = [d for d in demo.config["dependencies"]
+             if [ids.get(i) for i in d["inputs"]] == ["preset-notes", "model-name"] and [ids.get(o) for o in d["outputs"]] == ["preset-notes"]]
+    assert found, "no event rewrites the preset's note when the model changes"

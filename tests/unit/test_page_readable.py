@@ -146,3 +146,21 @@ def test_reward_code_errors_speak_of_training_not_the_library(tmp_path):
             said.append(exc.message())
     assert len(said) == 5, said
     assert not [(s, _clean(s)) for s in said if _clean(s)], said
+
+
+def test_a_preset_note_does_not_promise_a_download_for_a_local_folder(tmp_path):
+    """After a preset, choosing a local model folder left its note saying it downloads the model."""
+    from rloo_studio.ui.wording import preset_notes_for
+
+    notes = ("**cpu-small-real** — a real instruct model\n\n```\nTier: CPU (no GPU needed). Downloads "
+             "HuggingFaceTB/SmolLM2-135M-Instruct (270 MB) once; 20 steps.\nRun:  rloo-studio train presets/cpu-small-real.yaml\n```")
+    folder = tmp_path / "smol"
+    folder.mkdir()
+    local = preset_notes_for(notes, str(folder))
+    assert "Downloads" not in local and f"the local folder `{folder}`" in local and "20 steps" in local, local
+    assert preset_notes_for(local, "HuggingFaceTB/SmolLM2-135M-Instruct") == notes  # back to the hub id: back to the note
+    assert preset_notes_for(notes, "HuggingFaceTB/SmolLM2-135M-Instruct") == notes
+    gpu = "```\nRun:  rloo-studio train presets/gpu-8gb.yaml      (downloads the model and GSM8K once; then works offline)\n```"
+    shown = preset_notes_for(gpu, str(folder))
+    assert "downloads the model" not in shown and "GSM8K once" in shown and f"`{folder}`" in shown, shown
+    assert preset_notes_for(shown, "Qwen/Qwen3-1.7B") == gpu
