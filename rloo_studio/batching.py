@@ -136,12 +136,14 @@ def epochs(train_rows: int, plan: BatchPlan, steps: int) -> float:
 
 
 def epochs_words(epochs_: float, bold: bool = False) -> str:
-    """'12 epochs (each prompt seen about 12 times)', or under one epoch '0.03 epochs (3 % of the prompts seen once)'.
+    """'12 epochs (each prompt seen about 12 times)', '1 epoch (each prompt seen about once)', or under one epoch '0.03 epochs (3 % of the prompts seen once)'.
 
     >>> epochs_words(0.03)
     '0.03 epochs (3 % of the prompts seen once)'
     """
     mark = "**" if bold else ""
+    if round(epochs_) == 1:
+        return f"{mark}1 epoch{mark} (each prompt seen about once)"
     if epochs_ >= 1:
         return f"{mark}{epochs_:.0f} epochs{mark} (each prompt seen about {epochs_:.0f} times)"
     return f"{mark}{epochs_:.2g} epochs{mark} ({100 * epochs_:.0f} % of the prompts seen once)"

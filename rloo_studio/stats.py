@@ -110,6 +110,12 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
+# The fewest prompts that must differ before any split could pass the rule: below it even "all wins" is p >= 0.05
+# (5 of 5: p = 0.0625), so a verdict there says the sample is too small to judge besides "not distinguishable".
+FEWEST_TO_DECIDE = next(n for n in range(1, 64) if sign_test(n, 0) < ALPHA)
+TOO_FEW = "too few to judge"
+
+
 def _binomial_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p), summed in logs (no overflow at large n)."""
     if k < 0:
@@ -221,8 +227,9 @@ def verdict(comparison: dict, what: str = "tuned", against: str = "base", cut_of
     numbers get today's rule), and limited when most answers of either side were cut off.
 
     `cut_off`: side name (`what`, `against`) -> share of its answers cut off by the token budget; `budgets`: side name ->
-    its token budget. Returns {kind: better | worse | NOT_DISTINGUISHABLE, limited: bool, label (a table cell), line (one
-    sentence in plain words: the counts, the share of wins with its interval, the verdict), details (the rule and its p,
+    its token budget. Returns {kind: better | worse | NOT_DISTINGUISHABLE, limited: bool, too_few: bool (fewer than
+    FEWEST_TO_DECIDE prompts differ, so no split could have decided: the line says the sample is too small), label
+    (a table cell), line (one sentence in plain words: the counts, the share of wins with its interval, the verdict), details (the rule and its p,
     the mean difference), suggested_budget (a larger token budget to evaluate again with, when limited)}."""
     wins, losses, ties = (int(comparison.get(key) or 0) for key in ("wins", "losses", "ties"))
     rule = decide(wins, losses)
@@ -231,7 +238,9 @@ def verdict(comparison: dict, what: str = "tuned", against: str = "base", cut_of
     kind = ("better" if ahead == what else "worse") if rule["distinguishable"] else NOT_DISTINGUISHABLE
     cut = mostly_cut_off(cut_off)
     limited = bool(cut)
-    text = (f"{what} vs {against} on the same {comparison.get('n', wins + losses + ties)} prompts: {what} scored higher on "
+    too_few = rule["differ"] < FEWEST_TO_DECIDE
+    n = comparison.get('n', wins + losses + ties)
+    text = (f"{what} vs {against} on the same {n} prompts: {what} scored higher on "
             f"{wins}, lower on {losses}, the same on {ties}")
     if rule["differ"]:
         text += (f"; higher on {_percent(rule['win_share'])} of the {rule['differ']} where they differ "
@@ -244,9 +253,17 @@ def verdict(comparison: dict, what: str = "tuned", against: str = "base", cut_of
         suggested = 4 * max(known) if known else None
         again = f"evaluate again with a larger token budget (e.g. {suggested})" if suggested else "evaluate again with a larger token budget"
         lead = f"{ahead} scored higher only on cut-off answers" if rule["distinguishable"] else NOT_DISTINGUISHABLE
+        few = (f"; and {TOO_FEW}: the two differ on {rule['differ']} of {n} prompts, fewer than the {FEWEST_TO_DECIDE} any "
+               "difference needs, so evaluate on more prompts too") if too_few else ""
         text += (f" — {lead}: most answers were cut off by the token budget ({sides}), so the rewards scored unfinished "
-                 f"answers and this does not show which model does the task better; {again}")
-        label = f"{'higher' if kind == 'better' else 'lower' if kind == 'worse' else 'not distinguishable'}, {CUT_OFF}"
+                 f"answers and this does not show which model does the task better; {again}{few}")
+        label = (f"{'higher' if kind == 'better' else 'lower' if kind == 'worse' else 'not distinguishable'}"
+                 f"{f' ({TOO_FEW})' if too_few else ''}, {CUT_OFF}")
+    elif too_few:
+        text += (f" — {NOT_DISTINGUISHABLE}, {TOO_FEW}: the two differ on {rule['differ']} of {n} prompts, and with fewer than "
+                 f"{FEWEST_TO_DECIDE} differing not even all of them going one way would show a difference at 95 %; "
+                 f"evaluate on more prompts (at least {FEWEST_TO_DECIDE} must differ)")
+        label = f"not distinguishable ({TOO_FEW})"
     else:
         text += f" — {ahead} is better" if rule["distinguishable"] else f" — {NOT_DISTINGUISHABLE}"
         label = kind if kind != NOT_DISTINGUISHABLE else "not distinguishable"
@@ -258,7 +275,7 @@ def verdict(comparison: dict, what: str = "tuned", against: str = "base", cut_of
         details = "How this is decided: the two scored the same on every prompt, so nothing sets them apart."
     if isinstance(diff, (int, float)):
         details += f" Mean reward difference {diff:+.3f} ({what} − {against}): the size of the change, not what decides."
-    return {"kind": kind, "limited": limited, "label": label, "line": text, "details": details, "suggested_budget": suggested,
+    return {"kind": kind, "limited": limited, "too_few": too_few, "label": label, "line": text, "details": details, "suggested_budget": suggested,
             **rule}
 
 

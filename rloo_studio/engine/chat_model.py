@@ -54,15 +54,15 @@ class AdapterState:
         if not self.verified:
             if self.kind == "full":
                 return f"NOT VERIFIED: the {self.side} side generated with weights from {self.weights}, expected {self.expected}"
-            return f"NOT VERIFIED: {self.active_layers}/{self.lora_layers} LoRA layers active for the {self.side} side"
+            return f"NOT VERIFIED: {self.active_layers} of {self.lora_layers} adapter layers took part for the {self.side} side"
         if self.kind == "full":
             where = Path(self.weights)
             shown = f"{where.parent.name}/{where.name}" if self.side == "tuned" else where.name
             return (f"{'base model' if self.side == 'base' else 'tuned'} · weights from `{shown}` (checked; this run trained every "
                     "weight, so base and tuned are two copies in memory)")
         if self.side == "base":
-            return f"base model · adapter OFF (checked: 0 of {self.lora_layers} LoRA layers active)"
-        return f"tuned · adapter `{self.adapter}` ON (checked: {self.active_layers} of {self.lora_layers} LoRA layers active)"
+            return f"base model · adapter OFF (checked: none of its {self.lora_layers} adapter layers took part)"
+        return f"tuned · adapter `{self.adapter}` ON (checked: all {self.lora_layers} adapter layers took part)"
 
     def as_dict(self) -> dict:
         return {**asdict(self), "verified": self.verified, "badge": self.badge()}

@@ -4,7 +4,9 @@ One job: after the converter wrote `X.gguf` from `merged/`, say whether the file
 
 * `read_back` opens the file with the real `gguf` package (the reader llama.cpp's own tools use) and
   compares what matters with the merged folder: architecture, file type, layer count, tensor count,
-  vocabulary size, the chat template and the end-of-sequence token. A file that fails these is refused.
+  vocabulary size, the chat template and the end-of-sequence token. A file that fails these is refused; when the
+  end token differs because the model's own files disagree (tokenizer_config.json's token vs config.json's id), the
+  refusal names those files and their values instead of the converter.
 * `compare_greedy` loads the GGUF through transformers (`gguf_file=`, dequantized to float32) and the
   merged model, and compares greedy tokens on a few chat prompts until the merged model's end token.
   The GGUF load may lack the generation config's end ids, so both stop at the merged model's ids.
@@ -58,17 +60,63 @@ def _hf_tensor_count(merged_dir: Path) -> int | None:
     return sum(1 for n in names if not n.endswith("rotary_emb.inv_freq")) or None
 
 
-def _eos_ids(merged_dir: Path) -> list[int]:
-    ids: list[int] = []
+def _eos_by_file(merged_dir: Path) -> dict[str, list[int]]:
+    """The end ids each of generation_config.json and config.json names (a file without them left out)."""
+    found: dict[str, list[int]] = {}
     for name in ("generation_config.json", "config.json"):
         try:
             value = json.loads((merged_dir / name).read_text(encoding="utf-8")).get("eos_token_id")
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             continue
-        for v in value if isinstance(value, list) else [value]:
-            if isinstance(v, int) and v not in ids:
-                ids.append(v)
-    return ids
+        ids = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, int)]
+        if ids:
+            found[name] = ids
+    return found
+
+
+def _eos_ids(merged_dir: Path) -> list[int]:
+    return list(dict.fromkeys(i for ids in _eos_by_file(merged_dir).values() for i in ids))
+
+
+def tokenizer_end_token(merged_dir: Path) -> tuple[str, int | None] | None:
+    """(text, id) of the end token tokenizer_config.json names, the id looked up in its added tokens or tokenizer.json;
+    None when it names none. The converter writes this token into the GGUF, not config.json's eos_token_id."""
+    try:
+        config = json.loads((merged_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    token = config.get("eos_token") if isinstance(config, dict) else None
+    token = token.get("content") if isinstance(token, dict) else token
+    if not isinstance(token, str):
+        return None
+    for key, entry in (config.get("added_tokens_decoder") or {}).items():
+        if isinstance(entry, dict) and entry.get("content") == token and str(key).isdigit():
+            return token, int(key)
+    try:
+        tokenizer = json.loads((merged_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return token, None
+    for entry in tokenizer.get("added_tokens") or []:
+        if isinstance(entry, dict) and entry.get("content") == token and isinstance(entry.get("id"), int):
+            return token, entry["id"]
+    vocab = (tokenizer.get("model") or {}).get("vocab")
+    return token, vocab.get(token) if isinstance(vocab, dict) and isinstance(vocab.get(token), int) else None
+
+
+def _folder_disagrees(merged_dir: Path, gguf_eos: int) -> StudioError | None:
+    """The refusal when the file's end token is the tokenizer's and the model's own config files name another: the
+    model folder disagrees with itself, which no converter can settle, so it names the files and their values."""
+    end = tokenizer_end_token(merged_dir)
+    by_file = _eos_by_file(merged_dir)
+    if end is None or end[1] != gguf_eos or not by_file or any(gguf_eos in ids for ids in by_file.values()):
+        return None
+    others = "; ".join(f"{name} says eos_token_id {ids[0] if len(ids) == 1 else ids}" for name, ids in by_file.items())
+    return StudioError(
+        f"the model's files disagree on the end token: tokenizer_config.json names {end[0]!r} (id {end[1]}), but {others}",
+        "the GGUF file takes its end token from the tokenizer, while the merged model stops at config.json's, so the "
+        "exported model would not stop where the tuned one does",
+        f"in the base model's folder, set eos_token_id to {end[1]} in config.json and generation_config.json (or make "
+        "tokenizer_config.json's eos_token the token the config names), then export again; or export with --format merged")
 
 
 def merged_chat_template(merged_dir: Path) -> str | None:
@@ -124,7 +172,9 @@ def read_back(gguf_path: Path, merged_dir: Path, outtype: str) -> dict:
         problems.append("it has no tokenizer vocabulary (tokenizer.ggml.tokens)")
     if report["eos_token_id"] is None:
         problems.append("it has no end-of-sequence token (tokenizer.ggml.eos_token_id)")
-    elif report["merged_eos_ids"] and report["eos_token_id"] not in report["merged_eos_ids"]:
+    eos_differs = report["eos_token_id"] is not None and bool(report["merged_eos_ids"]) and \
+        report["eos_token_id"] not in report["merged_eos_ids"]
+    if eos_differs:
         problems.append(f"its end-of-sequence token is {report['eos_token_id']}, the merged model's {report['merged_eos_ids']}")
     template = merged_chat_template(merged_dir)
     if template and report["chat_template"] != template:
@@ -133,6 +183,10 @@ def read_back(gguf_path: Path, merged_dir: Path, outtype: str) -> dict:
     if outtype == "q8_0" and "Q8_0" not in report["tensor_types"]:
         problems.append("no tensor is stored as Q8_0")
     report["problems"] = problems
+    # The end token alone differs, and the model's own files disagree on it: the folder's fault, not the converter's.
+    disagreement = _folder_disagrees(merged_dir, report["eos_token_id"]) if len(problems) == 1 and eos_differs else None
+    if disagreement is not None:
+        raise disagreement
     if problems:
         raise StudioError(f"the GGUF file {gguf_path.name} was written but does not match the merged model: " + "; ".join(problems),
                           "RLOO Studio reads every GGUF file back and compares it with the model it came from; a mismatch "

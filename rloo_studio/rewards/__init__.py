@@ -128,7 +128,7 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
     if duplicates:
         raise RewardError(
             f"two rewards have the same name: {', '.join(duplicates)}",
-            "TRL logs each reward under its function name, so their curves would be mixed up",
+            "training logs each reward under its function name, so their curves would be mixed up",
             "use each builtin once, or wrap one in a differently named function in your reward file",
         )
     return loaded
@@ -162,7 +162,7 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
                             "answers, point params.answer_column at the column that holds them, or use a reward that needs no answer")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — TRL logs each reward under "
+        problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — training logs each reward under "
                         "its name; use each builtin once, or wrap one in a differently named function in your reward file")
     return problems
 

@@ -172,7 +172,7 @@ def _ended(name: str, answer: dict, resume: str) -> RewardError:
     if exited:
         return RewardError(
             f"reward function `{name}` called os._exit({exited['code']}) ({exited['where']}) instead of returning",
-            "os._exit ends the process that runs the reward code at once, without a value for TRL",
+            "os._exit ends the process that runs the reward code at once, without a value for training",
             "return a list of numbers (None for a completion it cannot score) instead of exiting; then continue with "
             f"`{resume}` (it resumes from the last checkpoint)")
     return RewardError(

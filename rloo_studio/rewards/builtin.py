@@ -218,7 +218,7 @@ def _token_ids(kwargs: dict[str, Any], reward_name: str, count: int) -> Sequence
     if kwargs.get("completion_ids") is None:
         raise KeyError(
             f"{reward_name} counts tokens and needs completion_ids (one list of token ids per "
-            "completion), which TRL passes to reward functions; "
+            "completion), which training passes to reward functions; "
             "pass completion_ids=... when calling it directly"
         )
     return _column(kwargs, "completion_ids", reward_name, count)

@@ -601,7 +601,7 @@ def _score_in_child(request: ScoreRequest, timeout_s: float, proc: Child | None,
         if call:
             if now - call["since"] > timeout_s:
                 problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
-                           "forever, wait on the network, or be far too slow for training (TRL calls it on every batch).\n"
+                           "forever, wait on the network, or be far too slow for training (training calls it on every batch).\n"
                            "What to do: make it return promptly; the app stopped it and is unaffected.")
         else:
             clock["outside_calls"] += now - clock["last"]

@@ -226,7 +226,7 @@ def _normalise(value):
 def _identifier(name: str, where: str) -> str:
     if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
         raise RewardError(f"{where}: `{name}` cannot be a function name",
-                          "a reward's name becomes its Python function name, which TRL logs its curve under",
+                          "a reward's name becomes its Python function name, which training logs its curve under",
                           "use letters, digits and _ , starting with a letter (e.g. `answer_matches`)")
     return name
 
@@ -278,11 +278,11 @@ def block_params(entry: dict, where: str) -> dict:
         raise RewardError(f"{where}: n = {params['n']!r}", "an n-gram has at least one word", "set n to 2 or 3")
     if params.get("column") in RESERVED:
         raise RewardError(f"{where}: the column `{params['column']}` has a name the reward's code needs",
-                          f"TRL or the generated code already use {', '.join(sorted(RESERVED))}",
+                          f"training or the generated code already use {', '.join(sorted(RESERVED))}",
                           "rename the column in the data (e.g. `reference`)")
     if "column" in params and params["column"] and not re.fullmatch(r"[A-Za-z_]\w*", params["column"]):
         raise RewardError(f"{where}: the column `{params['column']}` cannot be a Python argument name",
-                          "TRL passes each dataset column to the reward as a keyword argument", "rename the column in the data")
+                          "training passes each dataset column to the reward as a keyword argument", "rename the column in the data")
     return params
 
 

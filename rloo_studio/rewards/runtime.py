@@ -51,7 +51,7 @@ def check_reward_values(values, name: str, expected: int) -> list[float | None]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not hasattr(values, "tolist"):
         raise RewardError(
             f"reward function `{name}` returned {type(values).__name__}, not a list",
-            "TRL needs one float (or None) per completion",
+            "training needs one float (or None) per completion",
             f"return a list with {expected} numbers, e.g. `return [1.0 for _ in completions]`",
         )
     if hasattr(values, "tolist"):  # numpy arrays and tensors
@@ -60,7 +60,7 @@ def check_reward_values(values, name: str, expected: int) -> list[float | None]:
     if len(values) != expected:
         raise RewardError(
             f"reward function `{name}` returned {len(values)} values for {expected} completions",
-            "TRL needs exactly one value per completion, in the same order",
+            "training needs exactly one value per completion, in the same order",
             "return one float (or None) per item of `completions`",
         )
     out: list[float | None] = []

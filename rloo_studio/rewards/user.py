@@ -34,12 +34,12 @@ def _parse(source: str, filename: str) -> ast.Module:
     try:
         return ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        where = f"{filename}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
+        where = f"{Path(filename).name}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
         line = (exc.text or "").rstrip("\n")
         raise RewardError(
             f"reward code has a syntax error at {where}: {exc.msg}" + (f"\n    {line}" if line.strip() else ""),
             "Python could not parse the file",
-            f"fix line {exc.lineno} of {filename}",
+            f"fix line {exc.lineno} of {Path(filename).name}",
         ) from None
 
 
@@ -57,13 +57,13 @@ def load_reward_source(source: str, filename: str = "<rewards>", names: list[str
     missing = [n for n in wanted if n not in defined]
     if missing:
         raise RewardError(
-            f"{filename} has no function named {', '.join(missing)}",
+            f"{Path(filename).name} has no function named {', '.join(missing)}",
             f"the functions it defines are: {', '.join(defined) or 'none'}",
             "fix the `function:` name in the config or define the function in the file",
         )
     if not wanted:
         raise RewardError(
-            f"{filename} defines no public reward function",
+            f"{Path(filename).name} defines no public reward function",
             "only top-level `def` functions whose names do not start with `_` count",
             "add e.g. `def my_reward(completions, **kwargs): return [1.0 for _ in completions]`",
         )
@@ -90,7 +90,7 @@ def load_reward_source(source: str, filename: str = "<rewards>", names: list[str
     for name in wanted:
         fn = module.__dict__.get(name)
         if not callable(fn):
-            raise RewardError(f"{filename}: `{name}` is not a function after the file ran", "something rebinds that name", "rename one of them")
+            raise RewardError(f"{Path(filename).name}: `{name}` is not a function after the file ran", "something rebinds that name", "rename one of them")
         check_signature(fn, name, filename, extra_args)
         functions[name] = fn
     return functions
@@ -118,16 +118,16 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
     line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
     if "completions" not in params and not has_var_kw:
         raise RewardError(
-            f"{filename}:{line}: reward function `{name}` has no `completions` parameter",
-            "TRL calls reward functions with keyword arguments prompts=, completions=, completion_ids=, ... and one per dataset column",
+            f"{Path(filename).name}:{line}: reward function `{name}` has no `completions` parameter",
+            "training calls reward functions with keyword arguments prompts=, completions=, completion_ids=, ... and one per dataset column",
             f"write it as `def {name}(completions, **kwargs):`, or, if it is a helper, rename it `_{name}` "
             "(names starting with _ are not rewards)",
         )
     required_positional = [p.name for p in params.values()
                            if p.kind in (p.POSITIONAL_ONLY,) and p.default is p.empty]
     if required_positional:
-        raise RewardError(f"{filename}:{line}: `{name}` has positional-only parameters {required_positional}",
-                          "TRL passes every argument by keyword", f"write it as `def {name}(completions, **kwargs):`")
+        raise RewardError(f"{Path(filename).name}:{line}: `{name}` has positional-only parameters {required_positional}",
+                          "training passes every argument by keyword", f"write it as `def {name}(completions, **kwargs):`")
     columns = reward_columns(extra_args)
     passed = set(TRL_REWARD_ARGS) | set(columns)
     never_passed = [p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
@@ -136,7 +136,7 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
         kept = unpassed_columns(extra_args)
         notes = "".join(f"; the column `{c}` {kept[c]}" for c in never_passed if c in kept)
         raise RewardError(
-            f"{filename}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which no column of the data provides"
+            f"{Path(filename).name}:{line}: reward function `{name}` needs {', '.join(never_passed)}, which no column of the data provides"
             f"{did_you_mean(never_passed[0], columns)}",
             f"every reward receives {', '.join(TRL_REWARD_ARGS)} and each of the data's columns by its name{notes}",
             f"rename the parameter to one of the data's columns ({', '.join(columns) or 'none'}), or add a column "
@@ -146,8 +146,8 @@ def check_signature(fn: Callable, name: str, filename: str, extra_args: tuple[st
         unaccepted = sorted(passed - set(params))
         if unaccepted:
             raise RewardError(
-                f"{filename}:{line}: reward function `{name}` does not accept {', '.join(unaccepted)}",
-                "TRL passes these keyword arguments to every reward function",
+                f"{Path(filename).name}:{line}: reward function `{name}` does not accept {', '.join(unaccepted)}",
+                "training passes these keyword arguments to every reward function",
                 f"add `**kwargs` to its parameters: `def {name}(completions, ..., **kwargs):`",
             )
 
@@ -157,7 +157,8 @@ def _user_frames(exc: BaseException, filename: str) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return "the error happened outside the reward file"
-    return "; ".join(f"{filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
+    # The file's name only: the preview runs the editor's code from a temporary folder, whose path means nothing to a person.
+    return "; ".join(f"{Path(filename).name}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
 
 
 def missing_module_fix(exc: BaseException) -> str | None:
@@ -185,4 +186,4 @@ def describe_call_error(exc: BaseException, function_name: str, filename: str | 
     if filename:
         return _user_frames(exc, filename)
     tb = traceback.extract_tb(exc.__traceback__)
-    return f"{tb[-1].filename}:{tb[-1].lineno}" if tb else function_name
+    return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else function_name

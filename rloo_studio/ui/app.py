@@ -55,11 +55,11 @@ QUEUE_CONCURRENCY = 4  # default concurrency per event listener (see launch)
 CSS = "#train-progress {margin: 4px 0 8px 0;} footer {display: none !important;}"
 # Readability rules that must hold however the app is launched (tests launch it without `css=`), so they are in the page.
 PAGE_CSS = """
-#preview-table table, #samples table { table-layout: fixed; width: 100%; }
-#preview-table th, #samples th, #eval-table th, #runs-table th { word-break: normal; overflow-wrap: normal; hyphens: none; }
-#preview-table th span, #samples th span, #eval-table th span, #runs-table th span { word-break: normal !important; overflow-wrap: normal !important; }
+#preview-table table, #samples table, #eval-examples table, #pinned table { table-layout: fixed; width: 100%; }
+#preview-table th, #samples th, #eval-table th, #runs-table th, #eval-examples th, #pinned th { word-break: normal; overflow-wrap: normal; hyphens: none; }
+#preview-table th span, #samples th span, #eval-table th span, #runs-table th span, #eval-examples th span, #pinned th span { word-break: normal !important; overflow-wrap: normal !important; }
 #preview-table th span[data-editable], #samples th span[data-editable] { display: inline-block; max-width: 10em; }
-#preview-table td, #samples td { overflow-wrap: anywhere; }
+#preview-table td, #samples td, #eval-examples td, #pinned td { overflow-wrap: anywhere; }
 .gradio-container { --block-info-text-color: #374151 !important; --block-info-text-size: 14px !important; }
 #run-banner { border: 2px solid #f97316; border-radius: 8px; padding: 4px 10px; background: #fff7ed; }
 """

@@ -18,6 +18,7 @@ import yaml
 from .. import runs
 from ..stats import decoding_text, fmt_interval, measured, summary_estimate, verdict
 from .text import RLOO_FIELDS
+from .wording import label
 
 MAX_RUNS = 4
 REWARD_TOTAL, REWARD_PER_FUNCTION, LENGTH, KL = "Reward (total)", "Reward per function", "Completion length", "KL to the start model"
@@ -85,7 +86,8 @@ def config_differences(run_dirs: list[Path]) -> tuple[list[str], list[list[str]]
         except (OSError, yaml.YAMLError):
             flat.append({})
     keys = [k for k in dict.fromkeys(k for f in flat for k in f) if k != "output.runs_dir"]
-    rows = [[key, *(_shown(f.get(key)) for f in flat)] for key in keys if len({_shown(f.get(key)) for f in flat}) > 1]
+    # Named as the page names them (“Learning rate”), not by their config keys; a key no widget shows stays a key.
+    rows = [[label(key), *(_shown(f.get(key)) for f in flat)] for key in keys if len({_shown(f.get(key)) for f in flat}) > 1]
     return ["setting", *(Path(d).name for d in run_dirs)], rows
 
 

@@ -51,6 +51,26 @@ def store_upload(temp_path: str, original_name: str, uploads_dir: Path) -> Path:
     return target.resolve()
 
 
+def stored_upload(file, uploads_dir: Path) -> Path | None:
+    """An uploaded file (Gradio's temporary copy) stored in the uploads folder; None when the upload was cleared."""
+    if file is None:
+        return None
+    path = Path(file if isinstance(file, str) else file.name)
+    size_mb = path.stat().st_size / 1024**2
+    if size_mb > MAX_UPLOAD_MB:
+        raise gr.Error(f"The file is {size_mb:.0f} MB; uploads are limited to {MAX_UPLOAD_MB} MB. "
+                       "Why: the browser sends it whole. What to do: type the file's path instead, or put the data on the hub.")
+    original = getattr(file, "orig_name", None) or path.name
+    return store_upload(str(path), original, uploads_dir)
+
+
+def held_out_upload(file, uploads_dir: Path) -> tuple:
+    """(held-out split, held-out fraction) for an uploaded held-out file: its stored path, and 0 (the file is what is
+    held out, so no fraction of the training data is); a cleared upload leaves both as they are."""
+    stored = stored_upload(file, uploads_dir)
+    return (gr.skip(), gr.skip()) if stored is None else (str(stored), 0.0)
+
+
 def source_kind(source: str) -> str:
     if source == "demo":
         return text.SOURCE_CHOICES[0]
@@ -77,31 +97,30 @@ class DataTab:
         self.system_prompt = gr.Textbox(label=text.SYSTEM_PROMPT, info=text.SYSTEM_PROMPT_INFO, lines=2)
         with gr.Accordion("Held-out data and limits", open=False):
             with gr.Row():
-                self.test_split = gr.Textbox("test", label=text.TEST_SPLIT, info=text.TEST_SPLIT_INFO)
+                self.test_split = gr.Textbox("test", label=text.TEST_SPLIT, info=text.TEST_SPLIT_INFO, elem_id="data-test-split")
                 self.test_fraction = gr.Number(0.0, label=text.TEST_FRACTION, minimum=0, maximum=0.9)
                 self.max_train = gr.Number(0, label=text.MAX_TRAIN, precision=0, minimum=0)
                 self.prompt_format = gr.Dropdown(["auto", "chat", "plain"], value="auto", label=text.PROMPT_FORMAT, info=text.PROMPT_FORMAT_INFO)
+            # The held-out file uploaded like the training file (stored in the uploads folder), not only typed as a path.
+            self.test_upload = gr.File(label=text.TEST_UPLOAD, file_types=[".jsonl", ".json", ".csv", ".parquet"],
+                                       elem_id="data-test-upload", height=90)
         self.preview_button = gr.Button(text.PREVIEW_DATA, elem_id="preview-data")
         self.summary = gr.Markdown(elem_id="data-summary")
-        self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows")
+        self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows",
+                                  headers=[f"the file's columns, once “{text.PREVIEW_DATA}” has read it"])  # not "1 2 3"
 
         # A new data source gets its own held-out defaults: the demo's `test` split is not in the person's file.
         self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data").then(
             held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
+        self.test_upload.upload(lambda file: held_out_upload(file, self.uploads_dir), inputs=self.test_upload,
+                                outputs=[self.test_split, self.test_fraction], api_name="upload_held_out")
         self.kind.input(held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_name="source_defaults")
         for person_edit in (self.local_path.input, self.hub_id.input):
             person_edit(held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
 
     def _on_upload(self, file) -> str:
-        if file is None:
-            return ""
-        path = Path(file if isinstance(file, str) else file.name)
-        size_mb = path.stat().st_size / 1024**2
-        if size_mb > MAX_UPLOAD_MB:
-            raise gr.Error(f"The file is {size_mb:.0f} MB; uploads are limited to {MAX_UPLOAD_MB} MB. "
-                           "Why: the browser sends it whole. What to do: type the file's path instead, or put the data on the hub.")
-        original = getattr(file, "orig_name", None) or path.name
-        return str(store_upload(str(path), original, self.uploads_dir))
+        stored = stored_upload(file, self.uploads_dir)
+        return "" if stored is None else str(stored)
 
     def wire(self, demo: gr.Blocks, form: "PageForm") -> None:
         # Through the form's one change event (derived.py): the form's draft is saved on the same change.

@@ -28,7 +28,7 @@ from ..errors import StudioError
 from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
-from .run_view import reply_marks
+from .run_view import reply_marks, step_axis
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
 from .poller import Poller
@@ -276,7 +276,9 @@ class EvalTab:
         with gr.Accordion("Examples", open=False):
             gr.Markdown("A reply that hit the token budget before it ended is marked ✂ cut off; one that says one sentence or "
                         "phrase at least 3 times over most of the reply is marked 🔁.")
-            self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True, elem_id="eval-examples")
+            # Widths set: left to the cells, a short answer column printed its header one letter per line.
+            self.examples = gr.Dataframe(headers=["prompt", "answer", "base", "tuned"], interactive=False, wrap=True,
+                                         elem_id="eval-examples", column_widths=["24%", "16%", "30%", "30%"])
 
     def wire(self, demo: gr.Blocks, poller: Poller | None = None) -> None:
         outputs = [self.summary, self.chart, self.table, self.examples, self.again]
@@ -310,7 +312,10 @@ class EvalTab:
         suggested = tuned_verdict(report)["suggested_budget"] if report else None
         again = (gr.update(visible=True, value=f"Evaluate again with a token budget of {suggested}") if suggested
                  else gr.update(visible=False))
-        return [message or summary_markdown(report), gr.update(value=chart_frame(report), title=chart_title(report)),
+        frame, order = chart_frame(report), None
+        if frame is not None:
+            frame, order = step_axis(frame)  # whole steps on the axis, not 1.0, 1.2, 1.4 …
+        return [message or summary_markdown(report), gr.update(value=frame, sort=order, title=chart_title(report)),
                 gr.update(value={"headers": columns, "data": table(report)}, column_widths=column_widths(columns)),
                 examples(report), again]
 

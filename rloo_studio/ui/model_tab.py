@@ -24,7 +24,7 @@ from . import text
 from .data_tab import NO_ANSWER
 from .judge_panel import rubric_template_for
 from .rewards_tab import receives_markdown, unshown_note
-from .wording import page_words
+from .wording import page_words, preset_notes_for
 from .workspace import DRAFT_CONFIG
 
 if TYPE_CHECKING:
@@ -209,6 +209,10 @@ class ModelTab:
         self.apply_preset.click(apply_preset, inputs=[self.preset, form.base] + form.inputs, outputs=[form.base, self.preset_notes] + form.inputs,
                                 api_name="apply_preset").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
                                                               api_visibility="private")
+
+        # A local folder chosen after a preset is not downloaded: the preset's note then names the folder. Through the
+        # form's one change event (derived.py): the model field has no second change handler of its own.
+        form.derived.on([self.name], preset_notes_for, inputs=[self.preset_notes, self.name], outputs=self.preset_notes)
 
     # ---- the form ----------------------------------------------------------------------------------
 

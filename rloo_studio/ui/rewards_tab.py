@@ -56,6 +56,7 @@ EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+2
 
 BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does"]
 PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
+PINNED_WIDTHS = ["26%", "34%", "18%", "11%", "11%"]  # the answer holds `column=value; …` too: a text column
 USER_HEADERS = ["use", "function", "weight"]
 
 
@@ -179,13 +180,15 @@ class RewardsTab:
         # Every column's width is set with the table (`preview_column_widths`): left to Gradio, the widths follow the
         # cells' contents and the last columns (total, advantage) end up past the window's edge.
         self.preview_table = gr.Dataframe(label="Completions, their rewards, and the advantage each would get", interactive=False,
-                                          wrap=True, max_height=480, elem_id="preview-table")
-        self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary")
+                                          wrap=True, max_height=480, elem_id="preview-table", headers=EMPTY_PREVIEW_HEADERS,
+                                          column_widths=preview_column_widths(EMPTY_PREVIEW_HEADERS))
+        self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary", headers=SUMMARY_HEADERS)
         self.preview_findings = gr.Markdown(elem_id="preview-findings")
 
         gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
+        # Widths set, not left to the cells: a long completion pushed the answer and expected totals past the edge.
         self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
-                                   value=[EXAMPLE_PIN], elem_id="pinned", label="prompt · completion · answer (or column=value; …) · expected total from · to")
+                                   value=[EXAMPLE_PIN], elem_id="pinned", wrap=True, column_widths=PINNED_WIDTHS, label="prompt · completion · answer (or column=value; …) · expected total from · to")
         self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
@@ -569,8 +572,7 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
         findings.append(f"⚠️ **Hack probe:** {p['message']}")
     if learn and not probes:
         findings.append(probes_line(result, page=True))
-    return ({"headers": headers, "data": rows}, {"headers": ["function", "weight", "mean", "std", "min", "max", "None", "errors"],
-                                                  "data": summary_rows}, "\n\n".join(findings))
+    return ({"headers": headers, "data": rows}, {"headers": SUMMARY_HEADERS, "data": summary_rows}, "\n\n".join(findings))
 
 
 def agreement_line(pairs: list[dict]) -> str:
@@ -579,6 +581,9 @@ def agreement_line(pairs: list[dict]) -> str:
 
 
 BASELINE = "baseline (others' mean)"
+SUMMARY_HEADERS = ["function", "weight", "mean", "std", "min", "max", "None", "errors"]
+# What the completions table holds before a preview (its headers then, instead of Gradio's "1 2 3").
+EMPTY_PREVIEW_HEADERS = ["#", "prompt", "answer", "total", BASELINE, "advantage"]
 
 
 def unshown_entries(rewards) -> list[dict]:

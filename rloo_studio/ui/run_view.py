@@ -21,6 +21,7 @@ from ..workers.jobs import RunView
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
 from . import text
+from .wording import without_config_keys
 
 REWARD_SERIES_PREFIX = "rewards/"
 # Colours far apart in hue (Okabe & Ito's palette for colour-blind readers, https://jfly.uni-koeln.de/color/), total first.
@@ -29,7 +30,13 @@ LOG_METRICS = (("reward", "reward"), ("kl", "KL"), ("loss", "loss"), ("completio
                ("grad_norm", "grad norm"), ("learning_rate", "learning rate"), ("epoch", "epoch"))
 _TQDM = re.compile(r"\s*\d+%\|[^|]*\|\s*\d+/\d+ \[[^\]]*\]")
 _LOGGED_DICT = re.compile(r"\{'[^{}]*\}")
+# Terminal instructions a progress bar or a coloured logger writes (cursor moves such as ESC[A, line erases, colours,
+# window titles) and other control characters: they move a terminal's cursor and mean nothing as text in a page.
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "KL penalty", "advantage"]
+# Every column's width, adding up to the table's: the answer is what a person reads (it once had 7 %, ~70 px at
+# 1280 px, and split its words); the numbers get their header's longest word.
+SAMPLE_WIDTHS = ["5%", "18%", "14%", "20%", "18%", "7%", "8%", "10%"]
 
 
 
@@ -155,15 +162,17 @@ def alerts_html(run_dir: str | Path | None) -> str:
             f'style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0;">'
             f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:12px;">'
             f'⚠ {html.escape(str(a.get("title") or a.get("kind")))}{html.escape(subject)} · {html.escape(when)}</span> '
-            f'{html.escape(str(a.get("explanation") or ""))} <b>What to do:</b> {html.escape(str(a.get("action") or ""))}{done}</div>')
+            f'{html.escape(without_config_keys(str(a.get("explanation") or "")))} <b>What to do:</b> '
+            f'{html.escape(without_config_keys(str(a.get("action") or "")))}{done}</div>')
     return '<div id="health-alerts">' + "".join(items) + "</div>"
 
 
 def readable_log(text: str) -> str:
-    """The training log without progress-bar redraws, and with the trainer's metric dicts as `name value · …`."""
+    """The training log without terminal codes and progress-bar redraws, and with the trainer's metric dicts as
+    `name value · …`."""
     lines: list[str] = []
     for raw in re.split(r"[\r\n]+", text or ""):
-        line = _LOGGED_DICT.sub(lambda m: _metrics_line(m.group(0)), _TQDM.sub("", raw)).strip()
+        line = _LOGGED_DICT.sub(lambda m: _metrics_line(m.group(0)), _TQDM.sub("", _TERMINAL.sub("", raw))).strip()
         if line and (not lines or line != lines[-1]):
             lines.append(line)
     return "\n".join(lines)
@@ -185,9 +194,25 @@ def _metrics_line(logged: str) -> str:
     return "step metrics: " + " · ".join(shown) if shown else logged
 
 
+# Up to this many steps, each is one labelled place on a chart's step axis. A continuous axis picks fractional ticks
+# when few steps span it (a 4-step run read 1.0, 1.2, 1.4 …, one step "1.000000"); with more than this many whole
+# steps the span is at least this wide, and the chart's ticks (about one per 40 px) fall on whole numbers up to
+# 1.4 × 40 × FEW_STEPS ≈ 1700 px of width.
+FEW_STEPS = 30
+
+
+def step_axis(frame: pd.DataFrame, column: str = "step") -> tuple[pd.DataFrame, list[str] | None]:
+    """(frame, order): up to FEW_STEPS steps as text labels with their order in steps (10 after 9, which text order
+    would not give), for the chart's `sort`; more steps stay numbers (order None)."""
+    steps = sorted({int(s) for s in frame[column]})
+    if len(steps) > FEW_STEPS:
+        return frame.assign(**{column: frame[column].astype(int)}), None
+    return frame.assign(**{column: frame[column].map(lambda s: str(int(s)))}), [str(s) for s in steps]
+
+
 def plot_update(frame: pd.DataFrame | None):
-    """A line chart's data with a y range that leaves room above and below (a line at 1.0 is not cut by the frame)
-    and one distinct colour per series."""
+    """A line chart's data with whole steps on its axis (`step_axis`), a y range that leaves room above and below (a
+    line at 1.0 is not cut by the frame) and one distinct colour per series."""
     import gradio as gr
 
     if frame is None:
@@ -195,7 +220,8 @@ def plot_update(frame: pd.DataFrame | None):
     low, high = float(frame["value"].min()), float(frame["value"].max())
     pad = max(0.05, 0.08 * (high - low))
     series = list(dict.fromkeys(frame["series"]))
-    return gr.update(value=frame, y_lim=[low - pad, high + pad],
+    frame, order = step_axis(frame)
+    return gr.update(value=frame, sort=order, y_lim=[low - pad, high + pad],
                      color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
 
 

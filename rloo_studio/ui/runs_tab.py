@@ -78,7 +78,8 @@ class RunsTab:
                                               elem_id="compare-curve")
             self.compare_note = gr.Markdown(elem_id="compare-note")
             self.compare_plot = gr.LinePlot(None, x="step", y="value", color="series", height=320, elem_id="compare-plot")
-            self.compare_config = gr.Dataframe(label="Settings that differ", interactive=False, wrap=True, elem_id="compare-config")
+            self.compare_config = gr.Dataframe(label="Settings that differ", interactive=False, wrap=True, elem_id="compare-config",
+                                               headers=["setting"])
             self.compare_eval = gr.Dataframe(headers=compare_runs.EVAL_HEADERS, interactive=False, wrap=True, elem_id="compare-eval",
                                              label="Their last evaluations (Evaluate tab; brackets: 95 % intervals)")
         self.shown = gr.State(None)  # the runs' states the page shows: the poll sends only changes

@@ -140,7 +140,7 @@ class TrainTab:
                                     "(total − KL penalty) − the mean of that over the other completions to the same prompt, "
                                     "then normalised if “Normalise advantages” is on",
                                     interactive=False, wrap=True, max_height=420, elem_id="samples",
-                                    column_widths=["5%", "22%", "10%", "7%", "28%"])  # step … rewards; total to advantage: their headers' width
+                                    column_widths=run_view.SAMPLE_WIDTHS)
         with gr.Accordion("Log", open=False):
             self.log = gr.Textbox(lines=12, max_lines=12, show_label=False, autoscroll=True, elem_id="train-log")
         with gr.Accordion("Show config and command", open=False):

@@ -9,6 +9,7 @@ value to use. The labels come from the config's fields (`config.field_labels`) a
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..config import FOUR_BIT_NEEDS_LORA, batch_sizes_around, field_labels
 from . import text
@@ -57,3 +58,34 @@ def page_words(problem: str) -> str:
     problem = re.sub(r"^\s*(?:rloo|model|lora|data|output)\.[a-z_0-9]+(?=:)", lambda m: label(m.group(0).strip()), problem)
     problem = _FORMAT.sub(lambda m: f"the Export tab's Format “{m.group(1)}”", problem)
     return _KEY.sub(lambda m: label(m.group(0)) if m.group(0) in CONFIG_LABELS else m.group(0), problem)
+
+
+_KEY_IN_BRACKETS = re.compile(r" \((?:rloo|model|lora|data|output)\.[a-z_0-9]+\)")
+
+
+def without_config_keys(message: str) -> str:
+    """A message that names a setting by its label and its config key in brackets ("“max completion length”
+    (rloo.max_completion_length)"), as the command line prints it, without the key: the page says the label only."""
+    return _KEY_IN_BRACKETS.sub("", message)
+
+
+# A preset's note says what it downloads; once a local folder is the model, the page says that folder instead, in a
+# form that turns back into the preset's words when the model is no longer a local folder.
+_DOWNLOADS_MODEL = re.compile(r"Downloads (\S+) (\([^)]*\) )?once")
+_DOWNLOADS_MODEL_AND = re.compile(r"downloads the model and (.+?) once")
+_LOCAL_MODEL = re.compile(r"Uses the local folder `[^`]*` instead of downloading (\S+) (\([^)]*\) )?once")
+_LOCAL_MODEL_AND = re.compile(r"the model is the local folder `[^`]*`; downloads (.+?) once")
+
+
+def preset_notes_for(notes: str | None, model: str | None) -> str | None:
+    """The preset's note for the model now chosen: a local folder is not downloaded, so the note names the folder."""
+    if not notes:
+        return notes
+    notes = _LOCAL_MODEL.sub(lambda m: f"Downloads {m.group(1)} {m.group(2) or ''}once", notes)
+    notes = _LOCAL_MODEL_AND.sub(lambda m: f"downloads the model and {m.group(1)} once", notes)
+    folder = (model or "").strip()
+    if not folder or not Path(folder).expanduser().is_dir():
+        return notes
+    notes = _DOWNLOADS_MODEL.sub(lambda m: f"Uses the local folder `{folder}` instead of downloading {m.group(1)} "
+                                           f"{m.group(2) or ''}once", notes)
+    return _DOWNLOADS_MODEL_AND.sub(lambda m: f"the model is the local folder `{folder}`; downloads {m.group(1)} once", notes)

@@ -239,8 +239,8 @@ def _score(source: str, completions=("ab", "abc"), timeout_s: float = 20) -> dic
 @pytest.mark.parametrize("body, expected", [
     ("return [float('inf'), 1.0]", "reward function `r` returned inf for completion #0. Why: rewards must be finite"),
     ("return ['1', 2]", "reward function `r` returned '1' (str) for completion #0. Why: each value must be a number"),
-    ("return [1.0, 2.0, 3.0]", "reward function `r` returned 3 values for 2 completions. Why: TRL needs exactly one value"),
-    ("return None", "reward function `r` returned NoneType, not a list. Why: TRL needs one float (or None) per completion"),
+    ("return [1.0, 2.0, 3.0]", "reward function `r` returned 3 values for 2 completions. Why: training needs exactly one value"),
+    ("return None", "reward function `r` returned NoneType, not a list. Why: training needs one float (or None) per completion"),
     ("raise ValueError('bad completion')", "ValueError: bad completion"),
     ("return [1.0 / (len(c) - 3) for c in completions]", "ZeroDivisionError"),
     ("x = bytearray(10 ** 15)\n    return [1.0] * len(completions)", "MemoryError: reward function `r` ran out of memory"),

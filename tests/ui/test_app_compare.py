@@ -60,8 +60,8 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         metrics = {p[1] for p in points}
         assert {"mean reward", "answer accuracy", "mean reward · 95 % low", "mean reward · 95 % high"} <= metrics
         assert not any(m.startswith("format rate") for m in metrics) and "format rate" not in main
-        assert {p[0] for p in points} == {0, 1, 2}
-        assert [p[2] for p in points if p[0] == 0 and p[1] == "mean reward"] == [pytest.approx(report["base"]["mean_reward"])]
+        assert {p[0] for p in points} == {"0", "1", "2"} and chart["sort"] == ["0", "1", "2"]  # whole steps on the axis, in order
+        assert [p[2] for p in points if p[0] == "0" and p[1] == "mean reward"] == [pytest.approx(report["base"]["mean_reward"])]
 
         # Reopening the run shows the saved evaluation without running it again.
         shown = client.predict(RUN_ID, api_name="/eval_show")

@@ -12,6 +12,7 @@ from helpers.app import connect, served_app
 from helpers import only_run_dir, run_cli
 
 from rloo_studio import runs
+from rloo_studio.ui.wording import label
 
 pytestmark = pytest.mark.slow
 
@@ -35,10 +36,11 @@ def two_runs(tmp_path_factory, trained_tiny_folder):
 
 
 def series_points(plot: dict) -> dict[str, list[tuple[int, float]]]:
-    """{series: [(step, value), …]} from a LinePlot update (long format: step, value, series)."""
+    """{series: [(step, value), …]} from a LinePlot update (long format: step, value, series; a short run's steps are
+    the axis's labels, whole numbers as text)."""
     out: dict[str, list] = {}
     for step, value, series in plot["value"]["data"]:
-        out.setdefault(series, []).append((step, value))
+        out.setdefault(series, []).append((int(step), value))
     return out
 
 
@@ -58,8 +60,9 @@ def test_two_runs_overlay_with_their_differences_and_evaluations(two_runs):
 
         differ = {row[0]: row[1:] for row in config["data"]}
         assert config["headers"] == ["setting", first, second]
-        assert differ["rloo.beta"] == ["0.0", "0.02"] and differ["rloo.max_steps"] == ["4", "2"]
-        assert "rloo.num_generations" not in differ and "output.runs_dir" not in differ  # same in both: not listed
+        # Named by the page's labels, not config keys.
+        assert differ[label("rloo.beta")] == ["0.0", "0.02"] and differ[label("rloo.max_steps")] == ["4", "2"]
+        assert label("rloo.num_generations") not in differ and label("output.runs_dir") not in differ  # same in both: not listed
         assert f"{len(differ)} settings differ." == note
 
         report = json.loads((runs_dir / first / runs.EVAL_FILE).read_text())

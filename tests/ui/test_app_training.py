@@ -53,7 +53,7 @@ def test_start_train_to_the_end_with_a_user_reward_and_see_it_in_runs(runs_dir):
         series = {row[column] for row in plot["data"]}
         assert {"total (weighted)", "numeric_answer", "brief_answer"} <= series
         steps = {row[plot["columns"].index("step")] for row in plot["data"]}
-        assert steps == {1, 2, 3}
+        assert steps == {"1", "2", "3"} and reward_plot["sort"] == ["1", "2", "3"]  # whole steps on the axis, in order
         assert set(reward_plot["color_map"]) == series  # one colour per series
         metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
         assert [m["step"] for m in metrics] == [1, 2, 3]

@@ -132,7 +132,7 @@ def test_the_evaluate_tab_does_not_claim_a_win_on_six_prompts():
     assert stats.NOT_DISTINGUISHABLE in text and "Best checkpoint" not in text and "is better" not in text
     rows = eval_tab.table(report)
     assert [r[:4] for r in rows] == [["base model", 0, 6, 64], ["checkpoint-120", 120, 6, 16], ["final", 150, 6, 16]]
-    assert rows[2][4].startswith("0.833 [") and rows[2][-1] == "not distinguishable"
+    assert rows[2][4].startswith("0.833 [") and rows[2][-1] == "not distinguishable (too few to judge)"
     frame = eval_tab.chart_frame(report)
     assert {"mean reward · 95 % low", "mean reward · 95 % high", "answer accuracy · 95 % low"} <= set(frame["metric"])
     assert "n = 6" in eval_tab.chart_title(report)
@@ -395,6 +395,6 @@ def test_the_command_lines_checkpoint_table_gives_each_verdict_and_only_measured
     header = out.splitlines()[0]
     assert "answer acc [95 %]" in header and "format rate" not in header and "cut off" in header and "vs base" in header
     rows = {line.split()[0]: line for line in out.splitlines()[1:4]}
-    assert rows["checkpoint-120"].endswith("6/0/0  better") and rows["final"].endswith("5/1/0  not distinguishable")
+    assert rows["checkpoint-120"].endswith("6/0/0  better") and rows["final"].endswith("5/1/0  not distinguishable (too few to judge)")
     assert "tuned vs base on the same 6 prompts: tuned scored higher on 5, lower on 0, the same on 1" in out
     assert "(How this is decided: the exact sign test on the 5 prompts where the two differ" in out

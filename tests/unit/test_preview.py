@@ -61,8 +61,8 @@ def test_a_reward_that_raises_names_the_function_the_completion_and_the_line():
 
 
 @pytest.mark.parametrize("body, message", [  # the wording training uses (rewards.runtime.check_reward_values)
-    ("return [1.0]", "reward function `bad` returned 1 values for 2 completions. Why: TRL needs exactly one value"),
-    ("return 1.0", "reward function `bad` returned float, not a list. Why: TRL needs one float (or None) per completion"),
+    ("return [1.0]", "reward function `bad` returned 1 values for 2 completions. Why: training needs exactly one value"),
+    ("return 1.0", "reward function `bad` returned float, not a list. Why: training needs one float (or None) per completion"),
     ("return ['good', 'bad']", "reward function `bad` returned 'good' (str) for completion #0. Why: each value must be a number"),
     ("return [1.0, float('-inf')]", "reward function `bad` returned -inf for completion #1. Why: rewards must be finite"),
 ])

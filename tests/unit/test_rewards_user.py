@@ -104,7 +104,7 @@ def test_exception_at_import_time_names_line_of_a_file(tmp_path):
     path.write_text("def r(completions, **kwargs):\n    return []\n\nTABLE = {}\nVALUE = TABLE['missing']\n", encoding="utf-8")
     err = reward_error(load_reward_file, path)
     assert err.what == "reward code failed while being loaded: KeyError: 'missing'"
-    assert f"{path}:5 in <module>: VALUE = TABLE['missing']" in err.why
+    assert f"{path.name}:5 in <module>: VALUE = TABLE['missing']" in err.why
 
 
 def test_exception_at_import_time_shows_line_of_in_memory_source():
@@ -232,7 +232,7 @@ def test_guard_exception_names_function_and_user_line(tmp_path):
     wrapped = guard(fn, "ratio", source_file=str(path))
     err = reward_error(wrapped, completions=["", "abc"])
     assert err.what == "reward function `ratio` raised ZeroDivisionError: division by zero"
-    assert f"{path}:3 in ratio: return [1 / n for n in lengths]" in err.why
+    assert f"{path.name}:3 in ratio: return [1 / n for n in lengths]" in err.why
     assert "first completion of the batch: ''" in err.why
     assert "return None for ones it cannot score" in err.fix
 

@@ -164,3 +164,26 @@ def test_greedy_and_sampled_evaluations_are_named():
     assert stats.decoding_text({"mode": "greedy"}) == "greedy (the most likely answer)"
     assert stats.decoding_text({"mode": "sampled", "samples": 4, "temperature": 1.0}) == "sampled (4 answers per prompt at temperature 1, scored by their mean)"
     assert stats.decoding_text(None) == "decoding not recorded"
+
+
+def test_too_few_prompts_to_judge_is_said_not_hidden_behind_a_zero_width_interval():
+    """3 prompts, each side the same score on all: mean reward 0.000 [0.000, 0.000] (n=3), a zero-width interval that
+    read as certainty. No split of fewer than 6 differing prompts can pass the rule (5 of 5 gives p = 0.0625), so the
+    verdict says the sample is too small to judge and how many prompts must differ, not only 'not distinguishable'."""
+    assert stats.bootstrap_interval([0.0, 0.0, 0.0]) == (0.0, 0.0)
+    assert stats.FEWEST_TO_DECIDE == 6
+    assert stats.sign_test(stats.FEWEST_TO_DECIDE - 1, 0) >= stats.ALPHA > stats.sign_test(stats.FEWEST_TO_DECIDE, 0)
+    for wins, losses, ties in ((0, 0, 3), (3, 0, 0), (2, 1, 0), (5, 0, 15), (0, 4, 40)):
+        comparison = stats.paired([0.0] * (wins + losses + ties), [1.0] * wins + [-1.0] * losses + [0.0] * ties)
+        v = stats.verdict(comparison)
+        assert v["kind"] == stats.NOT_DISTINGUISHABLE and v["too_few"], (wins, losses, ties)
+        assert stats.NOT_DISTINGUISHABLE + ", too few to judge" in v["line"] and "at least 6" in v["line"] and "too few" in v["label"], v["line"]
+    # From 6 differing prompts on, the rule can decide, and the line says nothing about too few.
+    v = stats.verdict(stats.paired([0.0] * 6, [1.0] * 6))
+    assert not v["too_few"] and v["kind"] == "better" and "too few" not in v["line"]
+    v = stats.verdict(stats.paired([0.0] * 8, [1.0] * 4 + [-1.0] * 2 + [0.0] * 2))
+    assert not v["too_few"] and v["line"].endswith(stats.NOT_DISTINGUISHABLE)
+    # Mostly cut off as well (3 prompts, base 100 % cut off): the line and the cell say both limits.
+    v = stats.verdict(stats.paired([0.0] * 3, [1.0, 1.0, 0.0]), cut_off={"tuned": 0.3, "base": 1.0}, budgets={"tuned": 12, "base": 12})
+    assert v["limited"] and v["too_few"] and stats.TOO_FEW in v["line"] and "cut off" in v["line"], v["line"]
+    assert v["label"] == f"not distinguishable ({stats.TOO_FEW}), {stats.CUT_OFF}"
