@@ -196,30 +196,37 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def _estimate_measured(args: argparse.Namespace, cfg, est, device_name: str | None) -> int:
-    """`estimate --measure`: a short trial run of the config, timed; the memory estimate beside its measured peak."""
+    """`estimate --measure`: a short trial run of the config, timed, with the plan for `--minutes`; the memory
+    estimate beside its measured peak."""
     from ..data import load_rows
     from ..errors import DataError
-    from ..workers.trial import measure, summary_lines
+    from ..workers.trial import measure, plan_words, steps_for, summary_lines
 
     try:
         train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
     except DataError as exc:
         return fail(exc)
+    said = {"stage": None}
 
-    def progress(text: str, fraction: float) -> None:
-        print(f"[estimate] {text}", file=sys.stderr, flush=True)
+    def progress(now) -> None:  # each stage once, as it begins, with the seconds so far
+        if now.stage != said["stage"]:
+            said["stage"] = now.stage
+            print(f"[estimate] {now.stage} (at {now.total_s:.0f} s)", file=sys.stderr, flush=True)
 
     try:
         m = measure(cfg, train_rows=train_rows, on_progress=progress)
     except StudioError as exc:
         print(f"error: {exc.message()}", file=sys.stderr)
         return EXIT_FAILED
+    print(f"[estimate] done at {m.trial_s or 0:.0f} s", file=sys.stderr, flush=True)
     predicted = est.total_gib if est is not None else None
     if args.json:
-        print(json.dumps({"measured": m.to_dict(), "estimated_peak_gib": predicted, "device": device_name}))
+        print(json.dumps({"measured": m.to_dict(), "estimated_peak_gib": predicted, "device": device_name,
+                          "minutes": args.minutes, "steps_for_minutes": steps_for(m, args.minutes * 60),
+                          "plan": plan_words(m, args.minutes)}))
         return EXIT_OK
     print(f"Measured with a {m.trial_steps}-step trial run of {args.config} (removed afterwards):")
-    for line in summary_lines(m):
+    for line in summary_lines(m, args.minutes):
         print(f"- {line}")
     if predicted is not None and m.peak_gpu_gib is not None:
         print(f"- the memory estimator predicted {predicted:.2f} GiB for this GPU; the trial's peak was {m.peak_gpu_gib:.2f} GiB")
@@ -275,8 +282,20 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 # ---- parser -------------------------------------------------------------------------------------
 
+def _positive_minutes(value: str) -> float:
+    """--minutes: a time budget above zero (argparse says the problem in its own error line)."""
+    try:
+        minutes = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of minutes, e.g. 30") from None
+    if not minutes > 0:
+        raise argparse.ArgumentTypeError(f"{value} minutes leave no time to train: give more than 0, e.g. 30")
+    return minutes
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ..rewards.preview import SCORE_TIMEOUT_S
+    from ..workers.trial import DEFAULT_MINUTES
 
     parser = argparse.ArgumentParser(prog="rloo-studio", description="RLOO fine-tuning of language models (Unsloth + TRL).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -379,7 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-models", action="store_true", help="list the models whose shapes are built in (work offline)")
     p.add_argument("--measure", action="store_true",
                    help="also run a short trial of the config (two generation cycles, in a temporary folder) and report "
-                        "seconds per step, the whole run's time, its epochs and the measured peak memory")
+                        "the loading time, seconds per step, the steps that fit --minutes, the whole run's time, its epochs "
+                        "and the measured peak memory")
+    p.add_argument("--minutes", type=_positive_minutes, default=DEFAULT_MINUTES,
+                   help=f"with --measure: the time you have; says how many steps fit it (default {DEFAULT_MINUTES})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_estimate)
 

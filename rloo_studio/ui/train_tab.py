@@ -9,6 +9,8 @@ keys of a preset that the form does not show (e.g. lr_scheduler_type) are kept a
 from __future__ import annotations
 
 import shlex
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,11 +114,13 @@ class TrainTab:
         self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
         self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
-        with gr.Row():
+        with gr.Row(equal_height=True):
             self.estimate_time = gr.Button("Estimate time", elem_id="estimate-time", scale=0, min_width=160)
-            self.time_estimate = gr.Markdown("Measures one real step with these settings (a short trial run, about a "
-                                             "minute on the demo) and says how long the whole run takes.",
-                                             elem_id="time-estimate")
+            self.minutes = gr.Number(trial.DEFAULT_MINUTES, label="Time you have (minutes)", minimum=1, scale=0,
+                                     min_width=180, elem_id="estimate-minutes")
+        # Under the button, not beside it: the line is the trial's progress while it runs (no overlay), then its result.
+        self.time_estimate = gr.Markdown(TIME_ESTIMATE_HINT, elem_id="time-estimate")
+        self.time_measured = gr.State(None)  # the last trial's Measurement as a dict: a new budget re-plans without a trial
         with gr.Row():
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
             # Enabled only while the run the tab follows is training (`stop_state`): with nothing to stop, it cannot be pressed.
@@ -199,28 +203,60 @@ class TrainTab:
                          api_name="start_training").then(self.note_busy, inputs=[self.problems, self.notice_for],
                                                          outputs=[self.problems, self.notice, self.notice_for], api_visibility="private")
 
-        def estimate_time(state, *values, progress=gr.Progress()):
-            *values, train_rows = values
+        def estimate_time(state, *values):
+            *values, train_rows, minutes = values
             cfg, problems = form.config_from(state, list(values))
             if problems:
-                return form.problems_markdown(problems)
+                yield form.problems_markdown(problems), gr.skip()
+                return
             busy = jobs.active_run(runs_dir)
             if busy is not None:
-                return refuse(f"**Could not measure:** run `{busy.name}` is training, and a trial beside it would time both "
-                              "of them wrong. Measure again when it has finished or stopped.")
+                yield refuse(f"**Could not measure:** run `{busy.name}` is training, and a trial beside it would time both "
+                             "of them wrong. Measure again when it has finished or stopped."), gr.skip()
+                return
+            yield progress_markdown(None, 0.0), gr.skip()
             worker.shutdown()  # the trial gets the memory (and GPU) to itself, as a run does
             if not train_rows:  # the Data tab has not been shown yet: count the rows as it would (a hub source in a child)
                 read = peek_in_child if is_hub_source(cfg.data.source, cfg.base_dir) else peek
                 train_rows = read(cfg.data, cfg.base_dir).get("train_rows")
-            try:
-                m = trial.measure(cfg, reward_source=values[form.code_index], train_rows=train_rows or None,
-                                  on_progress=lambda words, fraction: progress(fraction, desc=words))
-            except StudioError as exc:
-                return refuse(f"**Could not measure:** {page_words(exc.message())}".replace("\n", "  \n"))
-            return time_markdown(m, *form.estimate_for(cfg))
+            # The trial runs in a thread; this generator shows its stage each second (a worker loading for minutes
+            # reads as loading, with its seconds, not as a bar stuck at 0 %).
+            latest, outcome = [None], {}
 
-        self.estimate_time.click(estimate_time, inputs=[form.base] + form.inputs + [form.data_rows], outputs=self.time_estimate,
-                                 api_name="estimate_time")
+            def run_trial():
+                try:
+                    outcome["m"] = trial.measure(cfg, reward_source=values[form.code_index], train_rows=train_rows or None,
+                                                 on_progress=lambda now: latest.__setitem__(0, now))
+                except StudioError as exc:
+                    outcome["error"] = exc
+
+            thread = threading.Thread(target=run_trial, name="time-trial", daemon=True)
+            clicked = time.time()
+            thread.start()
+            while thread.is_alive():
+                thread.join(PROGRESS_EVERY_S)
+                if thread.is_alive():
+                    yield progress_markdown(latest[0], time.time() - clicked), gr.skip()
+            if "error" in outcome:
+                yield refuse(f"**Could not measure:** {page_words(outcome['error'].message())}".replace("\n", "  \n")), None
+                return
+            m = outcome["m"]
+            yield time_markdown(m, *form.estimate_for(cfg), minutes=minutes), m.to_dict()
+
+        self.estimate_time.click(estimate_time, inputs=[form.base] + form.inputs + [form.data_rows, self.minutes],
+                                 outputs=[self.time_estimate, self.time_measured], api_name="estimate_time",
+                                 show_progress="hidden")
+
+        def replan(measured, minutes, state, *values):
+            """Another time budget: the last trial's plan for it, without measuring again."""
+            if not measured:
+                return gr.skip()
+            cfg, _ = form.config_from(state, list(values))
+            return time_markdown(trial.Measurement.from_dict(measured), *(form.estimate_for(cfg) if cfg else (None, None)),
+                                 minutes=minutes)
+
+        self.minutes.change(replan, inputs=[self.time_measured, self.minutes, form.base] + form.inputs,
+                            outputs=self.time_estimate, api_visibility="private", show_progress="hidden")
 
         def stop(run_dir):
             if not run_dir:
@@ -465,9 +501,22 @@ def resume_run(worker: InferenceWorker, run_dir: str | None) -> tuple[str, str |
     return f"Resuming `{Path(run_dir).name}`.", run_dir
 
 
-def time_markdown(m: "trial.Measurement", est=None, device: str | None = None) -> str:
-    """A time trial's result on the page: its facts as a list, the GPU's measured peak beside the estimate."""
-    lines = [f"**Measured:** {trial.summary_lines(m)[0]}."] + [f"- {line}" for line in trial.summary_lines(m)[1:]]
+TIME_ESTIMATE_HINT = ("Measures loading and two real steps with these settings (a short trial run, about a minute on "
+                      "the demo), then says how many steps fit the time you have and how long the steps set take.")
+PROGRESS_EVERY_S = 1.0  # how often the page's line counts the trial's seconds
+
+
+def progress_markdown(now: "trial.Progress | None", waited_s: float) -> str:
+    """The running trial's line on the page: its stage and seconds; before the trial's first look at its folder (while
+    its worker is being started), the seconds since the click."""
+    return f"**Measuring:** {now.words() if now else f'starting the trial run ({waited_s:.0f} s)…'}"
+
+
+def time_markdown(m: "trial.Measurement", est=None, device: str | None = None, minutes: float | None = None) -> str:
+    """A time trial's result on the page: the plan for `minutes` first (the question asked), then the measured times,
+    each apart, and the other facts as a list, the GPU's measured peak beside the estimate."""
+    first, plan, *rest = trial.summary_lines(m, minutes)
+    lines = [f"**{plan[0].upper() + plan[1:]}.**", "", f"Measured: {first}."] + [f"- {line}" for line in rest]
     if est is not None and m.peak_gpu_gib is not None:
         lines.append(f"- the memory estimate for {device or 'this GPU'} was {est.total_gib:.2f} GiB")
     if m.epochs is None:

@@ -1,13 +1,24 @@
-"""Time and memory known before Start: a short trial run of the same settings in a throwaway folder.
+"""Time and memory known before Start: a short trial run of the same settings in a throwaway folder, and the plan
+it gives ("for 30 minutes, use 42 steps").
 
-The trial is a real run (the same `rloo-studio train` worker the app starts, through `jobs`) of two
-generation cycles with the config as it is — model, data, rewards, batch — saved nowhere the person
-looks: its folder is temporary and removed afterwards. The first cycle pays the one-time costs (loading
-the model, compiling, warming caches); the second is timed, so one step's time covers a generation and
-an update, as every step of the real run does. From it: the whole run's time, the epochs over the
-training data, where a step's time goes (the timed steps' time/* keys, step_time.py), and the peak
-memory (the GPU's peak from the run's metrics, or on a CPU the worker's peak resident memory), to put
-beside the memory estimator's prediction. No torch in this process.
+The trial is a real run (the same `rloo-studio train` worker the app starts, through `jobs`) of two generation
+cycles with the config as it is — model, data, rewards, batch — saved nowhere the person looks: its folder is
+temporary and removed afterwards. It is stopped as soon as the second cycle's last step is logged (the checkpoint,
+the held-out check and the final save that a real run does after it are not waited for). Three times come out,
+each measured, none inferred from another:
+
+* loading: from the worker's start to the start of its first step (importing torch and the training libraries,
+  loading the model, building the trainer), read from the first step's own wall time (`time/step`);
+* the first cycle (one step unless a generation serves several): it pays one-time costs (first calls, caches,
+  Unsloth's compilation), so it is timed apart and counted once in every total;
+* a step: the second cycle's mean, so one step covers a generation and an update, as every step of the run does.
+
+A run of S steps takes load + first cycle + (S - cycle) x step (`run_seconds`); the trial itself is that sum for
+its own steps. `plan_words` turns it into the sentence page and command line both say: the steps that fit a time
+budget and the time the set steps take. From the trial too: the epochs, where a step's time goes (the timed steps'
+time/* keys, step_time.py), and the peak memory (the GPU's peak from the run's metrics, or on a CPU the worker's
+peak resident memory), beside the memory estimator's prediction. While it runs, `on_progress` hears each stage with
+its seconds (`Progress`). No torch in this process.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import math
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
@@ -33,16 +44,18 @@ POLL_S = 0.5
 # A trial that has not finished after this long is stopped: it is two cycles of a run, and a run whose two cycles take
 # an hour is one to shrink before it is timed.
 DEFAULT_TIMEOUT_S = 3600.0
+DEFAULT_MINUTES = 30  # the time budget the plan is for when the person names none
 
 
 @dataclass
 class Measurement:
     trial_steps: int           # optimiser steps the trial trained
     timed_steps: int           # of which the last ones, after the warm-up cycle, are timed
-    seconds_per_step: float    # generation + update, as in the run
-    startup_s: float           # from the worker's start to its first step's end, minus one step: loading and warm-up
+    seconds_per_step: float    # generation + update, as in the run: the timed steps' mean
+    load_s: float | None       # worker start -> first step's start (imports, model, trainer); None: not recorded
+    warmup_s: float            # the first cycle's steps (warm-up included); with load_s None, the loading too
     run_steps: int             # steps the real run would train
-    run_s: float               # startup + run_steps x seconds_per_step
+    run_s: float               # run_seconds(run_steps)
     epochs: float | None       # passes over the training data the real run would make
     train_rows: int | None
     new_prompts_per_step: float  # prompts drawn from the data per step
@@ -52,15 +65,85 @@ class Measurement:
     trainer_line: str | None = None   # the batch plan and arguments the trial's trainer used (its trainer_args.json)
     trainer_changed: dict | None = None  # arguments the trainer holds other than it was given: {key: [given, used]}
     step_time: dict | None = None  # the timed steps' mean time by part (step_time.py's keys); None if not recorded
+    cycle_steps: int = 1       # steps of one generation cycle: the warm-up's length, and the unit a plan counts in
+    batch: dict | None = None  # the BatchPlan the trial's trainer used, as a dict (the epochs of a planned run)
+    trial_s: float | None = None  # worker start -> the last timed step's end: load + warm-up + timed steps
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Measurement":
+        """Back from `to_dict` (the page keeps the last measurement to re-plan for another time budget)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+@dataclass
+class Progress:
+    """Where a running trial is: its stage in words, the seconds spent in that stage and in all."""
+    stage: str
+    stage_s: float
+    total_s: float
+
+    def words(self) -> str:
+        """'loading the model (12 s)… 40 s in all' — the line page and command line show."""
+        return f"{self.stage} ({self.stage_s:.0f} s)… {self.total_s:.0f} s in all"
+
+
+def run_seconds(m: Measurement, steps: int) -> float:
+    """Seconds a run of `steps` steps takes by the trial: loading, the first cycle (once), then the timed step's time
+    for each step after it. A run shorter than the first cycle is that cycle's share."""
+    fixed = m.load_s or 0.0
+    if steps <= m.cycle_steps:
+        return fixed + m.warmup_s * steps / m.cycle_steps
+    return fixed + m.warmup_s + (steps - m.cycle_steps) * m.seconds_per_step
+
+
+def steps_for(m: Measurement, seconds: float) -> int:
+    """The most steps, in whole generation cycles, whose run fits `seconds` (0 when not even the first cycle does)."""
+    if run_seconds(m, m.cycle_steps) > seconds:
+        return 0
+    after = (seconds - run_seconds(m, m.cycle_steps)) / m.seconds_per_step if m.seconds_per_step > 0 else 0.0
+    steps = m.cycle_steps + int(after // m.cycle_steps) * m.cycle_steps
+    while steps > m.cycle_steps and run_seconds(m, steps) > seconds:  # float rounding at the edge
+        steps -= m.cycle_steps
+    return steps
+
+
+def plan_words(m: Measurement, minutes: float | None = None) -> str:
+    """The plan a person asks for: 'for 30 minutes, use 42 steps: about 30 min, 4 epochs (...); as set now, about
+    15 min for 20 steps'. Page and command line both say this sentence."""
+    minutes = float(minutes) if minutes and minutes > 0 else DEFAULT_MINUTES
+    budget = f"{minutes:g} minute{'s' if minutes != 1 else ''}"
+    steps = steps_for(m, minutes * 60)
+    if steps == 0:
+        least = math.ceil(run_seconds(m, m.cycle_steps) / 60)
+        head = (f"{budget} are not enough for one {'step' if m.cycle_steps == 1 else 'generation cycle'}: loading and "
+                f"the first {'step' if m.cycle_steps == 1 else f'{m.cycle_steps} steps'} take "
+                f"{duration(run_seconds(m, m.cycle_steps))}; allow at least {least} minutes")
+    else:
+        seen = f", {epochs_words(epochs(m.train_rows, BatchPlan(**m.batch), steps))}" if m.train_rows and m.batch else ""
+        head = f"for {budget}, use {steps} steps: about {duration(run_seconds(m, steps))}{seen}"
+    if m.run_steps:
+        head += f"; as set now, about {duration(m.run_s)} for {m.run_steps} steps"
+    return head
 
 
 def trial_steps(plan: BatchPlan) -> tuple[int, int]:
     """(steps the trial trains, steps it times): TRIAL_CYCLES whole generation cycles, the last one timed."""
     cycle = max(1, math.ceil(plan.steps_per_cycle))
     return TRIAL_CYCLES * cycle, cycle
+
+
+def trial_config(cfg: RunConfig, steps: int) -> RunConfig:
+    """The config the trial trains: `cfg` for `steps` steps, every step logged (the times are read from the log),
+    nothing saved before the end (the trial is stopped at its last step's log)."""
+    trial = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
+    trial.rloo["max_steps"] = steps
+    trial.rloo["save_steps"] = steps
+    trial.rloo["logging_steps"] = 1
+    trial.output.run_name = TRIAL_NAME
+    return trial
 
 
 def run_steps(cfg: RunConfig, plan: BatchPlan, train_rows: int | None) -> int | None:
@@ -84,13 +167,37 @@ def _peak_rss_gib(pid) -> float | None:
     return None
 
 
+def _stage(view, steps: int, timed: int) -> str:
+    """The trial's stage in words, from its folder: the worker writes `running` once torch and the training libraries
+    are imported, trainer_args.json once the model is loaded and the trainer built, a metrics line per step."""
+    warm = steps - timed
+    if view.state == "queued":
+        return "starting the training process (importing torch and the training libraries)"
+    if not (view.path / runs.TRAINER_ARGS_FILE).exists():
+        return "loading the model"
+    if view.step < warm:
+        first = "first step" if warm == 1 else f"first {warm} steps (one generation cycle)"
+        return f"{first}: warm-up, timed apart"
+    if timed == 1:
+        return f"step {steps} of {steps}: timed"
+    return f"steps {warm + 1}-{steps} of {steps}: timed"
+
+
+def _stop_worker(view) -> None:
+    """End the trial's worker and whatever it started (jobs.start_run records its pid before returning)."""
+    from ..procs import kill_tree
+
+    if view.status.get("pid"):
+        kill_tree(int(view.status["pid"]))
+
+
 def measure(cfg: RunConfig, reward_source: str | None = None, train_rows: int | None = None,
-            on_progress: Callable[[str, float], None] = lambda text, fraction: None,
+            on_progress: Callable[[Progress], None] = lambda progress: None,
             timeout_s: float = DEFAULT_TIMEOUT_S) -> Measurement:
     """Train a trial of `cfg` in a temporary folder and time it; raises StudioError when the trial fails.
 
     `reward_source` is the reward editor's code (as for `jobs.start_run`); `train_rows` the number of training rows,
-    for the epochs (None: not said); `on_progress(text, fraction)` is called as the trial goes.
+    for the epochs (None: not said); `on_progress(Progress)` is called at each poll as the trial goes.
     """
     plan = cfg.batch_plan()
     steps, timed = trial_steps(plan)
@@ -99,35 +206,33 @@ def measure(cfg: RunConfig, reward_source: str | None = None, train_rows: int | 
         # app writes its editor's code (a `file: rewards.py` entry is read from the run folder).
         own = next((cfg.resolve_path(s.file) for s in cfg.rewards if s.file == runs.REWARDS_FILE), None)
         reward_source = own.read_text(encoding="utf-8") if own is not None and own.is_file() else None
-    trial = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
-    trial.rloo["max_steps"] = steps
-    trial.rloo["save_steps"] = steps  # nothing saved but the end (TRL saves at the last step anyway)
-    trial.output.run_name = TRIAL_NAME
+    trial = trial_config(cfg, steps)
     folder = Path(tempfile.mkdtemp(prefix="rloo-studio-trial-"))
     try:
+        started = time.time()  # before the worker is started: whatever starting it costs is loading too
         run_dir = jobs.start_run(trial, folder, reward_source)
-        started = time.time()
-        peak_rss, said = None, 0
-        on_progress("starting the trial run (loading the model)", 0.0)
+        peak_rss, stage, stage_started = None, None, started
         while True:
             view = jobs.view(run_dir, samples_tail=0)
             peak_rss = _peak_rss_gib(view.status.get("pid")) or peak_rss
-            if view.step > said:  # before the end check: the last step and the end can fall between two polls
-                said = view.step
-                on_progress(f"trial step {view.step}/{steps} done", view.step / steps)
+            logged = {int(r["step"]) for r in view.metrics if "step" in r and "time" in r}
+            if steps in logged:  # the last timed step is in: the rest of the trial (checkpoint, final save) is not timed
+                _stop_worker(view)
+                break
             if view.state not in runs.ACTIVE_STATES:
                 break
-            if time.time() - started > timeout_s:
-                jobs.stop_run(run_dir)
-                from ..procs import kill_tree
-
-                if view.status.get("pid"):
-                    kill_tree(int(view.status["pid"]))
+            now = time.time()
+            words = _stage(view, steps, timed)
+            if words != stage:
+                stage, stage_started = words, now
+            on_progress(Progress(stage, now - stage_started, now - started))
+            if now - started > timeout_s:
+                _stop_worker(view)
                 raise StudioError(f"the time trial did not finish in {timeout_s / 60:.0f} minutes",
                                   f"its {steps} steps are that slow with these settings",
                                   "use fewer completions per step or a shorter completion length, then measure again")
             time.sleep(POLL_S)
-        if view.state != "finished":
+        if steps not in logged:
             # The trial is a short real run of these settings: the run itself would fail the same way, so its own
             # what / why / what-to-do is the answer.
             error = view.status.get("error") if isinstance(view.status.get("error"), dict) else {}
@@ -150,7 +255,12 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
                           "report this as a bug with the config you measured")
     per_step = (rows[last]["time"] - rows[warm]["time"]) / timed
     first = min(rows)
-    startup = max(0.0, rows[first]["time"] - started - first * per_step)
+    # The first step's record holds its own wall time from the start of training (time/step): what came before it
+    # is the loading. Without that key (a record from another version) loading and warm-up are one number.
+    own = rows[first].get(step_time.STEP_KEY)
+    training_began = rows[first]["time"] - float(own) if first == 1 and isinstance(own, (int, float)) else None
+    load = max(0.0, training_began - started) if training_began is not None else None
+    warmup = rows[warm]["time"] - (training_began if training_began is not None else started)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
     timed_rows = [r for step, r in rows.items() if warm < step <= last]
     share = judge_time_share(timed_rows)
@@ -160,14 +270,17 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     if held:
         plan = batch_plan(held, int(held.get("world_size") or 1))
     total_steps = run_steps(cfg, plan, train_rows)
-    return Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, startup_s=startup,
-                       run_steps=total_steps or 0, run_s=startup + (total_steps or 0) * per_step,
-                       epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
-                       train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
-                       peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
-                       judge_share=share[0] / share[1] if share else None,
-                       trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
-                       trainer_changed=recorded.get("changed") or None, step_time=step_time.mean_breakdown(timed_rows))
+    m = Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, load_s=load, warmup_s=warmup,
+                    run_steps=total_steps or 0, run_s=0.0,
+                    epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
+                    train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
+                    peak_gpu_gib=peak_gpu, peak_rss_gib=peak_rss,
+                    judge_share=share[0] / share[1] if share else None,
+                    trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
+                    trainer_changed=recorded.get("changed") or None, step_time=step_time.mean_breakdown(timed_rows),
+                    cycle_steps=warm, batch=asdict(plan), trial_s=rows[last]["time"] - started)
+    m.run_s = run_seconds(m, m.run_steps)
+    return m
 
 
 def duration(seconds: float) -> str:
@@ -179,11 +292,24 @@ def duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-def summary_lines(m: Measurement) -> list[str]:
-    """The measurement in words, one fact a line (the CLI prints them; the app shows them)."""
-    lines = [f"{m.seconds_per_step:.2f} s per step (generation + update; timed over {m.timed_steps} step"
-             f"{'s' if m.timed_steps != 1 else ''} after a {m.trial_steps - m.timed_steps}-step warm-up)",
-             f"whole run: about {duration(m.run_s)} for {m.run_steps} steps (including {duration(m.startup_s)} to load and warm up)"]
+def times_line(m: Measurement) -> str:
+    """'loading took 48 s; a step takes 41.2 s (...)': the measured times, each apart."""
+    first = "the first step" if m.cycle_steps == 1 else f"the first {m.cycle_steps} steps (one generation cycle)"
+    timed = f"the next {m.timed_steps} steps' mean" if m.timed_steps != 1 else "the next step"
+    loading = (f"loading took {duration(m.load_s)}" if m.load_s is not None
+               else "loading is not recorded apart (counted in the warm-up)")
+    return (f"{loading}; a step takes {m.seconds_per_step:.1f} s (generation + update, {timed}); {first} took "
+            f"{duration(m.warmup_s)} (one-time warm-up costs: counted once, not per step)")
+
+
+def summary_lines(m: Measurement, minutes: float | None = None) -> list[str]:
+    """The measurement in words, one fact a line (the CLI prints them; the app shows them): the times, the plan for
+    `minutes` (DEFAULT_MINUTES when None), then the run, the step's parts and the memory."""
+    lines = [times_line(m), plan_words(m, minutes)]
+    if m.trial_s is not None:
+        lines.append(f"the trial's {m.trial_steps} steps took {duration(m.trial_s)} in all, loading included; a run of "
+                     f"S steps: {duration(m.load_s or 0.0)} + {duration(m.warmup_s)} + (S − {m.cycle_steps}) × "
+                     f"{m.seconds_per_step:.1f} s")
     if m.epochs is not None:
         lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
                      f"{epochs_words(m.epochs)}")

@@ -18,18 +18,35 @@ STEPS = 6
 
 
 def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_step(workspace, tmp_path):
-    config = workspace.write_config(rloo={"max_steps": STEPS, "save_steps": 100})
+    config = workspace.write_config(rloo={"max_steps": STEPS, "save_steps": 100, "logging_steps": 3})
     trial_tmp = tmp_path / "tmp"
     trial_tmp.mkdir()
-    result = run_cli("estimate", config, "--measure", "--json", cwd=workspace.path, env={"TMPDIR": str(trial_tmp)})
+    result = run_cli("estimate", config, "--measure", "--json", "--minutes", "20", cwd=workspace.path,
+                     env={"TMPDIR": str(trial_tmp)})
     assert result.returncode == 0, result.stderr[-3000:]
-    measured = json.loads(result.stdout)["measured"]
-    assert "[estimate] trial step 2/2 done" in result.stderr
+    answer = json.loads(result.stdout)
+    measured = answer["measured"]
+    # Each stage said as it began, in order (the tiny model's timed step can end between two looks at the folder, so
+    # it may go unsaid); the trial logs every step, whatever logging_steps the config has.
+    stages = [line for line in result.stderr.splitlines() if line.startswith("[estimate] ")]
+    said = [next((i for i, line in enumerate(stages) if words in line), None)
+            for words in ("starting the training process", "loading the model", "first step: warm-up", "done at")]
+    assert None not in said and said == sorted(said), stages
     # Two generation cycles of one step each: the first warms up, the second is timed.
     assert (measured["trial_steps"], measured["timed_steps"], measured["run_steps"]) == (2, 1, STEPS)
+    # Loading (torch, the model, the trainer) is its own number, apart from the warm-up step and the timed step, and the
+    # three add up to the trial's measured length: nothing counted twice, nothing left out.
+    load, warmup, per_step = measured["load_s"], measured["warmup_s"], measured["seconds_per_step"]
+    assert load > 0 and warmup > 0 and per_step > 0
+    assert load + warmup + per_step == pytest.approx(measured["trial_s"])
+    # The run: loading and the warm-up step once, the timed step for each other step.
+    assert measured["run_s"] == pytest.approx(load + warmup + (STEPS - 1) * per_step)
+    # The plan: the most steps whose run fits 20 minutes, and the sentence said about them.
+    fit = answer["steps_for_minutes"]
+    assert load + warmup + (fit - 1) * per_step <= 20 * 60 < load + warmup + fit * per_step
+    assert answer["plan"].startswith(f"for 20 minutes, use {fit} steps: about ")
     # 8 completions per step / 4 per prompt = 2 new prompts per step, over all 39 rows (none held out).
     assert measured["epochs"] == pytest.approx(STEPS * 2 / len(ADDITION_ROWS))
-    assert measured["run_s"] == pytest.approx(measured["startup_s"] + STEPS * measured["seconds_per_step"])
     assert measured["peak_rss_gib"] > 0.2  # torch and a model were loaded in the trial's worker
     assert measured["peak_gpu_gib"] is None  # no CUDA here
     # The trial's folder is gone and nothing was written where the person's runs are.
@@ -39,7 +56,7 @@ def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_
     assert done.returncode == 0, done.stderr[-3000:]
     times = {r["step"]: r["time"] for r in runs.read_jsonl(only_run_dir(workspace.path / "runs") / runs.METRICS_FILE)
              if "time" in r and "step" in r}
-    real_per_step = (times[STEPS] - times[2]) / (STEPS - 2)  # after the same warm-up
+    real_per_step = (times[STEPS] - times[3]) / (STEPS - 3)  # after the warm-up (logged every 3 steps)
     # The same order: a trial that counted the model's loading (seconds) as a step (a fraction of one) is far off.
     assert real_per_step / 5 < measured["seconds_per_step"] < real_per_step * 5, (measured, real_per_step)
 

@@ -13,7 +13,7 @@ import pytest
 
 from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
 from helpers import assert_trained_with
-from rloo_studio import runs
+from rloo_studio import runs, trial
 from rloo_studio.ui import text
 
 pytestmark = pytest.mark.slow
@@ -137,8 +137,10 @@ def test_estimate_time_measures_a_trial_and_is_refused_while_a_run_trains(runs_d
         client = connect(url)
         form = Form(client).fast_demo(steps=30)
         measured = form.call("/estimate_time")
-        assert measured.startswith("**Measured:** ") and " s per step (generation + update; timed over 1 step after a 1-step warm-up)" in measured
-        assert "whole run: about " in measured and "for 30 steps" in measured
+        # The plan for the default 30 minutes first, then loading, the step and the warm-up step, each measured apart.
+        assert measured.startswith(f"**For {trial.DEFAULT_MINUTES} minutes, use ") and "; as set now, about " in measured
+        assert "for 30 steps.**" in measured and "\n\nMeasured: loading took " in measured
+        assert " s (generation + update, the next step); the first step took " in measured
         # The demo's 2000 training rows, counted although the Data tab was never shown: 30 steps x 2 new prompts.
         assert "2000 training rows × 30 steps × 2 new prompts per step = 0.03 epochs (3 % of the prompts seen once)" in measured
         assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()]  # the trial is not one of the person's runs
