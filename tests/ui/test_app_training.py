@@ -13,7 +13,8 @@ import pytest
 
 from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
 from helpers import assert_trained_with
-from rloo_studio import runs, trial
+from rloo_studio import runs
+from rloo_studio.workers import trial
 from rloo_studio.ui import text
 
 pytestmark = pytest.mark.slow

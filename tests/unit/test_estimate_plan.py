@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rloo_studio import runs, trial
+from rloo_studio import runs
+from rloo_studio.workers import trial
 from rloo_studio.batching import BatchPlan
 from rloo_studio.config import RunConfig
 from rloo_studio.workers.jobs import RunView
