@@ -4,6 +4,9 @@ Turns its widgets into the `rloo` section of the RunConfig (`apply`) and back (`
 keys of a preset that the form does not show (e.g. lr_scheduler_type) are kept as they were.
 `wire` connects Start / Stop / Resume and the config view to the whole form; `outputs` and
 `render` show a run directory, polled by the page's timer.
+
+Over 500 lines because the tab is one screen with one form: the settings, Start/Stop/Resume, the time trial with its
+live stages and plan, the format warm-up's fields and the live run view all read and write the same widgets.
 """
 
 from __future__ import annotations
