@@ -161,6 +161,7 @@ def test_start_asks_before_training_with_pinned_examples_that_fail(studio):
     from playwright.sync_api import expect
 
     page, runs_dir = studio.page, studio.runs_dir
+    _assert_on_page(page, "start-confirm-row")
     _tab(page, "3 · Rewards")
     result = page.locator("#pinned-result")
     fill_cell(page, "#pinned", 0, 4, 0.5)  # the demo's example scores above 0.5: it fails now
@@ -168,7 +169,6 @@ def test_start_asks_before_training_with_pinned_examples_that_fail(studio):
     _tab(page, "4 · Train")
     _fill(page, "rloo-max-steps", 1)
     question, row = page.locator("#start-confirm"), page.locator("#start-confirm-row")
-    _assert_on_page(page, "start-confirm-row")
     page.locator("#start-training").click()
     expect(question).to_contain_text("1 of 1 pinned examples fail", timeout=120_000)
     expect(question).to_contain_text("start anyway?")
