@@ -33,3 +33,14 @@ def test_the_outdated_line_names_what_changed_and_the_button():
     assert line.startswith(MARK) and "“Completions per prompt (k)” changed since" in line and "press **Estimate time** again" in line
     assert "“a” and “b” changed" in outdated_line(["a", "b"], "X")
     assert "“a”, “b”, “c” and 2 more changed" in outdated_line(["a", "b", "c", "d", "e"], "X")
+
+
+def test_starts_question_shows_only_while_the_form_is_as_it_was_asked_about():
+    from rloo_studio.ui.train_tab import confirm_shown
+
+    asked = {"text": "⚠️ **1 of 3 pinned examples fail** with these rewards — start anyway?", "stamp": stamp_of([8, 128, "demo"])}
+    row, words = confirm_shown(asked, 8, 128.0, "demo")
+    assert row["visible"] is True and words == asked["text"]
+    row, words = confirm_shown(asked, 4, 128, "demo")  # k changed since: Start asks again, for these settings
+    assert row["visible"] is False and words == ""
+    assert confirm_shown({}, 8, 128, "demo")[0]["visible"] is False  # answered (Start anyway, Cancel) or never asked
