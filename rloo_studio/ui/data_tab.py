@@ -21,6 +21,7 @@ import gradio as gr
 from ..config import DataConfig, RunConfig
 from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from . import text
+from .freshness import Outdated
 from .rewards_tab import receives_markdown
 from .wording import page_words
 
@@ -105,12 +106,14 @@ class DataTab:
             self.test_upload = gr.File(label=text.TEST_UPLOAD, file_types=[".jsonl", ".json", ".csv", ".parquet"],
                                        elem_id="data-test-upload", height=90)
         self.preview_button = gr.Button(text.PREVIEW_DATA, elem_id="preview-data")
+        self.summary_outdated = Outdated("data-summary", text.PREVIEW_DATA)  # "Outdated — … changed since" (freshness.py)
         self.summary = gr.Markdown(elem_id="data-summary")
         self.table = gr.Dataframe(label="First rows", interactive=False, wrap=True, max_height=400, elem_id="data-rows",
                                   headers=[f"the file's columns, once “{text.PREVIEW_DATA}” has read it"])  # not "1 2 3"
 
-        # A new data source gets its own held-out defaults: the demo's `test` split is not in the person's file.
-        self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data").then(
+        # A new data source gets its own held-out defaults: the demo's `test` split is not in the person's file. (Then the
+        # new file is checked: `wire`.)
+        self.uploaded = self.upload.upload(self._on_upload, inputs=self.upload, outputs=self.local_path, api_name="upload_data").then(
             held_out_defaults, inputs=self.kind, outputs=[self.test_split, self.test_fraction], api_visibility="private")
         self.test_upload.upload(lambda file: held_out_upload(file, self.uploads_dir), inputs=self.test_upload,
                                 outputs=[self.test_split, self.test_fraction], api_name="upload_held_out")
@@ -129,21 +132,37 @@ class DataTab:
         def preview_data(state, *values):
             cfg, problems = form.config_from(state, list(values))
             data_cfg = cfg.data if cfg else None
+            fields = form.split(values)[1]
             if data_cfg is None:
-                return "**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update(), None
-            answer = form.split(values)[1][6]
+                return ("**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update(), None,
+                        self.summary_outdated.stamp_from(self.inputs, fields))
+            answer = fields[6]
             checking = [s.name for s in cfg.rewards if s.name in ANSWER_REWARDS]
             summary, rows, cols, prompt_col, answer_col, train_rows = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(),
                                                                                       answer, checking)
             table = {"headers": cols, "data": rows} if cols else None
             prompt_choices = gr.update(choices=cols, value=prompt_col) if cols else gr.update()
             answer_choices = gr.update(choices=cols + [NO_ANSWER], value=answer_col) if cols else gr.update()
-            return summary, table, cols, prompt_choices, answer_choices, train_rows
+            # The check holds for these fields, the columns it chose included (freshness.py).
+            stamp = self.summary_outdated.stamp_from(self.inputs, fields, [(self.prompt_column, prompt_col), (self.answer_column, answer_col)]
+                                                     if cols else None)
+            return summary, table, cols, prompt_choices, answer_choices, train_rows, stamp
 
-        self.preview_button.click(preview_data, inputs=[form.base] + form.inputs,
-                                  outputs=[self.summary, self.table, form.columns, self.prompt_column, self.answer_column, form.data_rows],
-                                  api_name="preview_data").then(
+        check_outputs = [self.summary, self.table, form.columns, self.prompt_column, self.answer_column, form.data_rows,
+                         self.summary_outdated.stamp]
+        self.preview_button.click(preview_data, inputs=[form.base] + form.inputs, outputs=check_outputs, api_name="preview_data").then(
             receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private")
+        # A file uploaded, or a path typed and left, is checked at once (reading a local file's rows is quick): the check
+        # of the file before never stays beside a new one. Other changes mark the check outdated (a hub dataset is read
+        # in a child process, and a prompt column typed letter by letter would read the file at each letter).
+        for then in (self.uploaded.then, self.local_path.blur, self.local_path.submit):
+            then(preview_data, inputs=[form.base] + form.inputs, outputs=check_outputs, api_visibility="private").then(
+                receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives,
+                api_visibility="private")
+        self.summary_outdated.watch(form.derived, self.inputs)
+        # The source's own fields, through the form's one change event (the kind is one of its fields: derived.py).
+        form.derived.on([self.kind], lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
+                        inputs=[self.kind], outputs=[self.file_group, self.hub_group])
 
     @property
     def inputs(self) -> list:

@@ -38,6 +38,7 @@ from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, 
 from ..rewards.templates import TEMPLATES, template
 from . import text
 from ..workers.commands import run_cli
+from .freshness import Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
 from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row  # noqa: F401 (also read from here)
@@ -157,6 +158,7 @@ class RewardsTab:
                 self.receives = gr.Markdown(receives_markdown([], None), elem_id="reward-receives")
         with gr.Row():
             self.check = gr.Button(text.CHECK_CODE, elem_id="check-code")
+        self.check_outdated = Outdated("code-check", text.CHECK_CODE)
         self.check_result = gr.Markdown(elem_id="code-check")
         # Where the code above will run: in the reward sandbox, or — said plainly, with how to get one — with your rights.
         self.sandbox_note = gr.Markdown(sandbox_markdown(), elem_id="reward-sandbox")
@@ -176,6 +178,8 @@ class RewardsTab:
         self.preview_pasted = gr.Textbox(label="…or paste completions for that prompt, one per line (at least 2): they are scored "
                                          "instead of sampling", lines=3, elem_id="preview-pasted")
         self.preview_button = gr.Button("Sample and score", variant="primary", elem_id="preview-run")
+        # Above the preview, and again above its findings (the hack probes): "Outdated — … changed since" (freshness.py).
+        self.preview_outdated = Outdated("preview", "Sample and score")
         self.preview_status = gr.Markdown(elem_id="preview-status")
         # Every column's width is set with the table (`preview_column_widths`): left to Gradio, the widths follow the
         # cells' contents and the last columns (total, advantage) end up past the window's edge.
@@ -183,6 +187,7 @@ class RewardsTab:
                                           wrap=True, max_height=480, elem_id="preview-table", headers=EMPTY_PREVIEW_HEADERS,
                                           column_widths=preview_column_widths(EMPTY_PREVIEW_HEADERS))
         self.preview_summary = gr.Dataframe(label="Per function", interactive=False, elem_id="preview-summary", headers=SUMMARY_HEADERS)
+        self.preview_outdated.line()
         self.preview_findings = gr.Markdown(elem_id="preview-findings")
 
         gr.Markdown("### Pinned examples\nCases your rewards must score as expected, re-checked on every edit of the code.")
@@ -190,6 +195,7 @@ class RewardsTab:
         self.pinned = gr.Dataframe(headers=PINNED_HEADERS, datatype=["str", "str", "str", "number", "number"], interactive=True,
                                    value=[EXAMPLE_PIN], elem_id="pinned", wrap=True, column_widths=PINNED_WIDTHS, label="prompt · completion · answer (or column=value; …) · expected total from · to")
         self.add_pinned = gr.Button("Add example", elem_id="pinned-add", size="sm")
+        self.pinned_outdated = Outdated("pinned-result", text.CHECK_CODE)
         self.pinned_result = gr.Markdown(elem_id="pinned-result")
 
     def restored(self, component, current, saved):
@@ -218,6 +224,7 @@ class RewardsTab:
         def check_code(code, user_table, cols, request: gr.Request):
             workspace.write(DRAFT_REWARDS, code or "")
             message, table = RewardsTab.check_code(code, user_table, cols)
+            stamp = self.check_outdated.stamp_from([self.code], [code])
             found = (code, tuple(cols or ()), tuple(r[1] for r in table))
             with checked_lock:
                 # *Check the code* pressed right after typing starts two checks (the button's and the editor's blur),
@@ -226,26 +233,34 @@ class RewardsTab:
                 session = getattr(request, "session_hash", None) or ""
                 repeat = last_checked.get(session) == found
                 last_checked[session] = found
-            return message, gr.skip() if repeat else table
+            return message, gr.skip() if repeat else table, stamp
 
-        self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
-                         api_name="check_rewards")
+        check_outputs = [self.check_result, self.user, self.check_outdated.stamp]
+        self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=check_outputs, api_name="check_rewards")
         # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
-        self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=[self.check_result, self.user],
+        self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=check_outputs,
                        api_visibility="private", trigger_mode="always_last")
+        self.check_outdated.watch(form.derived, [self.code])
 
         def lint_and_save(code):
             workspace.write(DRAFT_REWARDS, code or "")
             return lint_markdown(code)
 
-        # Each edit is linted (live, without running the code) and kept as the draft, in one handler: two handlers of one
-        # change restart each other (derived.py). The lint keeps its own endpoint for the API.
-        self.code.change(lint_and_save, inputs=self.code, outputs=self.lint, api_visibility="private", show_progress="hidden",
-                         trigger_mode="always_last")
+        # Each edit is linted (live, without running the code) and kept as the draft, through the form's one change event:
+        # the editor's change also re-runs what Start would refuse and the Outdated lines, and two handlers of one change
+        # restart each other (derived.py). The lint keeps its own endpoint for the API.
+        form.derived.on([self.code], lint_and_save, inputs=[self.code], outputs=self.lint)
         self.lint_api = gr.Button(visible=False)
         self.lint_api.click(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards")
 
+        preview_inputs = [form.base, self.preview_prompts, self.preview_prompt, self.preview_answer, self.preview_pasted] + form.inputs
+
         def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
+            # With what it was computed from: the Outdated lines say when one of those fields changes (freshness.py).
+            stamp = self.preview_outdated.stamp_from(preview_inputs, [state, prompts_n, typed_prompt, typed_answer, pasted, *values])
+            return preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, list(values), progress) + [stamp]
+
+        def preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, values: list, progress) -> list:
             clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
             cfg, problems = form.config_from(state, list(values))
             if cfg is None or problems:
@@ -297,10 +312,13 @@ class RewardsTab:
                    f"up to {cfg.rloo_value('max_completion_length')} tokens")
             return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings]
 
-        preview_inputs = [form.base, self.preview_prompts, self.preview_prompt, self.preview_answer, self.preview_pasted] + form.inputs
         self.preview_button.click(preview, inputs=preview_inputs,
-                                  outputs=[self.preview_status, self.preview_table, self.preview_summary, self.preview_findings],
-                                  api_name="preview_rewards")
+                                  outputs=[self.preview_status, self.preview_table, self.preview_summary, self.preview_findings,
+                                           self.preview_outdated.stamp], api_name="preview_rewards")
+        # What the preview depends on: the model, the data, the rewards and the sampling settings, and its own fields.
+        train = form.train_tab.fields
+        self.preview_outdated.watch(form.derived, preview_inputs[1:5] + form.model_tab.inputs + form.data_tab.inputs + self.inputs
+                                    + [train[k] for k in ("num_generations", "max_completion_length", "temperature", "top_p", "seed")])
 
         pinned_checks = PinnedChecks()
 
@@ -316,13 +334,32 @@ class RewardsTab:
                 return "⚠️ Pinned examples not checked: " + "  \n".join(unreachable)
             return pinned_checks.report(groups, values[form.code_index] or "", cfg, again)
 
+        def pinned_stamp(pinned, values: list) -> list:
+            return self.pinned_outdated.stamp_from(pinned_inputs[1:], [pinned, *values])
+
         def run_pinned(state, pinned, *values):
             """*Check the code* and the named endpoint: the pinned examples scored now."""
-            return check_pinned(state, pinned, list(values), again=True)
+            return check_pinned(state, pinned, list(values), again=True), pinned_stamp(pinned, list(values))
 
         def recheck_pinned(state, pinned, *values):
             """An edit of the table or leaving the code editor: scored unless it is what the last check scored."""
-            return check_pinned(state, pinned, list(values), again=False)
+            return check_pinned(state, pinned, list(values), again=False), pinned_stamp(pinned, list(values))
+
+        def pinned_question(cfg: RunConfig, code: str | None, draft: str | None) -> str | None:
+            """Start's question when pinned examples (the saved ones, which the run keeps) fail with these settings:
+            "2 of 3 pinned examples fail — start anyway?", with the report; None when all pass or there are none."""
+            groups = pinned_groups(saved_pins(draft) if draft else [], known_columns(cfg), answer_column(cfg), cfg.data.prompt_column)
+            if not groups or unreachable_servers(cfg):  # (a judge server that does not answer: Start's own checks say so)
+                return None
+            passed, report = pinned_checks.verdict(groups, code or "", cfg)
+            if passed == len(groups):
+                return None
+            failing = (f"{len(groups) - passed} of {len(groups)} pinned examples fail" if passed is not None
+                       else "The pinned examples could not be checked")
+            return (f"⚠️ **{failing}** with these rewards — start anyway? They say how your rewards should score; a run "
+                    f"trained on rewards that score them otherwise learns that instead.\n\n{report}")
+
+        self.pinned_question = pinned_question
 
         # The pinned examples are kept with the reward code: saved on every change (each save runs: it is quick, and no
         # edit may wait behind a check), shown again after a reload.
@@ -333,9 +370,10 @@ class RewardsTab:
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
         pinned_inputs = [form.base, self.pinned] + form.inputs
+        pinned_outputs = [self.pinned_result, self.pinned_outdated.stamp]
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
-        self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=self.pinned_result, api_name="run_pinned")
+        self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=pinned_outputs, api_name="run_pinned")
         # Re-checked on each of these, beside the handlers above, at once rather than after them (a table the person
         # edits while a later check's status changes can lose the edit when the page redraws it). The checks wait in
         # one queue, one at a time, so the last one asked, with the last values, answers last. A table edited cell by
@@ -346,8 +384,12 @@ class RewardsTab:
         # everything as the last check scored it gets that check's report (recheck_pinned); the button scores anew.
         for trigger, mode, fn in ((self.code.blur, "multiple", recheck_pinned), (self.pinned.change, "always_last", recheck_pinned),
                                   (self.check.click, "multiple", run_pinned)):
-            trigger(fn, inputs=pinned_inputs, outputs=self.pinned_result, api_visibility="private",
+            trigger(fn, inputs=pinned_inputs, outputs=pinned_outputs, api_visibility="private",
                     trigger_mode=mode, concurrency_limit=1, concurrency_id="pinned-check")
+        # What the check scored with: the model's tokenizer, the data's columns and format, the rewards; and the table,
+        # which is not a trigger (its edits are checked at once, above, and it has two change handlers already).
+        pinned_fields = form.model_tab.inputs[:1] + form.data_tab.inputs + self.inputs
+        self.pinned_outdated.watch(form.derived, [self.pinned] + pinned_fields, triggers=pinned_fields)
 
     # ---- the form ----------------------------------------------------------------------------------
 
@@ -496,8 +538,13 @@ def saved_pins(draft: str | None) -> list[list]:
 
 
 def pinned_report(groups: list[dict], result: dict) -> str:
+    return pinned_verdict(groups, result)[1]
+
+
+def pinned_verdict(groups: list[dict], result: dict) -> tuple[int | None, str]:
+    """(how many pinned examples pass — None when the check could not score them —, the report in the page's words)."""
     if result.get("problems"):
-        return "⚠️ " + result["problems"][0].replace("\n", "  \n")
+        return None, "⚠️ " + result["problems"][0].replace("\n", "  \n")
     # A function that raised is left out of the total; a pin that passes without it would hide the error.
     raised = {n: f["errors"][0]["error"] for n, f in result.get("functions", {}).items() if f.get("errors")}
     lines, passed = [], 0
@@ -516,7 +563,7 @@ def pinned_report(groups: list[dict], result: dict) -> str:
         lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
                      + (f" — {why}" if why else ""))
     checks = "".join(f"\n\n{judge_check_line(c)}" for c in result.get("judge_checks") or [] if c["message"])
-    return f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines) + checks
+    return passed, f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines) + checks
 
 
 def judge_check_line(check: dict) -> str:
@@ -661,12 +708,12 @@ _standby_written: dict = {}
 
 
 class PinnedChecks:
-    """The pinned examples' reports, remembering the last check: what it scored and its report.
+    """The pinned examples' reports, remembering the last check: what it scored and the scores.
 
     The page sends the table's change twice for one edited cell (as the cell's editor opens and as it closes), and
     leaving the code editor sends a blur, changed or not. A check of what the last check scored would start a process
     for the same verdict, use up the child that has loaded the tokenizer for the next edit (`score_written`), and hold
-    the queue that the next edit's check waits in: such a check (`again` False) gets the last report instead."""
+    the queue that the next edit's check waits in: such a check (`again` False) gets the last scores instead."""
 
     def __init__(self):
         self.last: dict = {}
@@ -674,18 +721,24 @@ class PinnedChecks:
 
     def report(self, groups: list, source: str, cfg: RunConfig, again: bool) -> str:
         """The report of `groups` (`pinned_groups`) scored with `cfg`'s rewards and the editor's code `source`."""
+        return self.verdict(groups, source, cfg, again)[1]
+
+    def verdict(self, groups: list, source: str, cfg: RunConfig, again: bool = False) -> tuple[int | None, str]:
+        """(how many of `groups` pass — None when they could not be scored —, the report)."""
         # Every data column reaches the rewards by name, as in training (data.reward_kwargs).
         request = written_request(cfg, [{k: v for k, v in g.items() if k not in ("range", "missing")} for g in groups],
                                   source, known_columns(cfg))
         key = json.dumps([request.to_dict(), _reward_files_changed_at(cfg)], sort_keys=True, default=str)
-        if not again and self.last.get("key") == key:
-            return self.last["report"]
+        last = self.last
+        if not again and last.get("key") == key:
+            # The scores, not the report: the expected ranges are not part of what is scored (an edited bound is judged
+            # against the same scores, and the report says the new bound).
+            return pinned_verdict(groups, last["result"])
         result = score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)))
         self.scored += 1
-        report = pinned_report(groups, result)
         # A check that could not score (a time limit, a server that did not answer) is tried again on the next event.
-        self.last = {} if result.get("problems") else {"key": key, "report": report}
-        return report
+        self.last = {} if result.get("problems") else {"key": key, "result": result}
+        return pinned_verdict(groups, result)
 
 
 def _reward_files_changed_at(cfg: RunConfig) -> list:

@@ -29,6 +29,7 @@ from ..workers.inference import InferenceWorker
 from ..workers.jobs import RunView
 from ..rewards.judge import judge_cost_words
 from . import run_view, text
+from .freshness import Outdated, stamp_of
 from .pickers import refuse
 from .poller import Poller
 from .wording import page_words
@@ -38,6 +39,8 @@ from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
 if TYPE_CHECKING:
     from .form import PageForm
 
+ESTIMATE_BUTTON = "Estimate time"
+START_ANYWAY = "Start anyway"
 INTEGER_KEYS = {"num_generations", "per_device_train_batch_size", "max_completion_length", "max_steps", "num_iterations", "seed", "save_steps"}
 FIELD_ORDER = text.RLOO_MAIN + text.RLOO_ADVANCED
 # What the form shows when a config leaves a key out: what training would use (RLOO Studio's defaults, then TRL's).
@@ -117,8 +120,10 @@ class TrainTab:
         self.run_name = gr.Textbox(label=text.RUN_NAME, info="Put into the run's folder name, e.g. `demo-lr3e-4`.")
         self.problems = gr.Markdown(elem_id="start-problems")
         self.epochs = gr.Markdown(elem_id="epochs-note")  # how often each prompt would be seen, before Start
+        # Above the estimate: "Outdated — … changed since" once a field it was measured with changes (freshness.py).
+        self.time_outdated = Outdated("time-estimate", ESTIMATE_BUTTON)
         with gr.Row(equal_height=True):
-            self.estimate_time = gr.Button("Estimate time", elem_id="estimate-time", scale=0, min_width=160)
+            self.estimate_time = gr.Button(ESTIMATE_BUTTON, elem_id="estimate-time", scale=0, min_width=160)
             self.minutes = gr.Number(trial.DEFAULT_MINUTES, label="Time you have (minutes)", minimum=1, scale=0,
                                      min_width=180, elem_id="estimate-minutes")
         # Under the button, not beside it: the line is the trial's progress while it runs (no overlay), then its result.
@@ -129,6 +134,13 @@ class TrainTab:
             # Enabled only while the run the tab follows is training (`stop_state`): with nothing to stop, it cannot be pressed.
             self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training", interactive=False)
             self.resume = gr.Button(text.RESUME, elem_id="resume-training")
+        # Start's question when pinned examples fail (they say how the person's rewards should score): shown while the
+        # form stays as it was when Start asked.
+        with gr.Row(visible=False, elem_id="start-confirm-row") as self.confirm_row:
+            self.confirm = gr.Markdown(elem_id="start-confirm")
+            self.start_anyway = gr.Button(START_ANYWAY, variant="stop", elem_id="start-anyway", scale=0, min_width=160)
+            self.cancel = gr.Button("Cancel", elem_id="start-cancel", scale=0, min_width=100)
+        self.confirm_for = gr.State({})  # {"text": the question, "stamp": the form it was asked about}
         # What Stop / Resume / a refused Start said: shown next to the buttons while the run's state it speaks of lasts.
         self.notice = gr.Markdown(elem_id="train-notice")
         self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
@@ -169,11 +181,25 @@ class TrainTab:
             path = workspace.write(DRAFT_CONFIG, cfg.to_yaml())
             return form.problems_markdown(problems), f"rloo-studio train {shlex.quote(str(path))}", cfg.to_yaml()
 
-        def start(state, *values):
+        def start_run(state, values: list, confirmed: bool) -> list:
+            """[problems, watched run, command, config, Start's question]: the run started, or why not, or (unless
+            `confirmed`) the question Start asks when pinned examples fail, with the form it asks about."""
             code = values[form.code_index]
             cfg, problems = form.config_from(state, list(values))
             if problems:
-                return [form.problems_markdown(problems), gr.update(), gr.update(), gr.update()]
+                return [form.problems_markdown(problems), gr.update(), gr.update(), gr.update(), {}]
+            question = None if confirmed else form.rewards_tab.pinned_question(cfg, code, workspace.read(DRAFT_PINNED))
+            if question:
+                return ["", gr.update(), gr.update(), gr.update(), {"text": question, "stamp": stamp_of(values)}]
+            return started(cfg, code) + [{}]
+
+        def start(state, *values):
+            return start_run(state, list(values), confirmed=False)
+
+        def start_anyway(state, *values):
+            return start_run(state, list(values), confirmed=True)
+
+        def started(cfg: RunConfig, code: str | None) -> list:
             est, device = form.estimate_for(cfg)
             # On a GPU an estimate past its memory stops Start (CUDA would fail at once); in RAM the run may still go,
             # swapping, so Start goes on and says so (below), as the Model & hardware tab does.
@@ -202,12 +228,27 @@ class TrainTab:
                       "fit** (Model & hardware tab) if it does." if est is not None and est.on_cpu and est.verdict == "exceeds" else "")
             return [memory, str(run_dir), f"rloo-studio train {shlex.quote(str(run_dir / runs.CONFIG_FILE))}", config_text]
 
-        self.start.click(start, inputs=[form.base] + form.inputs, outputs=[self.problems, form.watched, self.command, self.config_yaml],
-                         api_name="start_training").then(self.note_busy, inputs=[self.problems, self.notice_for],
-                                                         outputs=[self.problems, self.notice, self.notice_for], api_visibility="private")
+        start_outputs = [self.problems, form.watched, self.command, self.config_yaml, self.confirm_for]
+        for button, fn, name in ((self.start, start, "start_training"), (self.start_anyway, start_anyway, "start_anyway")):
+            button.click(fn, inputs=[form.base] + form.inputs, outputs=start_outputs, api_name=name).then(
+                self.note_busy, inputs=[self.problems, self.notice_for], outputs=[self.problems, self.notice, self.notice_for],
+                api_visibility="private")
+        self.cancel.click(lambda: {}, outputs=self.confirm_for, api_name="start_cancel")
+        # Answered: the question goes at once, while the run starts (its worker takes a while to report on a busy machine).
+        self.start_anyway.click(lambda: {}, outputs=self.confirm_for, queue=False, api_visibility="private", show_progress="hidden")
+        # Start's question shows while the form is as it was asked about: a changed field makes Start ask again.
+        form.derived.on(form.inputs + [self.confirm_for], confirm_shown, inputs=[self.confirm_for] + form.inputs,
+                        outputs=[self.confirm_row, self.confirm])
 
         def estimate_time(state, *values):
             *values, train_rows, minutes = values
+            # With what it was measured from: the line above it says when one of those fields changes (freshness.py).
+            stamp = self.time_outdated.stamp_from(form.inputs, values)
+            for shown, measured in measured_time(state, values, train_rows, minutes):
+                yield shown, measured, stamp
+
+        def measured_time(state, values: list, train_rows, minutes):
+            """The trial's stages as it runs, then its result: (markdown, the Measurement as a dict or skip)."""
             cfg, problems = form.config_from(state, list(values))
             if problems:
                 yield form.problems_markdown(problems), gr.skip()
@@ -247,8 +288,8 @@ class TrainTab:
             yield time_markdown(m, *form.estimate_for(cfg), minutes=minutes), m.to_dict()
 
         self.estimate_time.click(estimate_time, inputs=[form.base] + form.inputs + [form.data_rows, self.minutes],
-                                 outputs=[self.time_estimate, self.time_measured], api_name="estimate_time",
-                                 show_progress="hidden")
+                                 outputs=[self.time_estimate, self.time_measured, self.time_outdated.stamp],
+                                 api_name="estimate_time", show_progress="hidden")
 
         def replan(measured, minutes, state, *values):
             """Another time budget: the last trial's plan for it, without measuring again."""
@@ -260,6 +301,12 @@ class TrainTab:
 
         self.minutes.change(replan, inputs=[self.time_measured, self.minutes, form.base] + form.inputs,
                             outputs=self.time_estimate, api_visibility="private", show_progress="hidden")
+        # Every field but the run's name can change the time a run takes (the reward code's own time included).
+        self.time_outdated.watch(form.derived, [c for c in form.inputs if c is not self.run_name])
+        # What Start would refuse, said as the person types (the same check as Start's: form.config_from), so a message
+        # such as the batch's divisibility goes once the field is fixed, not at the next Start.
+        form.derived.on(form.inputs, lambda state, *values: form.problems_markdown(form.config_from(state, list(values))[1]),
+                        inputs=[form.base] + form.inputs, outputs=self.problems)
 
         def stop(run_dir):
             if not run_dir:
@@ -525,6 +572,13 @@ def time_markdown(m: "trial.Measurement", est=None, device: str | None = None, m
     if m.epochs is None:
         lines.append("- epochs: not known: the data could not be read (the Data tab says why)")
     return "\n".join(lines)
+
+
+def confirm_shown(confirm_for: dict | None, *values) -> list:
+    """[the question's row, its text]: Start's question (`confirm_for`) shows while the form is as it was asked about."""
+    asked = confirm_for or {}
+    current = bool(asked.get("text")) and asked.get("stamp") == stamp_of(values)
+    return [gr.update(visible=current), asked.get("text", "") if current else ""]
 
 
 MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn

@@ -85,7 +85,9 @@ def test_a_run_is_named_after_its_data_and_model(app, tmp_path, runs_dir):
     assert form[text.RUN_NAME] == ""  # the preset's "cpu-demo" is not offered as this run's name
     pins = {"headers": ["prompt", "completion", "answer", "min total", "max total"], "data": [["What is 1+1?", "2", "2", 1.0, 9.0]]}
     app.predict(pins, api_name="/save_pinned")
-    assert form.call("/start_training")[0] == ""
+    # This pin fails with the demo's rewards (no <think> part): Start asks first and starts nothing; the person starts anyway.
+    assert form.call("/start_training")[0] == "" and not [p for p in runs_dir.iterdir() if (p / "status.json").exists()]
+    assert form.call("/start_anyway")[0] == ""
     run_dir = only_run(runs_dir)
     assert json.loads((run_dir / "pinned.json").read_text()) == pins["data"]  # the pinned examples go with the run
     app.predict(api_name="/stop_training")

@@ -301,6 +301,11 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
             first = checks.report(groups, "", cfg, again=False)
             standby = rewards_tab._standby_written["proc"]
             assert checks.report(groups, "", cfg, again=False) == first and checks.scored == 1
+            # A bound edited alone is judged against the same scores, and the report says the new bound (before, the last
+            # report came back as it was: "1/1 … (expected 0.0–10.0)").
+            narrowed = checks.report(rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 0.5]]), "", cfg,
+                                     again=False)
+            assert checks.scored == 1 and "0/1 pinned examples pass" in narrowed and "expected 0.0–0.5" in narrowed, narrowed
             assert standby.poll() is None  # still waiting for the next edit
             assert checks.report(groups, "", cfg, again=True) == first and checks.scored == 2  # *Check the code*: scored
             on_disk.write_text("def length(completions, **kwargs):\n    return [0.02 * len(c[0]['content']) for c in completions]\n")

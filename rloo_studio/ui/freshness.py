@@ -1,0 +1,117 @@
+"""Whether a result on the page still speaks of the form as it is now, and the line that says when it does not.
+
+A message computed from the form goes stale when a field it was computed from changes. Cheap messages (the problems
+Start would name, the memory estimate, the batch line) are simply computed again on every change, through the form's
+one change event (derived.py). Results that cost seconds to minutes (the time estimate, the reward preview with its
+hack probes, the pinned examples' check, the data check) are not run again on each keystroke: each keeps a *stamp*,
+the values of the fields it was computed from, set by the handler that computed it (from the inputs it read), and an
+`Outdated` line above it names the fields that differ from the stamp since and the button to press again. The line
+goes away when those fields are back to what the result was computed from, or when the result is computed again.
+
+The comparison is pure (`stamp_of`, `changed`, `outdated_line`); `Outdated` is its place on the page: the stamp's
+`gr.State`, the line(s), and the rule registered with the form's change event. The line is its own component rather
+than a prefix of the result: a rule that rewrote the result could land after a newer result and put the old one back.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+MARK = "⏳ **Outdated**"
+SHOWN_NAMES = 3  # more changed fields than this are counted ("and 2 more"), not listed
+
+
+def normal(value) -> str:
+    """A field's value as comparable text: a table (pandas frame, Gradio's dict, or rows) as its rows, numbers as
+    numbers (a Number field sends 4 or 4.0 for one value), so that one value always gives one text."""
+    if hasattr(value, "values") and hasattr(value, "columns"):  # a pandas frame
+        value = value.values.tolist()
+    elif isinstance(value, dict) and "data" in value and "headers" in value:
+        value = value["data"]
+
+    def plain(v):
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (int, float)):
+            return float(v) if v == v else None  # NaN: an empty number cell
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if hasattr(v, "item"):  # a numpy scalar from a frame
+            return plain(v.item())
+        return str(v)
+
+    return json.dumps(plain(value), sort_keys=True, ensure_ascii=False)
+
+
+def stamp_of(values) -> list[str]:
+    """What a result was computed from: its fields' values, in the order of its fields."""
+    return [normal(v) for v in values]
+
+
+def changed(stamp: list[str] | None, labels: list[str], values) -> list[str]:
+    """The labels of the fields whose value differs from `stamp` (each label once, in the fields' order); [] when there
+    is no stamp (nothing computed yet) or nothing changed."""
+    if not stamp or len(stamp) != len(labels):
+        return []
+    out: list[str] = []
+    for label, before, now in zip(labels, stamp, values):
+        if before != normal(now) and label not in out:
+            out.append(label)
+    return out
+
+
+def outdated_line(fields: list[str], button: str) -> str:
+    """"⏳ Outdated — “k” and “batch” changed since; press Estimate time again." ("" when nothing changed)."""
+    if not fields:
+        return ""
+    named = [f"“{f}”" for f in fields[:SHOWN_NAMES]]
+    more = len(fields) - len(named)
+    listed = (", ".join(named[:-1]) + " and " + named[-1]) if len(named) > 1 and not more else ", ".join(named)
+    if more:
+        listed += f" and {more} more"
+    return f"{MARK} — {listed} changed since this was computed; press **{button}** again for a current one."
+
+
+def label_of(component) -> str:
+    """A field's name on the page: its label, else its element id."""
+    return str(getattr(component, "label", None) or getattr(component, "elem_id", None) or type(component).__name__)
+
+
+class Outdated:
+    """One expensive result's stamp and its `Outdated` line. Make it where the line should show (`line()` adds one more
+    where another part of the result shows, e.g. the preview's findings below its tables), then `watch` its fields."""
+
+    def __init__(self, elem_id: str, button: str):
+        self.elem_id, self.button = elem_id, button
+        self.stamp = gr.State([])
+        self.lines: list = []
+        self.fields: list = []
+        self.line()
+
+    def line(self):
+        self.lines.append(gr.Markdown(elem_id=f"{self.elem_id}-outdated" + (f"-{len(self.lines) + 1}" if self.lines else "")))
+        return self.lines[-1]
+
+    def watch(self, derived, fields: list, triggers: list | None = None) -> None:
+        """Show the line whenever one of `fields` differs from the stamp. `triggers`: the fields whose change re-runs the
+        comparison (default: all of them); a field with change handlers of its own may be left out (derived.py)."""
+        self.fields = list(fields)
+        labels = [label_of(c) for c in self.fields]
+
+        def line_now(stamp, *values):
+            text = outdated_line(changed(stamp, labels, values), self.button)
+            return text if len(self.lines) == 1 else [text] * len(self.lines)
+
+        derived.on(list(triggers if triggers is not None else fields) + [self.stamp], line_now, inputs=[self.stamp] + self.fields,
+                   outputs=self.lines)
+
+    def stamp_from(self, components: list, values: list, replaced: list[tuple] | None = None) -> list[str]:
+        """The stamp of a result computed from `values` of `components` (a handler's inputs); `replaced`, pairs of
+        (component, value), gives the value a field takes from the same handler (the data check's chosen columns)."""
+        by_id = {id(c): v for c, v in zip(components, values)}
+        by_id.update({id(c): v for c, v in (replaced or [])})
+        return stamp_of([by_id.get(id(c)) for c in self.fields])
