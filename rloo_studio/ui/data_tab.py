@@ -160,9 +160,6 @@ class DataTab:
                 receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives,
                 api_visibility="private")
         self.summary_outdated.watch(form.derived, self.inputs)
-        # The source's own fields, through the form's one change event (the kind is one of its fields: derived.py).
-        form.derived.on([self.kind], lambda k: (gr.update(visible=k == text.SOURCE_CHOICES[1]), gr.update(visible=k == text.SOURCE_CHOICES[2])),
-                        inputs=[self.kind], outputs=[self.file_group, self.hub_group])
 
     @property
     def inputs(self) -> list:
