@@ -61,7 +61,7 @@ from ..rewards.preview import TrainerStateStub
 from ..rewards.runtime import guard
 from ..rewards.scoring import weighted_totals
 from .adapters import AdapterSwitch
-from .warmup import read_record, summary_line
+from .warmup_record import read_record, summary_line
 
 ANSWER_REWARDS = stats.ANSWER_REWARDS
 BASE_SIDE = "base"

@@ -52,7 +52,7 @@ from ..paths import DEMO_DATA_DIR, DEMO_MODEL_DIR
 from ..stats import fmt_paired, measured, summary_estimate
 from . import gguf_check, gguf_tokenizer, ollama
 from .gguf_converter import GGUF_TIMEOUT_S, OUTTYPES as GGUF_TYPES, convert, get_converter
-from .warmup import read_record, summary_line
+from .warmup_record import read_record, summary_line
 
 FORMATS = ("adapter", "merged", "gguf", "script")
 EXPORTS_DIR = runs.EXPORTS_DIR

@@ -42,9 +42,8 @@ from pathlib import Path
 from .. import runs, stats
 from ..config import ANSWER_SLOT, RunConfig
 from ..errors import DataError
+from .warmup_record import RECORD_FILE, WARMUP_DIR, read_record, summary_line  # noqa: F401 (read from here too)
 
-WARMUP_DIR = "warmup"          # in the run folder: the adapter after the warm-up and its record
-RECORD_FILE = "warmup.json"
 PHASE = "warmup"               # metrics.jsonl's `phase` of the warm-up's rows
 STATUS_KEY = "warmup"          # status.json's key for the warm-up (progress, then the record's summary)
 CHECK_PROMPTS = 8              # held-back prompts scored before and after: a rough check, and said so with its n
@@ -215,26 +214,6 @@ def sft_steps(model, encoded, steps: int, learning_rate: float, batch_size: int,
     optimizer.zero_grad(set_to_none=True)
 
 
-def summary_line(record: dict | None) -> str | None:
-    """The warm-up in one sentence, for the evaluation, the model card and the page; None when none ran."""
-    if not record or not record.get("finished"):
-        return None
-    check = record.get("check") or {}
-    key = "format_rate" if (check.get("before") or {}).get("format_rate") else "reward_rate"
-    before, after = (check.get("before") or {}).get(key), (check.get("after") or {}).get(key)
-    said = ""
-    if before and after:
-        what = "in the template's format" if key == "format_rate" else "earning a reward above 0"
-        said = (f"; greedy answers {what} on {check.get('prompts_are')}: {stats.fmt_interval(before, True)} before, "
-                f"{stats.fmt_interval(after, True)} after")
-    return (f"A {record['steps']}-step format warm-up (supervised LoRA, {record['pairs']} pairs from "
-            f"{record['source_words']}) ran before RLOO{said}.")
-
-
-def read_record(run_dir: str | Path) -> dict | None:
-    return runs.read_json(Path(run_dir) / WARMUP_DIR / RECORD_FILE)
-
-
 SOURCE_WORDS = {"answer_column": "the answer column in the template", "pinned": "the pinned examples",
                 "table": "replies written by hand"}
 
@@ -283,7 +262,7 @@ def run_warmup(cfg: RunConfig, loaded, rows, rewards, run_dir: Path, resumed_fro
     import torch
 
     from .generate import end_token_ids
-    from .train import restore_trained_adapter
+    from .trainer_args import restore_trained_adapter
 
     run_dir = Path(run_dir)
     folder = run_dir / WARMUP_DIR
