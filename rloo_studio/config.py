@@ -118,7 +118,7 @@ RLOO_FIELDS: dict[str, tuple[str, str]] = {
 
 def _help(text: str, label: str | None = None, **kw) -> Any:
     """A config field with its help line and, for a field the app's form shows, the form's label for it: a setting's
-    label and help are written here once, for the page (ui.text, ui.wording) as for the config's own messages."""
+    label and help are written here once, for the page (ui.text) as for the config's own messages."""
     return field(metadata={"help": text, **({"label": label} if label else {})}, **kw)
 
 
@@ -396,7 +396,7 @@ def batch_sizes_around(batch: int, factor: int, k: int) -> tuple[int, int]:
 def four_bit_without_lora(load_in_4bit: bool, lora: LoraConfig | dict | None) -> bool:
     """The one rule on 4-bit weights: they are frozen (bitsandbytes NF4 has no gradient), so only a LoRA adapter
     beside them can learn; 4-bit without LoRA trains nothing. `RunConfig.validate` refuses it with FOUR_BIT_NEEDS_LORA
-    (the page says it in its words: ui/wording.py), so the engine only ever loads allowed configs; the memory
+    (the page says it in its words: ui/text.py), so the engine only ever loads allowed configs; the memory
     estimate asks here too, to note it and never to propose it."""
     return bool(load_in_4bit) and lora is None
 

@@ -18,7 +18,7 @@ import yaml
 from .. import runs
 from ..stats import decoding_text, fmt_interval, measured, summary_estimate, verdict
 from .text import RLOO_FIELDS
-from .wording import label
+from .text import label
 
 MAX_RUNS = 4
 REWARD_TOTAL, REWARD_PER_FUNCTION, LENGTH, KL = "Reward (total)", "Reward per function", "Completion length", "KL to the start model"

@@ -23,7 +23,7 @@ from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in
 from . import text
 from .freshness import Outdated
 from .rewards_tab import receives_markdown
-from .wording import page_words
+from .text import page_words
 
 if TYPE_CHECKING:
     from .form import PageForm

@@ -18,7 +18,7 @@ from ..errors import StudioError
 from ..workers.inference import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
-from .wording import page_words
+from .text import page_words
 from .poller import Poller
 
 FORMATS = {

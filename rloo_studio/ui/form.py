@@ -32,7 +32,7 @@ from ..rewards.lint import syntax_problem, undefined_names
 from ..machine.vram import estimate_config
 from . import text
 from .derived import Derived
-from .wording import page_words
+from .text import page_words
 from .workspace import DRAFT_CONFIG, DRAFT_FORM, DRAFT_JUDGE, DRAFT_REWARDS, Workspace
 
 

@@ -24,7 +24,7 @@ from . import text
 from .data_tab import NO_ANSWER
 from .judge_panel import rubric_template_for
 from .rewards_tab import receives_markdown, unshown_note
-from .wording import page_words, preset_notes_for
+from .text import page_words, preset_notes_for
 from .workspace import DRAFT_CONFIG
 
 if TYPE_CHECKING:

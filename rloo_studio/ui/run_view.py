@@ -21,7 +21,7 @@ from ..workers.jobs import RunView
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
 from . import text
-from .wording import without_config_keys
+from .text import without_config_keys
 
 REWARD_SERIES_PREFIX = "rewards/"
 # Colours far apart in hue (Okabe & Ito's palette for colour-blind readers, https://jfly.uni-koeln.de/color/), total first.

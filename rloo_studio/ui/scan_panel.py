@@ -19,7 +19,7 @@ from ..errors import StudioError
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
 from . import text
 from .pickers import busy_message
-from .wording import page_words
+from .text import page_words
 
 if TYPE_CHECKING:
     from ..workers.inference import InferenceWorker

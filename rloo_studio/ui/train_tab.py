@@ -32,7 +32,7 @@ from . import run_view, text
 from .freshness import Outdated, stamp_of
 from .pickers import refuse
 from .poller import Poller
-from .wording import page_words
+from .text import page_words
 from .rewards_tab import PINNED_RUN_FILE
 from .workspace import DRAFT_CONFIG, DRAFT_PINNED, DRAFT_REWARDS
 

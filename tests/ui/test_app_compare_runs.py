@@ -12,7 +12,7 @@ from helpers.app import connect, served_app
 from helpers import only_run_dir, run_cli
 
 from rloo_studio import runs
-from rloo_studio.ui.wording import label
+from rloo_studio.ui.text import label
 
 pytestmark = pytest.mark.slow
 

@@ -150,7 +150,7 @@ def test_reward_code_errors_speak_of_training_not_the_library(tmp_path):
 
 def test_a_preset_note_does_not_promise_a_download_for_a_local_folder(tmp_path):
     """After a preset, choosing a local model folder left its note saying it downloads the model."""
-    from rloo_studio.ui.wording import preset_notes_for
+    from rloo_studio.ui.text import preset_notes_for
 
     notes = ("**cpu-small-real** — a real instruct model\n\n```\nTier: CPU (no GPU needed). Downloads "
              "HuggingFaceTB/SmolLM2-135M-Instruct (270 MB) once; 20 steps.\nRun:  rloo-studio train presets/cpu-small-real.yaml\n```")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rloo_studio.config import RunConfig
 from rloo_studio.ui import text
-from rloo_studio.ui.wording import CONFIG_LABELS, page_words
+from rloo_studio.ui.text import CONFIG_LABELS, page_words
 
 
 def test_the_batch_problem_names_the_page_fields_and_values_to_use():
