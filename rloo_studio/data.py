@@ -325,6 +325,25 @@ def unpassed_columns(columns: Iterable[str]) -> dict[str, str]:
     return {c: why.get(c, f"TRL passes its own `{c}` instead") for c in dict.fromkeys(columns) if c not in reward_columns([c])}
 
 
+def answer_column(cfg) -> str:
+    """The column a hand-written plain answer fills (a RunConfig's): the one its rewards compare answers with (the
+    `answer_column` parameter of a reward that has one), else `answer`."""
+    return next((str(s.params["answer_column"]) for s in cfg.rewards if s.params.get("answer_column")), "answer")
+
+
+def row_from_cell(cell, columns: Sequence[str], answer: str = "answer") -> dict:
+    """The data row a hand-written answer cell stands for (a pinned example's, a prompt typed for the preview):
+    `column=value` pairs separated by `;` when each names one of the data's `columns` (`order_id=A-17; answer=75`), else
+    the whole cell as the `answer` column's value; {} when empty. One rule for every place a person types a row."""
+    text = "" if cell is None else str(cell).strip()
+    if not text:
+        return {}
+    pairs = [part.split("=", 1) for part in text.split(";") if part.strip()]
+    if columns and all(len(p) == 2 and p[0].strip() in columns for p in pairs):
+        return {name.strip(): value.strip() for name, value in pairs}
+    return {answer: text}
+
+
 def reward_kwargs(prompts: Sequence, completions: Sequence, completion_ids: Sequence, rows: Sequence[dict],
                   columns: Iterable[str], trainer_state: Any) -> dict[str, Any]:
     """The keyword arguments of one reward call outside training, as TRL's RLOOTrainer builds them in training: its own

@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 
 from ..config import RunConfig
+from ..data import answer_column, row_from_cell
 from ..errors import OutOfMemory, StudioError
 
 
@@ -45,9 +46,12 @@ def with_every_column(row: dict, columns: list[str]) -> dict:
 
 
 def typed_rows(cfg: RunConfig, prompt: str, answer: str | None = None) -> list[dict]:
-    """The one data row of a prompt typed for the preview: the prompt, the answer, and every other column of the data."""
-    typed = {cfg.data.prompt_column: prompt, **({"answer": answer} if answer not in (None, "") else {})}
-    return [with_every_column(typed, data_column_names(cfg))]
+    """The one data row of a prompt typed for the preview: the prompt, what its answer cell gives (`data.row_from_cell`:
+    `symbol=Au; atomic_number=79`, or the answer column's value alone, as a pinned example's cell), and every other
+    column of the data."""
+    columns = data_column_names(cfg)
+    typed = {**row_from_cell(answer, columns, answer_column(cfg)), cfg.data.prompt_column: prompt}
+    return [with_every_column(typed, columns)]
 
 
 def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import RunConfig
-from ..data import is_hub_source, load_rows
+from ..data import answer_column, is_hub_source, load_rows, row_from_cell  # noqa: F401 (answer_column: read from here too)
 from ..errors import StudioError
 
 _columns_read: dict = {}  # (source, base dir) -> (the file's change time and size, its columns): read again only when it changes
@@ -28,21 +28,9 @@ def _truthy(value) -> bool:
 
 
 def pinned_row(cell, columns: list[str] | tuple, answer: str = "answer") -> dict:
-    """The data row a pinned example's third cell gives: `column=value` pairs separated by `;` when each names one of the
-    data's `columns` (`order_id=A-17; answer=75`), else the whole cell as the `answer` column's value; {} when empty.
+    """The data row a pinned example's third cell gives (`data.row_from_cell`: `column=value; …` or the answer alone).
     The prompt column is the example's prompt (the scoring request's `prompt_column`)."""
-    text_ = "" if cell is None else str(cell).strip()
-    if not text_:
-        return {}
-    pairs = [part.split("=", 1) for part in text_.split(";") if part.strip()]
-    if columns and all(len(p) == 2 and p[0].strip() in columns for p in pairs):
-        return {name.strip(): value.strip() for name, value in pairs}
-    return {answer: text_}
-
-
-def answer_column(cfg: RunConfig) -> str:
-    """The column a pinned example's plain answer fills: the one the rewards compare answers with (`answer` unless set)."""
-    return next((str(s.params["answer_column"]) for s in cfg.rewards if s.params.get("answer_column")), "answer")
+    return row_from_cell(cell, columns, answer)
 
 
 def known_columns(cfg: RunConfig) -> list[str]:

@@ -27,7 +27,7 @@ import gradio as gr
 
 from .. import runs, sandbox
 from ..config import RunConfig
-from ..data import reward_columns, unpassed_columns
+from ..data import row_from_cell, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import ScoreRequest
@@ -174,7 +174,7 @@ class RewardsTab:
         with gr.Row():
             self.preview_prompts = gr.Slider(1, 8, value=3, step=1, label="Prompts from the dataset", elem_id="preview-prompts")
             self.preview_prompt = gr.Textbox(label="…or type a prompt", elem_id="preview-prompt")
-            self.preview_answer = gr.Textbox(label="its answer (optional)", elem_id="preview-answer")
+            self.preview_answer = gr.Textbox(label="its answer, or column=value; … for your columns (optional)", elem_id="preview-answer")
         self.preview_pasted = gr.Textbox(label="…or paste completions for that prompt, one per line (at least 2): they are scored "
                                          "instead of sampling", lines=3, elem_id="preview-pasted")
         self.preview_button = gr.Button("Sample and score", variant="primary", elem_id="preview-run")
@@ -280,9 +280,9 @@ class RewardsTab:
                     return ["Type the prompt the pasted completions answer.", None, None, ""]
                 if len(lines) < 2:
                     return ["Paste at least two completions: RLOO compares each with the others.", None, None, ""]
-                item = {"prompt": typed_prompt.strip(), "completions": lines}
-                if (typed_answer or "").strip():
-                    item["answer"] = typed_answer.strip()
+                # The answer cell as a pinned example's: `column=value; …` for the data's columns, else the answer alone.
+                item = {**row_from_cell(typed_answer, known_columns(cfg), answer_column(cfg)),
+                        "prompt": typed_prompt.strip(), "completions": lines}
                 (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
                 finished = run_cli(["preview", str(folder / runs.CONFIG_FILE), "--json", "--timeout", str(preview_timeout(cfg)),
                                     "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
