@@ -26,12 +26,12 @@ from ..errors import StudioError
 from ..rewards import library
 from ..runs import slugify
 from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row
+from .workspace import REPLACED_CODE
 
 if TYPE_CHECKING:
     from .form import PageForm
 
 LIBRARY_HEADERS = ["name", "description", "columns needed", "version", "pinned examples", "from"]
-REPLACED_CODE = "replaced-rewards.py"  # in the workspace: the editor's code that *Use* replaced
 NOT_CHECKED = "not checked yet (Check)"
 
 # The library's messages name the command line's ways; the page has its own.

@@ -15,6 +15,7 @@ import gradio as gr
 
 from ..errors import StudioError
 from ..rewards import rules
+from .workspace import REPLACED_CODE
 
 BLOCK_HEADERS = ["block", "function name", "weight", "parameters (JSON)"]
 COMBINE_CHOICES = [(f"{key}: {why}", key) for key, why in rules.COMBINES.items()]
@@ -121,6 +122,22 @@ def page_words(exc: StudioError) -> str:
     return message.replace("{block: contains}", "a block with *Add block*").replace("\n", "  \n")
 
 
+def use_rule(table, combine: str, name: str | None, current: str | None, workspace) -> tuple:
+    """*Use this reward*: (the editor's new code, the functions table, the status line). The person's own code is never
+    lost without a word: it is kept in the workspace (`REPLACED_CODE`, as the library's *Use* does) and the line says
+    where."""
+    code, line = generated(table, combine, name)
+    if not code:
+        return gr.skip(), gr.skip(), line
+    kept = ""
+    if (current or "").strip() and current != code:
+        kept = (f" **Your previous code was replaced;** it is kept in `{workspace.write(REPLACED_CODE, current)}` "
+                "(copy it back into the editor to use it again).")
+    return code, used_rows(code), ("✓ In the code editor, its functions ticked in the functions table." + kept +
+                                   " Add pinned examples below, then keep it with *Save the editor's reward* in the "
+                                   "Reward library.")
+
+
 def used_rows(code: str) -> list[list]:
     """The functions table for a generated file: every public function ticked, at the header's weight."""
     from ..rewards.library import read_header
@@ -153,7 +170,7 @@ class RuleBuilder:
                     self.code = gr.Code("", language="python", label="Generated Python", interactive=False, lines=16,
                                         elem_id="rule-code")
 
-    def wire(self, editor: gr.Code, functions: gr.Dataframe) -> None:
+    def wire(self, editor: gr.Code, functions: gr.Dataframe, workspace) -> None:
         self.block.change(block_markdown, inputs=self.block, outputs=self.about, api_visibility="private", show_progress="hidden")
         self.add.click(add_block, inputs=[self.table, self.block], outputs=self.table, api_name="rule_add_block")
 
@@ -165,12 +182,8 @@ class RuleBuilder:
             trigger(refresh, inputs=[self.table, self.combine, self.name], outputs=[self.code, self.status, self.explained],
                     api_visibility="private", show_progress="hidden", trigger_mode="always_last")
 
-        def use(table, combine, name):
-            code, line = generated(table, combine, name)
-            if not code:
-                return gr.skip(), gr.skip(), line
-            return code, used_rows(code), ("✓ In the code editor, its functions ticked in the functions table. Add pinned "
-                                           "examples below, then keep it with *Save the editor's reward* in the Reward library.")
+        def use(table, combine, name, current):
+            return use_rule(table, combine, name, current, workspace)
 
-        self.use.click(use, inputs=[self.table, self.combine, self.name], outputs=[editor, functions, self.status],
+        self.use.click(use, inputs=[self.table, self.combine, self.name, editor], outputs=[editor, functions, self.status],
                        api_name="rule_use")

@@ -17,6 +17,7 @@ DRAFT_CONFIG = "draft-config.yaml"
 DRAFT_FORM = "draft-form.json"  # the form as the page showed it: every field but the code, the preset menu, the data's columns
 DRAFT_REWARDS = "draft-rewards.py"
 DRAFT_PINNED = "draft-pinned.json"  # the pinned examples, kept with the reward code
+REPLACED_CODE = "replaced-rewards.py"  # the editor's code that a library reward or a rule reward replaced (*Use*)
 DRAFT_JUDGE = "draft-judge.json"  # the Rewards tab's judge section (never an API key: only its variable's name)
 
 

@@ -115,3 +115,20 @@ def test_the_rule_builder_table_becomes_the_file_rewards_build_writes():
     # The worked example and the explanation, a tag it names shown as text (Markdown would take </think> for HTML).
     assert "scores **1**" in builder.block_markdown("contains") and "after &lt;/think>" in builder.block_markdown("contains")
     assert builder.blocks_markdown([["contains", "has_answer", 1, "{}"]]).startswith("**Your blocks:**\n- `has_answer` — **Reply")
+
+
+def test_using_a_rule_reward_keeps_the_persons_own_code_and_says_where(tmp_path):
+    # Found walking the app: *Use this reward* replaced the person's own reward in the editor without a word.
+    from rloo_studio.ui.workspace import REPLACED_CODE, Workspace
+
+    workspace = Workspace(tmp_path / "runs")
+    table = [["contains", "has_answer", 1.0, '{"column": "answer"}']]
+    mine = "def symbol_reward(completions, symbol, **kwargs):\n    return [1.0 for _ in completions]\n"
+    code, rows, line = builder.use_rule(table, "sum", "answer in reply", mine, workspace)
+    assert "def has_answer" in code and rows and rows[0][1] == "has_answer"
+    assert (workspace.dir / REPLACED_CODE).read_text() == mine
+    assert "Your previous code was replaced" in line and REPLACED_CODE in line
+    # Nothing of the person's to keep (an empty editor, or the same code again): nothing said, nothing written over.
+    (workspace.dir / REPLACED_CODE).unlink()
+    _, _, line = builder.use_rule(table, "sum", "answer in reply", "", workspace)
+    assert "replaced" not in line and not (workspace.dir / REPLACED_CODE).exists()
