@@ -85,6 +85,11 @@ NONE_STEPS = 3
 # checkpoint. A probe whose weighted total is above the mean total of the real completions of the latest batch
 # out-scores what the model writes: training would move the model towards it.
 PROBE_MARGIN = 1e-9  # "above", not "equal": a constant reward scores the probes exactly like the real completions
+# ... and above by a share of the real totals' spread (their standard deviation): an empty answer at 0 beside real ones
+# at 0 and a few at -0.25 (mean -0.01) is not better than what the model writes, only than its occasional penalty; a
+# probe half a standard deviation above the mean beats a typical real completion. Found walking the app: that case
+# raised "Possible reward hacking" on a run that learned nothing either way.
+PROBE_SPREAD_SHARE = 0.5
 
 # Reward rising while a held-out check falls: at each saved checkpoint the worker generates one greedy completion for
 # each of the first HELDOUT_PROMPTS held-out prompts and scores them with the run's own rewards (engine/health.py).
@@ -434,10 +439,11 @@ def probe_check(step: int, probe_totals: dict[str, float | None], real_totals: S
     """One checkpoint's hack-probe result: each probe's mean weighted total against the real completions' mean."""
     real = [t for t in real_totals if t is not None]
     real_mean = statistics.fmean(real) if real else None
+    margin = max(PROBE_MARGIN, PROBE_SPREAD_SHARE * statistics.pstdev(real)) if len(real) > 1 else PROBE_MARGIN
     return {"step": int(step), "real_mean": real_mean,
             "probes": {kind: total for kind, total in probe_totals.items()},
             "winning": sorted(kind for kind, total in probe_totals.items()
-                              if total is not None and real_mean is not None and total > real_mean + PROBE_MARGIN)}
+                              if total is not None and real_mean is not None and total > real_mean + margin)}
 
 
 def _probes(checks: Sequence[dict]) -> list[Alert]:

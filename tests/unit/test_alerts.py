@@ -163,6 +163,14 @@ def test_probe_that_starts_out_scoring_the_real_completions():
     assert A.probe_check(2, {"empty": 1.0}, [1.0, 1.0])["winning"] == []
 
 
+def test_a_probe_must_beat_a_typical_real_completion_not_only_the_mean_of_a_few_penalties():
+    # Found walking the app: real completions at 0 with one penalised at -0.25 (mean -0.016), an empty answer at 0: no
+    # better than what the model writes, and no alarm. Clearly above the real ones, it still raises one.
+    real = [0.0] * 15 + [-0.25]
+    assert A.probe_check(20, {"empty": 0.0, "rambling": 0.0}, real)["winning"] == []
+    assert A.probe_check(20, {"empty": 0.5}, real)["winning"] == ["empty"]
+
+
 def test_tracker_writes_each_episode_once_when_it_begins_and_when_it_ends():
     tracker = A.Tracker()
     first = A.find_alerts(rows(frac_reward_zero_std=[1.0, 1.0, 1.0]), FACTS)
