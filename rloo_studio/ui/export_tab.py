@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import runs
+from ..config import RunConfig
 from ..errors import StudioError
 from ..workers.inference import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
@@ -23,7 +24,7 @@ from .poller import Poller
 
 FORMATS = {
     "adapter": "LoRA adapter + tokenizer (small; load with peft on top of the base model)",
-    "merged": "Merged model (base + adapter in one Hugging Face folder, in the base model's 16-bit dtype)",
+    "merged": "Merged model (one Hugging Face folder: base + adapter, or the whole trained model, in the base model's own dtype)",
     "gguf": "GGUF for Ollama / LM Studio (one file + an Ollama Modelfile; the converter is downloaded once, on first use)",
     "script": "Standalone training folder: train.py (Unsloth + TRL only), config, rewards, data, accelerate config",
 }
@@ -67,7 +68,8 @@ class ExportTab:
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint, self.existing],
                   api_visibility="private")
         self.picker.wire(demo, poller)
-        self.run.change(self.pick_run, inputs=self.run, outputs=[self.checkpoint, self.existing], api_visibility="private")
+        self.run.change(self.pick_run, inputs=[self.run, self.format], outputs=[self.checkpoint, self.existing, self.format],
+                        api_visibility="private")
         self.format.change(lambda fmt: gr.update(visible=fmt == "gguf"), inputs=self.format, outputs=self.gguf_type,
                            api_visibility="private")
         self.export.click(self.run_export, inputs=[self.run, self.checkpoint, self.format, self.name, self.gguf_type],
@@ -81,10 +83,24 @@ class ExportTab:
         return [gr.update(choices=choices, value=run), gr.update(choices=ckpts, value=ckpt),
                 existing_exports(self.runs_dir / run) if run else []]
 
-    def pick_run(self, run_id):
+    def pick_run(self, run_id, fmt=None):
         ckpts = self.picker.checkpoints(run_id)
         folder = runs.run_folder(self.runs_dir, run_id)
-        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), existing_exports(folder) if folder else []]
+        return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), existing_exports(folder) if folder else [],
+                format_for(folder, fmt)]
+
+
+def format_for(run_dir: Path | None, fmt: str | None):
+    """The format the Export tab offers for a run: a run that trained the whole model has no adapter to export, so
+    *adapter* (the default) becomes *merged*, its whole model; any other choice stays. Found walking the app: the
+    preselected adapter failed for a full fine-tuning run."""
+    if fmt != "adapter" or run_dir is None or not (run_dir / runs.CONFIG_FILE).is_file():
+        return gr.skip()
+    try:
+        trained_lora = RunConfig.load(run_dir / runs.CONFIG_FILE).lora is not None
+    except (StudioError, OSError):
+        return gr.skip()
+    return gr.skip() if trained_lora else "merged"
 
     def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
         run_dir = runs.run_folder(self.runs_dir, run_id)
