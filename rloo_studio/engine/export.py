@@ -433,7 +433,9 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
     library = "peft" if fmt == "adapter" else "transformers"
     warmed = summary_line(read_record(run_dir))
     front = ["---", f"base_model: {json.dumps(base)}" if not Path(base).is_absolute() else f"# base model (local folder): {base}",
-             f"library_name: {library}", "tags: [rloo, trl, unsloth, reinforcement-learning]", "---", ""]
+             # Unsloth is named only where it trained the run (the backend the run recorded), not where it fell back.
+             f"library_name: {library}",
+             f"tags: [rloo, trl, {'unsloth, ' if status.get('backend') == 'unsloth' else ''}reinforcement-learning]", "---", ""]
     text = front + [
         f"# {run_dir.name} — {fmt} export",
         "",
@@ -490,7 +492,7 @@ def gguf_usage(gguf_file: str, ollama_command: str) -> str:
 
 
 def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None = None, commands: dict | None = None,
-           ollama_command: str | None = None) -> str:
+           ollama_command: str | None = None, lora: bool = True) -> str:
     if fmt == "adapter":
         return ("```python\nfrom peft import PeftModel\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
                 f"base = AutoModelForCausalLM.from_pretrained({base!r})\nmodel = PeftModel.from_pretrained(base, \"path/to/this/folder\")\n"
@@ -500,7 +502,8 @@ def _usage(fmt: str, base: str, gguf_file: str | None = None, dtype: str | None 
         return ("```python\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
                 "model = AutoModelForCausalLM.from_pretrained(\"path/to/this/folder\")\n"
                 "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")\n```\n\n"
-                f"Weights are stored in {dtype}: the base model's own dtype, with the LoRA update merged in.")
+                f"Weights are stored in {dtype}: the base model's own dtype"
+                + (", with the LoRA update merged in." if lora else " (the whole model was trained: there was no adapter)."))
     if fmt == "gguf":
         return gguf_usage(gguf_file, ollama_command or "ollama create NAME -f Modelfile")
     c = commands or {}
@@ -563,7 +566,7 @@ def export_run(run_dir: str | Path, fmt: str, out: str | Path | None = None, che
             usage = _usage(fmt, base)
         elif fmt == "merged":
             dtype = _write_merged(src, cfg, tmp, progress)
-            usage = _usage(fmt, base, dtype=dtype)
+            usage = _usage(fmt, base, dtype=dtype, lora=bool(src.lora))
             if cfg.model.load_in_4bit and src.lora:
                 extra = ("Note: the adapter was trained against the 4-bit base (QLoRA) and is merged here into the 16-bit base, "
                          "the usual practice; outputs can differ slightly from the 4-bit model used during training.")
