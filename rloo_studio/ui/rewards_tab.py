@@ -69,7 +69,8 @@ def builtin_rows(cfg: RunConfig) -> list[list]:
     for name in BUILTIN_REWARDS:
         spec = used.get(name)
         params = {**builtin_default_params(name), **(spec.params if spec else {})}
-        rows.append([spec is not None, name, spec.weight if spec else 1.0, json.dumps(params), catalog[name]])
+        # The descriptions are the builtins' docstrings: the table shows plain text, so their ``code`` marks go.
+        rows.append([spec is not None, name, spec.weight if spec else 1.0, json.dumps(params), catalog[name].replace("``", "")])
     return rows
 
 

@@ -132,3 +132,12 @@ def test_using_a_rule_reward_keeps_the_persons_own_code_and_says_where(tmp_path)
     (workspace.dir / REPLACED_CODE).unlink()
     _, _, line = builder.use_rule(table, "sum", "answer in reply", "", workspace)
     assert "replaced" not in line and not (workspace.dir / REPLACED_CODE).exists()
+
+
+def test_the_builtins_table_shows_no_raw_markup():
+    # Found walking the app: "within ``tolerance``" in the builtins table, which shows plain text.
+    from rloo_studio.config import RunConfig
+    from rloo_studio.ui.rewards_tab import builtin_rows
+
+    descriptions = [row[4] for row in builtin_rows(RunConfig.from_dict({}))]
+    assert any("tolerance" in d for d in descriptions) and not any("``" in d for d in descriptions)
