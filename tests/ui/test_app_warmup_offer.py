@@ -43,3 +43,15 @@ def test_the_offer_opens_the_accordion_and_no_offer_leaves_it():
     assert line.startswith("**A format warm-up") and box.get("open") is True
     line, box = offer_updates(None)
     assert line == "" and "open" not in box
+
+
+def test_the_scan_offers_the_warm_up_by_the_same_rule():
+    from rloo_studio.ui.scan_panel import summary_markdown
+
+    summary = {"prompts": 8, "of": 8, "k": 2, "seconds": 3.0, "buckets": {"always solved": 0, "mixed": 0, "never solved": 8},
+               "shares": {"always solved": 0.0, "mixed": 0.0, "never solved": 1.0}, "no_spread_share": 1.0,
+               "groups_per_step": 2, "useful_groups_per_step": 0.0, "useful_share_per_step": 0.0, "steps_without_signal": 1.0,
+               "formats": [{"reward": "think_format", "looks_for": "<think>…</think>", "matched": 0, "completions": 16}]}
+    assert "**A format warm-up could help:** only 0 of 16 sampled completions" in summary_markdown(summary, "scan-folder")
+    summary["formats"][0]["matched"] = 16
+    assert "format warm-up" not in summary_markdown(summary, "scan-folder").lower()
