@@ -9,6 +9,10 @@ one rule). It saves `scan.jsonl` (one line per prompt) and a summary in a scan f
 runs folder, and writes a filtered copy of the data (`write_filtered`) that a run can train on;
 the original data file is never changed.
 
+The summary also counts the completions that write each format the rewards look for (`rewards.asks`), and
+`warmup_offer` — the one rule, read by the scan panel and the reward preview — turns a format almost no completion
+writes into the sentence that offers the format warm-up (engine/warmup.py) before RLOO.
+
 The sampling is the caller's: the command line samples in its own process, the app in its
 inference worker. This module imports neither torch nor Gradio.
 """
@@ -25,6 +29,7 @@ from typing import Callable
 from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
+from .rewards.asks import check_asks
 from .rewards.preview import SCORE_TIMEOUT_S
 
 ALWAYS_SOLVED, NEVER_SOLVED, MIXED = "always solved", "never solved", "mixed"
@@ -38,6 +43,10 @@ SOLVED_RULE = ("A prompt is *mixed* when its k completions got different total r
                "got the same total it teaches nothing, and it is *always solved* if that total lies in the upper half of the "
                "scan's range (from the lowest to the highest total of any completion), *never solved* if in the lower half "
                "(or when every completion of the scan got the same total).")
+# At most this share of the sampled completions writing a format a reward looks for is "almost none": the groups then
+# tie at one reward, RLOO learns from (nearly) no group, and the format warm-up is offered. One in twenty: a format
+# written by a few completions already gives some groups spread, and RLOO can learn it from them.
+FORMAT_RARE_SHARE = 0.05
 KEEP_MIXED = "mixed"  # the default filter: keep the mixed prompts, drop the always and never solved ones
 EXAMPLES_PER_BUCKET = 3
 
@@ -194,7 +203,36 @@ def summarize(records: list[dict], cfg: RunConfig, of: int) -> dict:
         "mean_total": statistics.fmean(r["mean_total"] for r in records if r["mean_total"] is not None)
         if any(r["mean_total"] is not None for r in records) else None,
         "examples": examples,
+        "formats": format_counts(records, cfg),
     }
+
+
+def format_counts(records: list[dict], cfg: RunConfig) -> list[dict]:
+    """Per format a reward looks for (rewards.asks): how many of the scan's completions write it ("matched" of
+    "completions"), with the reward's name and the format in words."""
+    completions = [c for r in records for c in r.get("completions") or []]
+    findings = check_asks(cfg.rewards, cfg.base_dir, cfg.data.system_prompt, [r.get("prompt", "") for r in records], completions)
+    return [{k: f[k] for k in ("reward", "looks_for", "matched", "completions")} for f in findings]
+
+
+def warmup_offer(formats: list[dict]) -> str | None:
+    """The one rule that offers the format warm-up, in the page's words: when at most FORMAT_RARE_SHARE of the sampled
+    completions write a format a reward looks for, a sentence saying so, why it matters and what to do; else None.
+
+    `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
+    completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
+    completions "almost none" is a rough measure, and the person sees how rough."""
+    rare = [f for f in formats if f.get("completions") and f.get("matched") is not None
+            and f["matched"] <= FORMAT_RARE_SHARE * f["completions"]]
+    if not rare:
+        return None
+    first = min(rare, key=lambda f: f["matched"] / f["completions"])
+    others = len(rare) - 1
+    also = f" (and {others} other format{'s' if others > 1 else ''} almost none writes)" if others else ""
+    return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
+            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
+            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
+            "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
 
 
 def save_scan(cfg: RunConfig, records: list[dict], runs_dir: str | Path, of: int, probes: list, seconds: float,

@@ -62,28 +62,33 @@ def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 
     the `</think>` id and whether the prompts open a thought come from the tokenizer loaded here, so the
     scoring child need not load one (importing transformers takes seconds: the difference between a
     live preview and a wait)."""
+    from .stack import import_training_stack
+    from .warm import load_preview_model
+
+    stack = import_training_stack("transformers")
+    loaded = load_preview_model(cfg, stack, progress)  # kept loaded between previews in the inference worker
+    return sample_with(loaded.model, loaded.tokenizer, cfg, rows, progress, seed)
+
+
+def sample_with(model, tokenizer, cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> dict:
+    """`sample_groups` with a model already loaded: the format warm-up scans its run's adapter with it."""
     from ..data import to_trl_dataset, use_chat_format
     from ..rewards import think_end_token_id
     from ..rewards.thinking import prompt_opens_think
     from ..rewards.preview import group_probes, written_completion_ids
     from .generate import generate_completions
     from .model import resolve_model_source
-    from .stack import import_training_stack
-    from .warm import load_preview_model
 
     k = int(cfg.rloo_value("num_generations"))
     max_new_tokens = int(cfg.rloo_value("max_completion_length"))
     temperature = cfg.rloo_value("temperature")
-    stack = import_training_stack("transformers")
-    loaded = load_preview_model(cfg, stack, progress)  # kept loaded between previews in the inference worker
-    tokenizer = loaded.tokenizer
     prompts = list(to_trl_dataset(rows, cfg.data, tokenizer)["prompt"])
     conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)
     repeated = [p for p in prompts for _ in range(k)]  # TRL's order: the k completions of a prompt are consecutive
     progress(f"[preview] sampling {k} completions for each of {len(prompts)} prompts (temperature {temperature}, "
              f"up to {max_new_tokens} tokens)")
     try:
-        out = generate_completions(loaded.model.eval(), tokenizer, repeated, do_sample=True, seed=seed, cfg=cfg)
+        out = generate_completions(model.eval(), tokenizer, repeated, do_sample=True, seed=seed, cfg=cfg)
     except (RuntimeError, MemoryError) as exc:
         if "out of memory" not in str(exc).lower() and type(exc).__name__ != "OutOfMemoryError":
             raise

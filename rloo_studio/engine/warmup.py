@@ -22,8 +22,12 @@ for an RLOO one, and a resume (which sets aside rows after its checkpoint's step
 Before and after, the model's greedy completions for a few held-back prompts (the first held-out prompts, else the
 last training prompts, which the warm-up then does not train on) are scored: the share that has the template's format
 (source answer_column) and the share that earns a reward above 0 with the run's rewards, each with its 95 % interval.
-This is the warm-up's own check, not the difficulty scan (the scan samples k completions of every prompt in another
-process; this one is a handful of greedy answers, on the loaded model, in seconds) — the record says so.
+This is the warm-up's own check, not the difficulty scan — the record says so. The difficulty scan itself
+(`scan.run_scan`: k completions sampled at the run's temperature, scored in a child by the run's rewards, bucketed by
+the scan's one rule) also runs before and after, on SCAN_PROMPTS training prompts chosen evenly, with the loaded model
+and its adapter (`engine.sampling.sample_with`); the record keeps each summary's shares (never solved, always solved,
+mixed) and format counts, its folder under warmup/scans/. Those prompts are training prompts: with source
+answer_column the warm-up trained on most of them, which the sentence says.
 
 The record (warmup/warmup.json, and `warmup` in status.json for the page, the evaluation and the model card) marks the
 warm-up finished; the adapter after it is saved in warmup/. A resume after a finished warm-up does not repeat it: from
@@ -41,12 +45,13 @@ from pathlib import Path
 
 from .. import runs, stats
 from ..config import ANSWER_SLOT, RunConfig
-from ..errors import DataError
-from .warmup_record import RECORD_FILE, WARMUP_DIR, read_record, summary_line  # noqa: F401 (read from here too)
+from ..errors import DataError, StudioError
+from .warmup_record import RECORD_FILE, WARMUP_DIR, read_record, scan_words, summary_line  # noqa: F401 (read from here too)
 
 PHASE = "warmup"               # metrics.jsonl's `phase` of the warm-up's rows
 STATUS_KEY = "warmup"          # status.json's key for the warm-up (progress, then the record's summary)
 CHECK_PROMPTS = 8              # held-back prompts scored before and after: a rough check, and said so with its n
+SCAN_PROMPTS = 16              # training prompts the difficulty scan samples before and after: k completions each
 PINNED_RUN_FILE = "pinned.json"  # the app's pinned examples, as the run started (ui/rewards_tab.py writes it)
 MAX_GRAD_NORM = 1.0
 
@@ -214,6 +219,27 @@ def sft_steps(model, encoded, steps: int, learning_rate: float, batch_size: int,
     optimizer.zero_grad(set_to_none=True)
 
 
+def _scan(cfg: RunConfig, model, tokenizer, run_dir: Path, say) -> dict:
+    """The difficulty scan (scan.run_scan) of SCAN_PROMPTS training prompts with the loaded model and its adapter: what
+    the record keeps of its summary, its folder relative to the run folder."""
+    from ..scan import read_scan, run_scan
+    from .sampling import sample_with
+
+    def sample(rows: list[dict], seed: int) -> dict:
+        was_training = model.training
+        try:
+            return sample_with(model, tokenizer, cfg, rows, lambda message: None, seed)
+        finally:
+            model.train(was_training)
+
+    folder = run_scan(cfg, sample, run_dir / WARMUP_DIR, limit=SCAN_PROMPTS, seed=int(cfg.rloo_value("seed")))
+    summary, _ = read_scan(folder)
+    say(f"[rloo-studio] format warm-up: difficulty scan of {summary['prompts']} prompts: "
+        + ", ".join(f"{b} {100 * s:.0f} %" for b, s in summary["shares"].items()))
+    return {"prompts": summary["prompts"], "k": summary["k"], "shares": summary["shares"], "formats": summary["formats"],
+            "folder": str(folder.relative_to(run_dir))}
+
+
 SOURCE_WORDS = {"answer_column": "the answer column in the template", "pinned": "the pinned examples",
                 "table": "replies written by hand"}
 
@@ -295,6 +321,13 @@ def run_warmup(cfg: RunConfig, loaded, rows, rewards, run_dir: Path, resumed_fro
         f"{SOURCE_WORDS[warm.source]} (batch {warm.batch_size}, learning rate {warm.learning_rate:g}), then RLOO")
     started = time.time()
     before = _check(loaded.model, loaded.tokenizer, cfg, held, rewards, wrap, pattern) if held else None
+    scan: dict = {"what": "the difficulty scan (scan.run_scan) of training prompts chosen evenly, on the run's model "
+                          "and adapter"}
+    try:
+        scan["before"] = _scan(cfg, loaded.model, loaded.tokenizer, run_dir, say)
+    except StudioError as exc:  # a reward the scan cannot score (a judge unreachable): the warm-up goes on without it
+        scan["error"] = exc.message().splitlines()[0]
+        say(f"[rloo-studio] format warm-up: the difficulty scan before it failed: {scan['error']}")
     runs.update_status(run_dir, **{STATUS_KEY: {"step": 0, "steps": warm.steps, "finished": False}})
 
     def on_step(step: int, loss: float, grad_norm: float) -> None:
@@ -310,6 +343,12 @@ def run_warmup(cfg: RunConfig, loaded, rows, rewards, run_dir: Path, resumed_fro
               loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else end_id, on_step,
               autocast_dtype=sixteen if device.type == "cuda" else None)
     after = _check(loaded.model, loaded.tokenizer, cfg, held, rewards, wrap, pattern) if held else None
+    if "before" in scan:
+        try:
+            scan["after"] = _scan(cfg, loaded.model, loaded.tokenizer, run_dir, say)
+        except StudioError as exc:
+            scan["error"] = exc.message().splitlines()[0]
+            say(f"[rloo-studio] format warm-up: the difficulty scan after it failed: {scan['error']}")
     folder.mkdir(parents=True, exist_ok=True)
     loaded.model.save_pretrained(str(folder))
     record = {"finished": True, "steps": warm.steps, "source": warm.source, "source_words": SOURCE_WORDS[warm.source],
@@ -318,7 +357,8 @@ def run_warmup(cfg: RunConfig, loaded, rows, rewards, run_dir: Path, resumed_fro
               "seconds": round(time.time() - started, 1),
               "check": {"what": "the warm-up's own check (not the difficulty scan): greedy completions of held-back "
                                 "prompts, scored by the run's rewards" + (" and the template's format" if pattern else ""),
-                        "prompts_are": held_words, "n": len(held), "before": before, "after": after}}
+                        "prompts_are": held_words, "n": len(held), "before": before, "after": after},
+              "scan": scan}
     runs.write_json_atomic(folder / RECORD_FILE, record)
     runs.update_status(run_dir, **{STATUS_KEY: _status(record)})
     say(f"[rloo-studio] {summary_line(record)}")

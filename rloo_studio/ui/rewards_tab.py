@@ -36,6 +36,7 @@ from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, written_request)
 from ..rewards.templates import TEMPLATES, template
+from ..scan import warmup_offer
 from . import text
 from ..workers.commands import run_cli
 from .freshness import Outdated
@@ -259,7 +260,8 @@ class RewardsTab:
         def preview(state, prompts_n, typed_prompt, typed_answer, pasted, *values, progress=gr.Progress()):
             # With what it was computed from: the Outdated lines say when one of those fields changes (freshness.py).
             stamp = self.preview_outdated.stamp_from(preview_inputs, [state, prompts_n, typed_prompt, typed_answer, pasted, *values])
-            return preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, list(values), progress) + [stamp]
+            shown = preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, list(values), progress)
+            return shown[:4] + [stamp, shown[4] if len(shown) > 4 else None]  # a failed preview offers no warm-up
 
         def preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, values: list, progress) -> list:
             clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
@@ -311,11 +313,15 @@ class RewardsTab:
             how = ("your pasted completions" if lines else
                    f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo_value('temperature')}, "
                    f"up to {cfg.rloo_value('max_completion_length')} tokens")
-            return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings]
+            return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings,
+                    warmup_offer(result.get("asks") or [])]
 
-        self.preview_button.click(preview, inputs=preview_inputs,
-                                  outputs=[self.preview_status, self.preview_table, self.preview_summary, self.preview_findings,
-                                           self.preview_outdated.stamp], api_name="preview_rewards")
+        offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the preview
+        previewed = self.preview_button.click(preview, inputs=preview_inputs,
+                                              outputs=[self.preview_status, self.preview_table, self.preview_summary,
+                                                       self.preview_findings, self.preview_outdated.stamp, offer],
+                                              api_name="preview_rewards")
+        form.train_tab.show_offer(previewed, offer)
         # What the preview depends on: the model, the data, the rewards and the sampling settings, and its own fields.
         train = form.train_tab.fields
         self.preview_outdated.watch(form.derived, preview_inputs[1:5] + form.model_tab.inputs + form.data_tab.inputs + self.inputs
@@ -615,6 +621,9 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
         elif a["note"]:
             findings.append(f"ℹ️ **Not asked for, written anyway:** {a['matched']} of {a['completions']} completions write "
                             f"{a['looks_for']}, which `{a['reward']}` looks for and no prompt asks for.")
+    offer = warmup_offer(result.get("asks") or [])  # almost no completion writes a format: the Train tab's warm-up
+    if offer:
+        findings.append(offer)
     probes = result.get("probes") or []
     for p in probes:
         findings.append(f"⚠️ **Hack probe:** {p['message']}")

@@ -5,6 +5,8 @@ preview's model, kept loaded — and scores them in a child process, one trainin
 progress bar and the time left. The panel shows the buckets as a bar chart, the share of prompts without
 spread, what that means per training step, and examples from each bucket. *Use the filtered data* writes
 the kept prompts as a new file (the original is never changed) and points the Data tab at it, and says so.
+When almost no completion writes a format the rewards look for (scan.warmup_offer, the rule the reward preview
+reads too), the summary says so and the Train tab's Format warm-up accordion opens with the same sentence.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import gradio as gr
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
-from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
+from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, warmup_offer, write_filtered
 from . import text
 from .pickers import busy_message
 from .text import page_words
@@ -49,12 +51,13 @@ def summary_markdown(summary: dict, folder) -> str:
     shares = summary["shares"]
     parts = ", ".join(f"**{b}** {summary['buckets'][b]} ({100 * shares[b]:.0f}%)" for b in BUCKETS)
     probes = "".join(f"⚠️ Hack probe: {p['message']}.  \n" for p in summary.get("probes", [])[:3])
+    offer = warmup_offer(summary.get("formats") or [])  # a scan saved before formats were counted has none
     warn = " — most of each step would teach nothing: keep only the mixed prompts below." if summary["no_spread_share"] > 0.5 else "."
     return (f"Scanned **{n} of {summary['of']}** training prompts, {summary['k']} completions each, in {summary['seconds']:.0f} s: "
             f"{parts}.  \n**No spread: {100 * summary['no_spread_share']:.0f}%** of the prompts{warn}  \n"
             f"Per training step ({summary['groups_per_step']} prompts): on average **{summary['useful_groups_per_step']:.1f}** "
             f"teach something ({100 * summary['useful_share_per_step']:.0f}%); steps with none: "
-            f"{100 * summary['steps_without_signal']:.1f}%.  \n{probes}Saved in `{folder}`.")
+            f"{100 * summary['steps_without_signal']:.1f}%.  \n{probes}Saved in `{folder}`." + (f"\n\n{offer}" if offer else ""))
 
 
 class ScanPanel:
@@ -76,10 +79,11 @@ class ScanPanel:
         self.use = gr.Button("Use the filtered data", elem_id="scan-use")
         self.use_status = gr.Markdown(elem_id="scan-use-status")
         self.folder = gr.State(None)  # the last scan's folder
+        self.offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the scan
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         def scan(state, limit, *values, progress=gr.Progress()):
-            empty = [None, bucket_frame(None), None]
+            empty = [None, bucket_frame(None), None, None]
             if limit is None or int(limit) < 0:  # an emptied field (the Number itself refuses below 0)
                 return ["**Prompts to scan** must be 0 (all of them) or a positive number, e.g. 64.", *empty]
             cfg, problems = form.config_from(state, list(values))
@@ -115,10 +119,11 @@ class ScanPanel:
             except StudioError as exc:
                 return [f"**Scan failed:** {page_words(exc.message())}".replace("\n", "  \n"), *empty]
             return [summary_markdown(summary, done), str(done), bucket_frame(summary),
-                    {"headers": EXAMPLE_HEADERS, "data": example_rows(summary)}]
+                    {"headers": EXAMPLE_HEADERS, "data": example_rows(summary)}, warmup_offer(summary.get("formats") or [])]
 
-        self.button.click(scan, inputs=[form.base, self.limit] + form.inputs,
-                          outputs=[self.status, self.folder, self.chart, self.examples], api_name="scan_data")
+        scanned = self.button.click(scan, inputs=[form.base, self.limit] + form.inputs,
+                                    outputs=[self.status, self.folder, self.chart, self.examples, self.offer], api_name="scan_data")
+        form.train_tab.show_offer(scanned, self.offer)
 
         data = form.data_tab
 

@@ -100,8 +100,10 @@ class TrainTab:
             with gr.Row():
                 for key in text.RLOO_ADVANCED:
                     self.fields[key] = _field(key)
-        with gr.Accordion("Format warm-up", open=False, elem_id="warmup-box"):
+        with gr.Accordion("Format warm-up", open=False, elem_id="warmup-box") as self.warmup_box:
             gr.Markdown(WARMUP_WHY, elem_id="warmup-why")
+            # Why the warm-up is offered, when the preview or the scan found a format almost no completion writes.
+            self.warmup_offer = gr.Markdown(elem_id="warmup-offer")
             with gr.Row():
                 self.warmup_on = gr.Checkbox(False, label=WARMUP_LABELS["enabled"], elem_id="warmup-enabled")
                 self.warmup_steps = gr.Number(30, label=WARMUP_LABELS["steps"], precision=0, elem_id="warmup-steps")
@@ -169,6 +171,12 @@ class TrainTab:
             self.config_yaml = gr.Code(language="yaml", label="config.yaml", elem_id="train-config")
 
     # ---- wiring ----------------------------------------------------------------------------------
+
+    def show_offer(self, event, sentence: gr.State) -> None:
+        """After `event` (the preview, the scan), which put scan.warmup_offer's sentence (or None) into `sentence`,
+        show it in the Format warm-up accordion and open it (the settings tabs call this: they import no other tab)."""
+        event.then(offer_updates, inputs=sentence, outputs=[self.warmup_offer, self.warmup_box], api_visibility="private",
+                   show_progress="hidden")
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: InferenceWorker, poller: Poller) -> None:
         workspace, runs_dir = form.workspace, form.runs_dir
@@ -485,6 +493,12 @@ def apply_warmup(cfg: dict, values: list) -> list[str]:
     if answer:
         warm["answer_column"] = answer
     return [p for p in problems if p]
+
+
+def offer_updates(sentence: str | None) -> list:
+    """The accordion's offer line and the accordion itself after a preview or a scan (scan.warmup_offer's sentence):
+    opened with the sentence when it offers the warm-up; else the line is cleared and the accordion left as it is."""
+    return [sentence or "", gr.update(open=True) if sentence else gr.update()]
 
 
 def warmup_markdown(status: dict | None) -> str:

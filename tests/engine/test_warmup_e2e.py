@@ -34,9 +34,16 @@ def test_a_warmup_runs_before_rloo_changes_the_adapter_and_a_resume_skips_it(wor
     record = warmup.read_record(run_dir)
     assert record["finished"] and record["steps"] == 3 and record["check"]["n"] == warmup.CHECK_PROMPTS
     assert record["check"]["before"]["format_rate"]["n"] == warmup.CHECK_PROMPTS
+    # The difficulty scan's summary before and after, sampled by the scan's own rule on the warmed-up adapter.
+    for when in ("before", "after"):
+        scanned = record["scan"][when]
+        assert scanned["prompts"] == warmup.SCAN_PROMPTS and scanned["k"] > 1, scanned
+        assert abs(sum(scanned["shares"].values()) - 1) < 1e-9 and scanned["formats"], scanned
+        assert (run_dir / scanned["folder"] / runs.SCAN_FILE).is_file()
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["warmup"]["finished"]
     assert status["warmup"]["line"].startswith("A 3-step format warm-up (supervised LoRA")
+    assert f"The difficulty scan of {warmup.SCAN_PROMPTS} training prompts" in status["warmup"]["line"], status["warmup"]["line"]
     assert "format warm-up step 3/3" in result.stdout
 
     # A resume from the RLOO checkpoint does not warm up again: the checkpoint's adapter holds the warm-up.

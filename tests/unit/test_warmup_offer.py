@@ -1,0 +1,44 @@
+"""The one rule that offers the format warm-up (scan.warmup_offer), read by the reward preview and the scan, and the
+scan's count of completions writing each format its rewards look for (scan.summarize)."""
+
+from __future__ import annotations
+
+from rloo_studio.config import RunConfig
+from rloo_studio.scan import FORMAT_RARE_SHARE, summarize, warmup_offer
+
+
+def _finding(matched, completions, looks_for="<answer>…</answer>", reward="answer_tag"):
+    return {"reward": reward, "looks_for": looks_for, "matched": matched, "completions": completions}
+
+
+def test_the_warm_up_is_offered_when_almost_no_completion_writes_the_format():
+    sentence = warmup_offer([_finding(0, 32)])
+    assert "0 of 32" in sentence and "<answer>…</answer>" in sentence and "`answer_tag`" in sentence
+    assert "Warm up the format first" in sentence and "Train tab" in sentence  # what to do, in the page's words
+    assert warmup_offer([_finding(1, 40)]) is not None  # 2.5 %: almost none
+    assert warmup_offer([_finding(int(FORMAT_RARE_SHARE * 40), 40)]) is not None  # the edge counts as almost none
+
+
+def test_no_offer_when_the_format_is_written_or_nothing_was_sampled():
+    assert warmup_offer([]) is None
+    assert warmup_offer([_finding(3, 40)]) is None  # 7.5 %: some groups already score differently
+    assert warmup_offer([_finding(None, None)]) is None  # the check without completions counts nothing
+    assert warmup_offer([_finding(0, 0)]) is None
+
+
+def test_the_rarest_format_is_named_and_the_others_counted():
+    sentence = warmup_offer([_finding(16, 16, "<think>…</think>", "think_format"), _finding(1, 40), _finding(0, 16, "\\boxed{}", "boxed")])
+    assert "\\boxed{}" in sentence and "0 of 16" in sentence and "1 other format" in sentence
+    assert "<think>" not in sentence
+
+
+def test_the_scan_counts_the_completions_writing_each_format():
+    cfg = RunConfig.from_dict({"rewards": [{"name": "think_format"}], "rloo": {"num_generations": 2}})
+    records = [{"prompt": "What is 2+2?", "totals": [0.0, 0.0], "completions": ["4", "four"], "mean_total": 0.0},
+               {"prompt": "What is 3+3?", "totals": [0.0, 1.0], "completions": ["6", "<think>3+3</think>6"], "mean_total": 0.5}]
+    summary = summarize(records, cfg, of=2)
+    [found] = summary["formats"]
+    assert (found["looks_for"], found["matched"], found["completions"]) == ("<think>…</think>", 1, 4)
+    assert warmup_offer(summary["formats"]) is None  # 1 of 4 write it
+    records[1]["completions"][1] = "6"
+    assert "0 of 4" in warmup_offer(summarize(records, cfg, of=2)["formats"])
