@@ -90,18 +90,6 @@ class ExportTab:
                 format_for(folder, fmt)]
 
 
-def format_for(run_dir: Path | None, fmt: str | None):
-    """The format the Export tab offers for a run: a run that trained the whole model has no adapter to export, so
-    *adapter* (the default) becomes *merged*, its whole model; any other choice stays. Found walking the app: the
-    preselected adapter failed for a full fine-tuning run."""
-    if fmt != "adapter" or run_dir is None or not (run_dir / runs.CONFIG_FILE).is_file():
-        return gr.skip()
-    try:
-        trained_lora = RunConfig.load(run_dir / runs.CONFIG_FILE).lora is not None
-    except (StudioError, OSError):
-        return gr.skip()
-    return gr.skip() if trained_lora else "merged"
-
     def run_export(self, run_id, checkpoint, fmt, name, gguf_type="f16", progress=gr.Progress()):
         run_dir = runs.run_folder(self.runs_dir, run_id)
         if run_dir is None or not (run_dir / runs.CONFIG_FILE).is_file():
@@ -177,3 +165,16 @@ def gguf_summary(result: dict) -> str:
             f"**LM Studio** needs only the file `{back.get('file')}`.\n\n"
             f"Checked after writing: read back ({back.get('tensor_count')} tensors, end token {back.get('eos_token_id')}, "
             f"chat template {'present' if back.get('chat_template') else 'none'}); {compared}.\n\n")
+
+
+def format_for(run_dir: Path | None, fmt: str | None):
+    """The format the Export tab offers for a run: a run that trained the whole model has no adapter to export, so
+    *adapter* (the default) becomes *merged*, its whole model; any other choice stays. Found walking the app: the
+    preselected adapter failed for a full fine-tuning run."""
+    if fmt != "adapter" or run_dir is None or not (run_dir / runs.CONFIG_FILE).is_file():
+        return gr.skip()
+    try:
+        trained_lora = RunConfig.load(run_dir / runs.CONFIG_FILE).lora is not None
+    except (StudioError, OSError):
+        return gr.skip()
+    return gr.skip() if trained_lora else "merged"
