@@ -222,17 +222,26 @@ def warmup_offer(formats: list[dict]) -> str | None:
     `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
     completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
     completions "almost none" is a rough measure, and the person sees how rough."""
+    found = _rare_format(formats)
+    if found is None:
+        return None
+    first, also = found
+    return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
+            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
+            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
+            "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
+
+
+def _rare_format(formats: list[dict]) -> tuple[dict, str] | None:
+    """warmup_offer's rule: the format fewest completions write, among those at most FORMAT_RARE_SHARE write, and how
+    many others are as rare (words); None when no format is that rare."""
     rare = [f for f in formats if f.get("completions") and f.get("matched") is not None
             and f["matched"] <= FORMAT_RARE_SHARE * f["completions"]]
     if not rare:
         return None
     first = min(rare, key=lambda f: f["matched"] / f["completions"])
     others = len(rare) - 1
-    also = f" (and {others} other format{'s' if others > 1 else ''} almost none writes)" if others else ""
-    return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
-            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
-            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
-            "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
+    return first, (f" (and {others} other format{'s' if others > 1 else ''} almost none writes)" if others else "")
 
 
 def save_scan(cfg: RunConfig, records: list[dict], runs_dir: str | Path, of: int, probes: list, seconds: float,
@@ -369,4 +378,10 @@ def summary_lines(summary: dict) -> list[str]:
                  f"{100 * summary['steps_without_signal']:.1f}% of steps.")
     lines += [f"Hack probe: {p['message']}" for p in summary.get("probes", [])]
     lines.append(f"Rule: {summary['rule']}")
+    found = _rare_format(summary.get("formats") or [])
+    if found is not None:  # warmup_offer's rule, in config words
+        first, also = found
+        lines.append(f"A format warm-up could help: only {first['matched']} of {first['completions']} sampled completions "
+                     f"write `{first['looks_for']}`, which `{first['reward']}` looks for{also}. Set `warmup.enabled: true` "
+                     "(and `warmup.template`) in the config: a few dozen supervised steps on replies in that format, then RLOO.")
     return lines

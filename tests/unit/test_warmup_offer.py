@@ -42,3 +42,16 @@ def test_the_scan_counts_the_completions_writing_each_format():
     assert warmup_offer(summary["formats"]) is None  # 1 of 4 write it
     records[1]["completions"][1] = "6"
     assert "0 of 4" in warmup_offer(summarize(records, cfg, of=2)["formats"])
+
+
+def test_the_command_lines_scan_offers_the_warm_up_by_the_same_rule_in_config_words():
+    from rloo_studio import scan
+
+    summary = {"prompts": 16, "of": 40, "k": 4, "seconds": 3, "buckets": {b: 0 for b in scan.BUCKETS},
+               "shares": {b: 0.0 for b in scan.BUCKETS}, "no_spread_share": 1.0, "groups_per_step": 2,
+               "useful_groups_per_step": 0.0, "useful_share_per_step": 0.0, "steps_without_signal": 1.0, "rule": "r",
+               "formats": [{"reward": "answer_tags", "looks_for": "<answer>", "matched": 0, "completions": 64}]}
+    lines = "\n".join(scan.summary_lines(summary))
+    assert "only 0 of 64 sampled completions write `<answer>`" in lines and "warmup.enabled: true" in lines
+    summary["formats"][0]["matched"] = 40
+    assert "warm-up" not in "\n".join(scan.summary_lines(summary))
