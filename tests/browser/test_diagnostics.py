@@ -85,7 +85,7 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
             pick.click()
             page.get_by_role("option", name=run.name).click()
         expect(page.locator("#compare-note")).to_contain_text("settings differ", timeout=30_000)
-        expect(page.locator("#compare-config")).to_contain_text("rloo.learning_rate")
+        expect(page.locator("#compare-config")).to_contain_text("Learning rate")  # the page's label, not the config key
         chart = page.locator("#compare-plot")
         expect(chart.locator(".vega-embed").first).to_be_visible(timeout=30_000)
         page.wait_for_timeout(1500)

@@ -27,10 +27,12 @@ def test_each_line_derived_from_several_fields_is_one_event_whose_last_run_wins(
             writers = [d for d in changes if ids[elem_id] in d["outputs"]]
             assert len(writers) == 1, f"#{elem_id} is written by {len(writers)} change events: the last to finish wins"
             assert len(writers[0]["targets"]) >= 3 and writers[0]["trigger_mode"] == "always_last", writers[0]
-        # The judge's draft is saved by that same one event (it has no output to look it up by): the only handler of
-        # each judge field's change, started by all of them.
+        # The judge's draft is saved by that same one event (it has no output to look it up by): the only "always_last"
+        # handler of each judge field's change, started by all of them. (The rubric's own "multiple" handler, which sets
+        # the template menu from it, waits for nothing, so it cannot restart with it: see the next test.)
         for elem_id in ("judge-rubric", "judge-use", "judge-source"):
-            handlers = [d for d in changes if any(target == ids[elem_id] for target, _ in d["targets"])]
+            handlers = [d for d in changes if any(target == ids[elem_id] for target, _ in d["targets"])
+                        and d["trigger_mode"] == "always_last"]
             assert len(handlers) == 1 and len(handlers[0]["targets"]) >= 5, (elem_id, handlers)
     finally:
         demo.inference_worker.shutdown()

@@ -11,7 +11,7 @@ def test_the_app_validates_a_start_once_when_the_form_has(tmp_path, monkeypatch)
     calls = []
     validate = RunConfig.validate
     monkeypatch.setattr(RunConfig, "validate", lambda self, *a, **k: calls.append(1) or validate(self, *a, **k))
-    monkeypatch.setattr(jobs, "_spawn", lambda run_dir, args: type("Started", (), {"pid": 0})())
+    monkeypatch.setattr(jobs, "_spawn", lambda run_dir, args, python=None: type("Started", (), {"pid": 0})())
     cfg = RunConfig.from_dict({"rewards": [{"name": "numeric_answer"}]}, base_dir=tmp_path)
     assert cfg.validate() == []  # the form's validation (ui.form.config_from)
     jobs.start_run(cfg, tmp_path / "runs", checked=True)
