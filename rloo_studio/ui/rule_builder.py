@@ -15,6 +15,7 @@ import gradio as gr
 
 from ..errors import StudioError
 from ..rewards import rules
+from .pinned_rows import _rows as dataframe_rows
 from .workspace import REPLACED_CODE
 
 BLOCK_HEADERS = ["block", "function name", "weight", "parameters (JSON)"]
@@ -53,13 +54,8 @@ def blocks_markdown(table) -> str:
 
 
 def _rows(table) -> list[list]:
-    if table is None:
-        return []
-    if hasattr(table, "values") and hasattr(table, "columns"):
-        return table.values.tolist()
-    if isinstance(table, dict):
-        return table.get("data") or []
-    return [list(r) for r in table]
+    """The blocks table's rows, each a list (pinned_rows reads a Dataframe value in any of its shapes)."""
+    return [list(r) for r in dataframe_rows(table)]
 
 
 def add_block(table, block_id: str | None) -> list[list]:
