@@ -59,7 +59,7 @@ class RunsTab:
             self.watch = gr.Button("Watch in the Train tab", elem_id="run-watch")
             self.resume = gr.Button("Resume this run", elem_id="run-resume")
         self.message = gr.Markdown(elem_id="runs-message")  # next to the buttons that cause its messages
-        self.message_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
+        self.message_for = gr.State({})  # {"text", "run", "states"}: cleared by the poll once that run's state changes
         with gr.Accordion("Config", open=False):
             self.config = gr.Code(language="yaml", show_label=False, elem_id="run-detail-config")
         with gr.Accordion("Log (last lines)", open=False):

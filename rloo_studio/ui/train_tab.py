@@ -316,13 +316,7 @@ class TrainTab:
         form.derived.on(form.inputs, lambda state, *values: form.problems_markdown(form.config_from(state, list(values))[1]),
                         inputs=[form.base] + form.inputs, outputs=self.problems)
 
-        def stop(run_dir):
-            if not run_dir:
-                return "No run to stop.", {}
-            message = jobs.stop_run(run_dir)
-            return message, self.lasting(message, run_dir)
-
-        self.stop.click(stop, inputs=form.watched, outputs=[self.notice, self.notice_for], api_name="stop_training")
+        self.stop.click(self.stop_notice, inputs=form.watched, outputs=[self.notice, self.notice_for], api_name="stop_training")
 
         def resume(run_dir):
             message, run_dir = resume_run(worker, run_dir)
@@ -359,27 +353,40 @@ class TrainTab:
     # ---- transient messages ------------------------------------------------------------------------
 
     @staticmethod
-    def lasting(message: str, run_dir: str | None) -> dict:
-        """A message that holds while `run_dir` stays in its present state."""
-        state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
-        return {"text": message, "run": run_dir, "state": state}
+    def _state_of(run_dir: str | None) -> str | None:
+        return runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
+
+    @staticmethod
+    def lasting(message: str, run_dir: str | None, while_states: tuple[str, ...] | None = None) -> dict:
+        """A message that holds while `run_dir` stays in one of `while_states` (default: its present state)."""
+        states = while_states or (TrainTab._state_of(run_dir),)
+        return {"text": message, "run": run_dir, "states": list(states)}
 
     @staticmethod
     def notice_now(notice_for: dict | None) -> list:
         """[notice text, notice state] as the run folder says now: "" once the state the message spoke of has ended."""
         if not notice_for or not notice_for.get("text"):
             return [gr.skip(), notice_for or {}]
-        run_dir = notice_for.get("run")
-        state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
-        if state == notice_for.get("state"):
+        if TrainTab._state_of(notice_for.get("run")) in notice_for.get("states", ()):
             return [gr.skip(), notice_for]
         return ["", {}]
+
+    @staticmethod
+    def stop_notice(run_dir: str | None) -> tuple[str, dict]:
+        """Stop's message and how long it holds. An accepted stop speaks of the whole stopping, so it holds while the
+        run is active, not while the state read after the request lasts: on a busy machine the worker may already have
+        written `stopped` by then, and a notice holding while `stopped` would never end."""
+        if not run_dir:
+            return "No run to stop.", {}
+        accepted = TrainTab._state_of(run_dir) in runs.ACTIVE_STATES
+        message = jobs.stop_run(run_dir)
+        return message, TrainTab.lasting(message, run_dir, runs.ACTIVE_STATES if accepted else None)
 
     def note_busy(self, problems: str, notice_for: dict):
         """A Start refused because another run trains is a notice that ends with that run, not a lasting problem."""
         busy = jobs.active_run(self.runs_dir)
         if problems.startswith("**Could not start:**") and busy is not None:
-            return "", problems, self.lasting(problems, str(busy))
+            return "", problems, self.lasting(problems, str(busy), runs.ACTIVE_STATES)
         return gr.skip(), gr.skip(), notice_for
 
     # ---- the form ----------------------------------------------------------------------------------

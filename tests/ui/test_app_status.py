@@ -43,6 +43,31 @@ def test_a_stop_message_lasts_while_the_state_it_speaks_of_lasts(tmp_path):
     assert TrainTab.notice_now(notice) == ["", {}]
 
 
+def test_a_stop_message_ends_even_when_the_run_stopped_before_the_page_read_its_state(tmp_path, monkeypatch):
+    """On a busy machine the worker can finish its step and write `stopped` between the stop request and the page's
+    read of the state: the notice then took `stopped` as the state it speaks of and stayed for good (seen in CI)."""
+    from rloo_studio.workers import jobs
+
+    run_dir = _run(tmp_path / "runs", state="running", pid=os.getpid(), step=3, max_steps=40)
+    real_stop = jobs.stop_run
+
+    def stop_and_the_worker_finishes(folder):
+        message = real_stop(folder)
+        runs.update_status(folder, state="stopped", pid=None)
+        return message
+
+    monkeypatch.setattr(jobs, "stop_run", stop_and_the_worker_finishes)
+    message, notice = TrainTab.stop_notice(str(run_dir))
+    assert message.startswith("stopping")
+    assert TrainTab.notice_now(notice) == ["", {}]
+
+
+def test_a_refused_stop_says_so_until_the_run_changes(tmp_path):
+    run_dir = _run(tmp_path / "runs", state="finished", step=40, max_steps=40)
+    message, notice = TrainTab.stop_notice(str(run_dir))
+    assert "nothing to stop" in message and TrainTab.notice_now(notice) == [gr.skip(), notice]
+
+
 def test_the_runs_tab_sends_again_only_the_parts_whose_files_changed(tmp_path):
     """The tab is polled every 2 s while a run trains, whichever tab the person is on: each part re-sent without a change
     costs the browser a redraw (the config's code view and the plot every step, before)."""
