@@ -76,6 +76,18 @@ ENTROPY_STEPS = 3
 KL_COMPLETION_NATS = 10.0
 KL_STEPS = 3
 
+# The sampler drifting from the trainer (fast generation only: vLLM samples the completions, the trainer scores them
+# again with its own forward pass; engine/sampler_gap.py logs SAMPLER_GAP_KEY, the mean |trainer - sampler|
+# log-probability per completion token, and SAMPLER_SHIFT_KEY, its signed mean). RLOO in TRL 1.15 trains as if the
+# trainer had sampled: no importance correction for the difference. Two engines computing one model in bf16 differ by
+# hundredths of a nat per token; 0.1 nats is a token probability ~10% off (e^0.1 = 1.105) on average, which no
+# rounding explains (another temperature, an adapter not handed to vLLM). A gap that grows to 3 times where the run
+# started (and past 0.02) means the two copies of the weights are moving apart during training.
+SAMPLER_GAP_NATS = 0.1
+SAMPLER_DRIFT_FACTOR = 3.0
+SAMPLER_DRIFT_FLOOR = 0.02  # nats per token: below it a "3 times" is rounding noise
+SAMPLER_STEPS = 3
+
 # A reward function that returns None for most completions ("does not apply"): TRL leaves those out of the
 # total, so most completions are scored by the other functions alone, or not at all.
 NONE_SHARE = 0.5
@@ -117,16 +129,21 @@ DROPPED_SHARE_KEY = "dynamic_sampling/dropped_share"
 GENERATIONS_KEY = "dynamic_sampling/generations"
 TIED_KEPT_SHARE_KEY = "dynamic_sampling/tied_kept_share"
 
+# The keys engine/sampler_gap.py adds to a metric row when vLLM sampled the step's completions (nats per token).
+SAMPLER_GAP_KEY = "sampler/logprob_gap"
+SAMPLER_SHIFT_KEY = "sampler/logprob_shift"
+
 NO_SIGNAL, DOMINANT, LENGTH_LIMIT, LENGTH_COLLAPSE = "no_signal", "dominant_reward", "length_limit", "length_collapse"
 ENTROPY_COLLAPSE, ENTROPY_BLOWUP, KL_BLOWUP = "entropy_collapse", "entropy_blowup", "kl_blowup"
 MOSTLY_NONE, PROBE_WINS, HELDOUT_FALLS = "reward_mostly_none", "probe_outscores", "heldout_falls"
-HELDOUT_PLATEAU = "heldout_plateau"
+HELDOUT_PLATEAU, SAMPLER_DRIFT = "heldout_plateau", "sampler_drift"
 # The badge's title for each kind, in the order the app lists them.
 TITLES = {
     NO_SIGNAL: "No learning signal", DOMINANT: "One reward dominates", LENGTH_LIMIT: "Completions hit the length limit",
     LENGTH_COLLAPSE: "Completions collapsing", ENTROPY_COLLAPSE: "Entropy collapsing", ENTROPY_BLOWUP: "Entropy blowing up",
     KL_BLOWUP: "KL blowing up", MOSTLY_NONE: "Reward mostly None", PROBE_WINS: "Possible reward hacking",
     HELDOUT_FALLS: "Held-out reward falling", HELDOUT_PLATEAU: "Held-out reward stalled",
+    SAMPLER_DRIFT: "Sampler drifting from trainer",
 }
 
 
@@ -435,6 +452,37 @@ def _mostly_none(rows: list[dict], facts: RunFacts) -> list[Alert]:
     return alerts
 
 
+def _sampler_drift(rows: list[dict], facts: RunFacts) -> list[Alert]:
+    baseline = _baseline(rows, SAMPLER_GAP_KEY)
+
+    def holds(r):
+        gap = _number(r, SAMPLER_GAP_KEY)
+        if gap is None:
+            return None
+        grown = baseline is not None and gap > max(SAMPLER_DRIFT_FLOOR, SAMPLER_DRIFT_FACTOR * baseline)
+        return gap > SAMPLER_GAP_NATS or grown
+
+    def numbers(raised, held):
+        return {"gap": _number(raised, SAMPLER_GAP_KEY), "shift": _number(raised, SAMPLER_SHIFT_KEY), "baseline": baseline,
+                "threshold": SAMPLER_GAP_NATS, "steps": len(held)}
+
+    def explanation(n):
+        lean = ""
+        if n["shift"] is not None and abs(n["shift"]) >= 0.5 * n["gap"]:
+            lean = (f" The trainer's log-probabilities are {'lower' if n['shift'] < 0 else 'higher'} than the sampler's "
+                    f"by {abs(n['shift']):.2g} on average: one side leans one way, as when the two use another "
+                    "temperature.")
+        start = f" (it started at {n['baseline']:.2g})" if n["baseline"] is not None else ""
+        return (f"The completions are sampled by vLLM and trained on by the trainer, and the two give the same tokens "
+                f"probabilities {n['gap']:.2g} nats per token apart{start}, {n['steps']} steps in a row: RLOO trains as "
+                f"if the trainer had sampled them, so the updates are off by that much.{lean}")
+
+    return [_make(SAMPLER_DRIFT, None, e, numbers, explanation,
+                  "Resume the run with fast generation off (Model tab → Fast generation: off; model.fast_generation: off) "
+                  "to compare; if the gap grew during the run, resume from a checkpoint before it grew.")
+            for e in _episodes(rows, holds, SAMPLER_STEPS)]
+
+
 def probe_check(step: int, probe_totals: dict[str, float | None], real_totals: Sequence[float | None]) -> dict:
     """One checkpoint's hack-probe result: each probe's mean weighted total against the real completions' mean."""
     real = [t for t in real_totals if t is not None]
@@ -531,7 +579,7 @@ def _heldout_plateau(checks: Sequence[dict], patience: int) -> list[Alert]:
             for first, raised, end, held in _episodes(rows, lambda r: r["verdict"], 1)]
 
 
-RULES = (_no_signal, _dominant, _length, _entropy, _kl, _mostly_none)
+RULES = (_no_signal, _dominant, _length, _entropy, _kl, _mostly_none, _sampler_drift)
 
 
 def find_alerts(rows: Iterable[dict], facts: RunFacts, probe_checks: Sequence[dict] = (),

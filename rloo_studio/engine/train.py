@@ -530,6 +530,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from .model import count_4bit_layers, load_model
     from .allocator import keep_freed_memory
     from .step_timer import StepTimer
+    from . import sampler_gap
     from .trainer_patches import skip_needless_old_logprobs
 
     trl = stack.trl
@@ -645,6 +646,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     kept_because = skip_needless_old_logprobs(trainer, stack.torch)
     say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
         "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"), flush=True)
+    if sampler_gap.install(trainer):
+        say("[rloo-studio] the sampler's (vLLM's) log-probabilities are logged beside the trainer's on every step "
+            "(sampler/logprob_gap)", flush=True)
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)

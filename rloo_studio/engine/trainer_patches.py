@@ -122,7 +122,7 @@ def old_logprobs_needed(trainer, torch) -> str | None:
     if args.steps_per_generation != args.gradient_accumulation_steps:
         return (f"steps_per_generation ({args.steps_per_generation}) differs from gradient_accumulation_steps "
                 f"({args.gradient_accumulation_steps}): one generation batch spans several optimizer steps")
-    if getattr(args, "use_vllm", False):
+    if getattr(args, "use_vllm", False) or getattr(trainer, "use_vllm", False):
         return "use_vllm: completions come from another engine"
     model = trainer.model
     active = [name for name, module in model.named_modules()

@@ -215,3 +215,23 @@ def test_heldout_falling_while_training_reward_rises_over_three_checks():
     # Ends at the first check where the pattern breaks.
     (alert,) = A.find_alerts([], FACTS, heldout_checks=checks([0.2, 0.3, 0.4, 0.5], [0.6, 0.5, 0.4, 0.45]))
     assert alert.ended_step == 8
+
+
+def test_the_sampler_drifting_from_the_trainer_is_raised_on_a_large_gap_or_a_growing_one():
+    """With fast generation vLLM samples and the trainer scores again: the worker logs the mean |trainer - sampler|
+    log-probability per token (sampler/logprob_gap). RLOO in TRL has no correction for it."""
+    n = A.SAMPLER_STEPS
+    # A steady small gap (bf16 rounding between two engines): nothing.
+    assert not of_kind(A.find_alerts(rows(sampler__logprob_gap=[0.01] * 12), FACTS), A.SAMPLER_DRIFT)
+    # A gap that grows to several times where it started: raised where it grew, with the numbers behind it.
+    growing = [0.01] * A.BASELINE_STEPS + [0.012, 0.05, 0.06, 0.07, 0.08]
+    [alert] = of_kind(A.find_alerts(rows(sampler__logprob_gap=growing), FACTS), A.SAMPLER_DRIFT)
+    assert alert.began_step == A.BASELINE_STEPS + 2 and alert.raised_step == A.BASELINE_STEPS + 1 + n
+    assert alert.numbers["baseline"] == pytest.approx(0.01) and alert.numbers["gap"] == 0.07
+    assert "0.07 nats per token" in alert.explanation and "fast generation" in alert.action.lower()
+    # Large from the start (e.g. one engine samples at the temperature, the other scores without it): raised too.
+    [alert] = of_kind(A.find_alerts(rows(sampler__logprob_gap=[0.3] * n, sampler__logprob_shift=[-0.3] * n), FACTS),
+                      A.SAMPLER_DRIFT)
+    assert alert.raised_step == n and "lower" in alert.explanation
+    # Runs without fast generation log no gap: nothing.
+    assert not of_kind(A.find_alerts(rows(entropy=[1.0] * 8), FACTS), A.SAMPLER_DRIFT)
