@@ -30,7 +30,7 @@ from ..config import RunConfig
 from ..data import row_from_cell, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
-from ..protocol import ScoreRequest
+from ..protocol import Done, PreviewRequest, Progress, ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
@@ -789,19 +789,19 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
 
     The result is `score_in_child`'s, plus `worker` (its pid and how many times it loaded a preview model).
     `guard()` may refuse (e.g. a run is training and holds the memory)."""
-    request = {"config": cfg.to_dict(), "base_dir": str(cfg.base_dir), "num_prompts": num_prompts, "prompt": prompt,
-               "answer": answer, "seed": seed}
+    request = PreviewRequest(config=cfg.to_dict(), base_dir=str(cfg.base_dir), num_prompts=num_prompts, prompt=prompt,
+                             answer=answer, seed=seed)
     sampled = None
     # A scoring child started after the previous preview (or now, while the worker samples) waits for
     # the request; its time limit counts from the request, so a slow start never eats the rewards' time.
     scorer = _standby_scorer.pop("proc", None) or start_scorer()
     try:
         for event in worker.preview(request, guard=guard):
-            if event.get("event") == "progress":
-                stage = str(event.get("message", "")).removeprefix("[preview]").strip()
+            if isinstance(event, Progress):
+                stage = event.message.removeprefix("[preview]").strip()
                 progress(0.3 if "load" in stage else 0.6, desc=stage)
-            elif event.get("event") == "done":
-                sampled = event.get("result") or {}
+            elif isinstance(event, Done):
+                sampled = event.result or {}
     except BaseException:
         _standby_scorer["proc"] = scorer  # unused: it waits for the next preview
         raise
