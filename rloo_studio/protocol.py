@@ -3,13 +3,12 @@
 The app and its children (`procs.Child`) talk JSON; this module is the one place that says what
 each message holds, so that neither side builds or reads one by hand:
 
-- `ScoreRequest`: what the scoring child (`rewards.preview`) scores. Every road to the preview
-  table builds one: completions sampled by the model (`rewards.preview.scoring_request`), pasted
+- `ScoreRequest`: what the scoring child (`rewards.preview`) scores, sent by `workers.scoring.score`.
+  Every road to the preview table builds one: completions sampled by the model (`rewards.preview.scoring_request`), pasted
   ones (the same, from a completions file), and written ones such as pinned examples
   (`ScoreRequest.written`, shaped as training shapes the data's rows).
 - `ScoreResult`: what the scoring child answers (the table, the summaries, the findings), or the
-  problems that kept it from scoring.
-
+  problems that kept it from scoring (the parent's own words when the child was stopped or crashed).
 - The inference worker's requests (`LoadRequest`, `ChatRequest`, `PreviewRequest`, `PingRequest`,
   `ShutdownRequest`: one JSON line each, tagged by `op`) and its events (`Ready`, `Progress`, `TextDelta`,
   `Reply`, `Done`, `Failed`: one JSON line each, tagged by `event`), written and read by
