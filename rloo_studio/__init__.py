@@ -6,7 +6,8 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
     front      ui (the Gradio page)       cli/ (the `rloo-studio` command; starts the ui and the engine; its
                data_parallel: the launcher of `train --num-processes N`, the run directory, the ranks, the clean stop)
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
-    services   rewards/  workers/ (the app's side of every child: training jobs, the inference worker, commands, the trial)
+    services   rewards/  workers/ (the app's side of every child: training jobs, the inference worker, the scoring
+               children and the ones kept waiting, commands, the trial)
                alerts  data  scan  presets  model_files  web/ (who may reach the app: serve, wall)
                machine/ (this machine: hardware, the memory estimate vram, the processes of a distributed run)
     contract   runs (the run directory)  config (RunConfig)  batching  stats  step_time (metrics.jsonl's step-time keys)
@@ -33,7 +34,7 @@ ALLOWED_IMPORTS: dict[str, set[str]] = {
     "data": BASE | {"config", "demo"},
     "workers": BASE | {"config", "runs", "batching", "step_time", "rewards"},  # the trial: the judge's share of a step
     "rewards": BASE | {"config", "runs", "model_files", "data"},  # data: hand-written examples shaped as training shapes rows
-    "scan": BASE | {"config", "runs", "batching", "rewards", "data"},
+    "scan": BASE | {"config", "runs", "batching", "rewards", "data", "workers"},  # workers: the scoring child
     "engine": BASE | {"alerts", "config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "demo",
                "model_files", "scan"},
     "ui": BASE | {"alerts", "config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "presets",

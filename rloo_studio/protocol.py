@@ -3,21 +3,28 @@
 The app and its children (`procs.Child`) talk JSON; this module is the one place that says what
 each message holds, so that neither side builds or reads one by hand:
 
-- `ScoreRequest`: what the scoring child (`rewards.preview`) scores. Every road to the preview
-  table builds one: completions sampled by the model (`rewards.preview.scoring_request`), pasted
+- `ScoreRequest`: what the scoring child (`rewards.preview`) scores, sent by `workers.scoring.score`.
+  Every road to the preview table builds one: completions sampled by the model (`rewards.preview.scoring_request`), pasted
   ones (the same, from a completions file), and written ones such as pinned examples
   (`ScoreRequest.written`, shaped as training shapes the data's rows).
 - `ScoreResult`: what the scoring child answers (the table, the summaries, the findings), or the
-  problems that kept it from scoring.
+  problems that kept it from scoring (the parent's own words when the child was stopped or crashed).
+- The inference worker's requests (`LoadRequest`, `ChatRequest`, `PreviewRequest`, `PingRequest`,
+  `ShutdownRequest`: one JSON line each, tagged by `op`) and its events (`Ready`, `Progress`, `TextDelta`,
+  `Reply`, `Done`, `Failed`: one JSON line each, tagged by `event`), written and read by
+  `workers.inference` on the app's side and `engine.inference_worker` on the worker's.
+  `inference_request` and `worker_event` read a line's dict back as its type.
 
 `to_dict` gives the JSON form; `from_dict` reads it back and refuses a key it does not know (a
 misspelt key would otherwise be dropped without a word and the child would score something else).
+What a `Done` event's `result` holds (a loaded adapter's description, the sampled groups, the worker's status)
+is the engine's own record, passed on whole.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 
 class PromptGroup(TypedDict, total=False):
@@ -128,3 +135,158 @@ class ScoreResult:
     @classmethod
     def failed(cls, problem: str, seconds: float | None = None) -> "ScoreResult":
         return cls(problems=[problem], seconds=seconds)
+
+
+# ---- the inference worker: requests (app -> worker) and events (worker -> app) -------------------------------------
+
+class _Tagged:
+    """A message whose JSON form names its type under `TAG_KEY` (`op` for a request, `event` for an event)."""
+    TAG_KEY: ClassVar[str]
+    tag: ClassVar[str]
+
+    def to_dict(self) -> dict:
+        return {self.TAG_KEY: self.tag, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        data = dict(data)
+        tag = data.pop(cls.TAG_KEY, cls.tag)
+        if tag != cls.tag:
+            raise ValueError(f"a {cls.tag!r} {cls.TAG_KEY} was expected, not {tag!r}")
+        return cls(**_known(cls, data, f"a {cls.tag!r} {cls.TAG_KEY}"))
+
+
+def _read_tagged(data: dict, kinds: dict[str, type], key: str):
+    if not isinstance(data, dict) or data.get(key) not in kinds:
+        found = data.get(key) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"unknown {key} {found!r}; known: {sorted(kinds)}")
+    return kinds[data[key]].from_dict(data)
+
+
+class InferenceRequest(_Tagged):
+    TAG_KEY = "op"
+
+
+@dataclass
+class LoadRequest(InferenceRequest):
+    """Load a run's weights at `checkpoint` (engine.chat_model.ChatModel.load); answered by progress and done."""
+    tag = "load"
+    run_dir: str
+    checkpoint: str  # a checkpoint's folder name, or runs.FINAL
+
+
+@dataclass
+class ChatRequest(InferenceRequest):
+    """Generate each of `sides` in turn for one conversation; answered by text deltas, a reply per side and done.
+    `sampling`: engine.chat_model.Sampling's fields."""
+    tag = "chat"
+    messages: list[dict]
+    sampling: dict = field(default_factory=dict)
+    system_prompt: str | None = None
+    sides: list[str] = field(default_factory=lambda: ["base", "tuned"])
+
+
+@dataclass
+class PreviewRequest(InferenceRequest):
+    """Sample a reward preview's completions with the config's (warm) base model: for `rows` (the difficulty scan's,
+    in order), else for a typed `prompt` (and its `answer`), else for `num_prompts` prompts picked by `seed`.
+    `config`: a RunConfig's dict, read relative to `base_dir`. Answered by progress and done (engine.sampling's
+    sample_groups result, the worker's `loads` and `pid`, and `chat_released`)."""
+    tag = "preview"
+    config: dict
+    base_dir: str = "."
+    num_prompts: int | None = None
+    prompt: str | None = None
+    answer: str | None = None
+    rows: list[dict] | None = None
+    seed: int = 0
+
+
+@dataclass
+class PingRequest(InferenceRequest):
+    """What the worker holds: answered by done (loaded adapter, adapters, base model loads, CPU threads)."""
+    tag = "ping"
+
+
+@dataclass
+class ShutdownRequest(InferenceRequest):
+    """Answered by done; then the worker exits."""
+    tag = "shutdown"
+
+
+INFERENCE_REQUESTS: dict[str, type] = {c.tag: c for c in (LoadRequest, ChatRequest, PreviewRequest, PingRequest,
+                                                         ShutdownRequest)}
+
+
+def inference_request(data: dict) -> InferenceRequest:
+    """A request line's dict as its type; ValueError for an unknown `op` or key."""
+    return _read_tagged(data, INFERENCE_REQUESTS, "op")
+
+
+class WorkerEvent(_Tagged):
+    TAG_KEY = "event"
+
+
+@dataclass
+class Ready(WorkerEvent):
+    """The worker has started and reads requests."""
+    tag = "ready"
+    pid: int | None = None
+
+
+@dataclass
+class Progress(WorkerEvent):
+    """A stage of a load or a preview, in words ("loading the model")."""
+    tag = "progress"
+    message: str = ""
+
+
+@dataclass
+class TextDelta(WorkerEvent):
+    """The next piece of one side's reply, as it is generated."""
+    tag = "text"
+    side: str
+    delta: str
+
+
+@dataclass
+class Reply(WorkerEvent):
+    """One side's whole reply: its text (and the thinking / answer parts), token ids, whether it finished or was cut
+    off at `max_new_tokens`, and the adapter state read while it was generated (engine.chat_model.AdapterState)."""
+    tag = "reply"
+    side: str
+    text: str
+    thinking: str = ""
+    answer: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    tokens: int = 0
+    finished: bool = False
+    cut_off: bool = False
+    max_new_tokens: int | None = None
+    adapter_state: dict = field(default_factory=dict)
+
+
+@dataclass
+class Done(WorkerEvent):
+    """The end of a request: its `result`, if it has one (see each request), and, for a whole chat turn as the app's
+    side reports it, its `seconds`."""
+    tag = "done"
+    result: dict | None = None
+    seconds: float | None = None
+
+
+@dataclass
+class Failed(WorkerEvent):
+    """The end of a request that failed: `error` is a StudioError's `as_dict` (errors.StudioError.from_dict reads it);
+    `fatal`: the worker exits after it (out of memory), and the next request starts a fresh one."""
+    tag = "error"
+    error: dict | None = None
+    fatal: bool = False
+
+
+WORKER_EVENTS: dict[str, type] = {c.tag: c for c in (Ready, Progress, TextDelta, Reply, Done, Failed)}
+
+
+def worker_event(data: dict) -> WorkerEvent:
+    """An event line's dict as its type; ValueError for an unknown `event` or key."""
+    return _read_tagged(data, WORKER_EVENTS, "event")

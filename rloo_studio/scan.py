@@ -2,7 +2,7 @@
 
 For each training prompt (all, or `limit` chosen evenly) the scan samples k (= rloo.num_generations)
 completions with the run's model and settings and scores them with the run's rewards — the reward
-preview's own machinery (`engine.sampling.sample_groups`, `rewards.preview.score_in_child`), one
+preview's own machinery (`engine.sampling.sample_groups`, `workers.scoring.score`), one
 generation batch of a training step at a time. Per prompt it keeps the totals, their mean and
 whether the group has any spread, and sorts the prompt into one bucket (`difficulty_bucket`, the
 one rule). It saves `scan.jsonl` (one line per prompt) and a summary in a scan folder under the
@@ -30,7 +30,7 @@ from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
 from .rewards.asks import check_asks
-from .rewards.preview import SCORE_TIMEOUT_S
+from .workers import scoring
 
 ALWAYS_SOLVED, NEVER_SOLVED, MIXED = "always solved", "never solved", "mixed"
 BUCKETS = (ALWAYS_SOLVED, MIXED, NEVER_SOLVED)
@@ -108,7 +108,7 @@ def eta_words(event: dict) -> str:
 
 
 def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir: str | Path, limit: int | None = None,
-             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = SCORE_TIMEOUT_S,
+             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = scoring.SCORE_TIMEOUT_S,
              seed: int = 0) -> Path:
     """Scan the config's training prompts; returns the scan folder (scan.jsonl + summary).
 
@@ -116,7 +116,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     in order). `source`: the editor's reward code, when the rewards use it. Raises StudioError for bad input and
     when the rewards fail (their words)."""
     from .data import load_rows
-    from .rewards.preview import score_in_child, scoring_request, start_scorer
+    from .rewards.preview import scoring_request
 
     check_limit(limit)
     started = time.time()
@@ -134,11 +134,11 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     try:
         for number, indices in enumerate(batches):
             # Each batch's scoring child starts while the model samples: its start-up (imports) costs no waiting.
-            scorer = start_scorer()
+            scorer = scoring.start_scorer()
             sampled = sample([train[i] for i in indices], seed + number)
             request = scoring_request(cfg, sampled, source)
             request.probes = number == 0  # the hack probes once: they are about the rewards, not the prompts
-            result = score_in_child(request, timeout_s=timeout_s, proc=scorer)
+            result = scoring.score(request, timeout_s=timeout_s, proc=scorer)
             _add_batch(records, indices, train, result)
             if number == 0:
                 probes = result.get("probes", [])

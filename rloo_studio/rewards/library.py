@@ -5,8 +5,9 @@ A reward file is one self-contained `.py` file in TRL's reward contract that als
 values its code reads from `REWARD["parameters"]`), default weights per function, and its pinned examples (prompt,
 completion, columns, the expected total's range) — the tests travel with the reward. The header is read with
 `ast.literal_eval`, never by running the file; `parse` checks everything that needs no running (size, syntax,
-header, functions, weights, columns), `check_examples` scores the pinned examples in the preview's scoring child
-(`preview.score_in_child`), the same road the Rewards tab's pinned checks take. The content hash (`content_hash`)
+header, functions, weights, columns); `examples_request` and `examples_report` are the two ends of checking the pinned
+examples, which `workers.scoring.check_examples` scores in the scoring child between them, the same road the Rewards
+tab's pinned checks take. The content hash (`content_hash`)
 names a version: a run records the hash of every reward file it trained with (`record_run_rewards`, rewards.json).
 
 The library is a folder of such files under the user's data folder (`library_dir`; RLOO_STUDIO_REWARDS_DIR
@@ -490,12 +491,10 @@ def example_verdicts(reward: RewardFile, result: dict) -> list[dict]:
     return verdicts
 
 
-def check_examples(reward: RewardFile, cfg=None, timeout_s: float | None = None) -> dict:
-    """Score the pinned examples in the scoring child: {"verdicts", "passed", "problems", "tokens"}; never raises.
-    Without a run config, `completion_ids` are one id per character (no tokenizer is at hand): said in "tokens"."""
-    from .preview import SCORE_TIMEOUT_S, score_in_child
-
-    result = score_in_child(examples_request(reward, cfg), timeout_s=timeout_s or SCORE_TIMEOUT_S)
+def examples_report(reward: RewardFile, result: dict, cfg=None) -> dict:
+    """The pinned examples' report from the scoring child's `result` for `examples_request(reward, cfg)` (scored by
+    workers.scoring.check_examples): {"verdicts", "passed", "problems", "tokens"}. Without a run config,
+    `completion_ids` are one id per character (no tokenizer is at hand): said in "tokens"."""
     if result.get("problems"):
         return {"verdicts": [], "passed": False, "problems": result["problems"], "tokens": None}
     verdicts = example_verdicts(reward, result)

@@ -8,17 +8,19 @@ leave-one-out baseline and advantage; per function the mean, std (the sample std
 many `None` and the errors; the share of prompt groups whose completions all got the same total (no learning signal); and which functions score degenerate completions
 (empty, only the tags, the prompt echoed, ...) as well as real ones.
 
-The person's reward code runs in a child process (`score_in_child`) with a time limit and, on
-Linux, a memory limit (PREVIEW_MEMORY_LIMIT_GIB), so a hang, `sys.exit`, a crash or a runaway
-allocation in it never takes the app down: the parent reports which function was running. Return
+The person's reward code runs in a child process, never in the app's: this module is also that child's program
+(`python -m rloo_studio.rewards.preview`: one request on stdin, its answer as the last stdout line, a CALLING NAME /
+RETURNED pair on stderr around each reward call) and sets the child's own memory limit on Linux
+(PREVIEW_MEMORY_LIMIT_GIB). The app's side of it (starting it, its time limits, the children kept waiting) is
+`workers.scoring`; everything here is pure scoring but that entry point. Return
 values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them, with the keyword arguments `data.reward_kwargs` builds: `prompts`,
 `completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
 `completion_ids` (the sampled ids, end token included, when the group brings them; see
 `written_completion_ids` for text), `trainer_state`, and every data column by name (`data.reward_columns`: the
 request's `columns`, the data's, and the prompt column, `prompt_column`, holding the prompt as written).
 
-Over 500 lines because the scoring and the child that runs it share the request and its limits; the child's side
-(start_scorer, score_in_child) belongs with the app's other children in workers/ and has not moved there yet.
+Over 500 lines: the table, the summaries, the probes and the judges' agreement are one result, built from one
+request.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import json
 import os
 import statistics
 import sys
-import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -39,7 +40,6 @@ from ..config import RewardSpec
 from ..data import build_prompt, reward_kwargs, use_chat_format
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
-from ..procs import PIPE, Child
 from ..protocol import ScoreRequest, ScoreResult, WrittenShape
 from ..runs import REWARDS_FILE
 from .asks import check_asks
@@ -47,10 +47,6 @@ from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
 from .thinking import prompt_opens_think
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
 
-SCORE_TIMEOUT_S = 60  # one reward call on one preview batch; the child's start-up and imports are not counted
-# Starting the child, importing the tokenizer library and loading the reward code, before any call. On a
-# busy laptop the imports alone have taken a minute; this only catches a reward file that hangs on import.
-LOAD_TIMEOUT_S = 600
 # Memory the scoring child may take for data (Linux RLIMIT_DATA). Generous: the child's own imports
 # (transformers and torch for the tokenizer) take about 1 GiB, and a reward model of ~3B parameters in
 # fp32 fits besides. It is there so a reward that allocates without bound fails inside the child with a
@@ -121,7 +117,7 @@ def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
 
 
 def _call(fn, kwargs: dict):
-    # The parent times each call from CALLING to RETURNED (score_in_child): imports and loading do not count.
+    # The parent times each call from CALLING to RETURNED (workers.scoring): imports and loading do not count.
     print(f"CALLING {getattr(fn, '__name__', 'reward')}", file=sys.stderr, flush=True)
     try:
         result = fn(**kwargs)
@@ -169,8 +165,8 @@ def _error_detail(exc: BaseException, name: str, filename: str | None, completio
     return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
 
 
-# In a standby scoring child started with a tokenizer (`start_scorer(tokenizer=...)`): that tokenizer, loaded while the
-# child waited for its request.
+# In a standby scoring child started with a tokenizer (`workers.scoring.start_scorer(tokenizer=...)`): that tokenizer,
+# loaded while the child waited for its request.
 _preloaded: dict = {}
 PRELOAD_ARG = "--preload-tokenizer"
 
@@ -233,7 +229,7 @@ def written_request(cfg, groups: list, source: str | None, columns: Sequence[str
 
 
 @contextmanager
-def _editor_code_folder(source: str) -> Iterator[str]:
+def editor_code_folder(source: str) -> Iterator[str]:
     """A temporary folder holding the editor's code as REWARDS_FILE, where the specs' `file: rewards.py` finds it
     (the run copies the same text); it goes when the block ends, as previews come one after another."""
     import tempfile
@@ -248,7 +244,7 @@ def score(request: ScoreRequest | dict) -> dict:
     request = ScoreRequest.of(request)
     if request.source is None:
         return _score(request).to_dict()
-    with _editor_code_folder(request.source) as folder:
+    with editor_code_folder(request.source) as folder:
         return _score(replace(request, base_dir=folder)).to_dict()
 
 
@@ -523,112 +519,6 @@ def _probes(rewards, groups, batch, per_function, conversational) -> list[dict]:
     for f in findings:
         unique.setdefault((f["function"], f["probe"]), f)
     return list(unique.values())
-
-
-class _ScoringChild(Child):
-    """A scoring child and what it has said: its answer on stdout; on stderr a CALLING NAME / RETURNED pair around
-    each reward call (with when the call began) and everything else (the user's prints, tracebacks)."""
-
-    def __init__(self, argv: list[str], box):
-        self.out_lines: list[str] = []
-        self.err_lines: list[str] = []
-        self.calling: dict = {}  # name and start of the call in progress, if any
-        self.box_kind = box.kind  # the reward sandbox it runs in (rewards.boxed.scoring_kind)
-        super().__init__(argv, stdin=PIPE, stdout=self.out_lines.append, stderr=self._stderr_line, wrap=box.prefix,
-                         on_end=box.close)
-
-    def _stderr_line(self, line: str) -> None:
-        if line.startswith("CALLING "):
-            self.calling.update(name=line.split(" ", 1)[1], since=time.time())
-        elif line == "RETURNED":
-            self.calling.clear()
-        else:
-            self.err_lines.append(line)
-
-
-def start_scorer(tokenizer: str | None = None, specs: Sequence[dict] = ()) -> Child:
-    """A scoring child, waiting for its request.
-
-    Started ahead of time (after a preview, while the person reads the table) it makes the next
-    preview wait for nothing but the scoring itself; it is still a fresh process per request, with
-    the same memory and time limits. A child whose parent went away reads end-of-input and exits.
-    `tokenizer`: a tokenizer folder or hub id the child loads while it waits, for requests of written
-    text (pinned examples, pasted completions), whose token ids need it: importing the tokenizer
-    library is most of such a check's time (seconds on a laptop). It runs in the reward sandbox where the system has
-    one (for reward entries `specs`: see rewards.boxed.scoring_kind; a request that needs another is given a new child)."""
-    from .boxed import scoring_box
-
-    preload = [PRELOAD_ARG, tokenizer] if tokenizer else []
-    return _ScoringChild([sys.executable, "-m", "rloo_studio.rewards.preview", *preload], scoring_box(specs))
-
-
-def score_in_child(request: ScoreRequest | dict, timeout_s: float = SCORE_TIMEOUT_S, proc: Child | None = None,
-                   load_timeout_s: float = LOAD_TIMEOUT_S) -> dict:
-    """`score` in a child process with time limits; problems come back in `problems`, never as exceptions.
-
-    `timeout_s` limits each call of a reward function (from the child's CALLING line to its RETURNED
-    line), so a slow start of the child on a busy machine is not blamed on the reward;
-    `load_timeout_s` limits the time outside calls (start-up, imports, loading the reward file).
-    `proc`: a child from `start_scorer` to use. The child ends with everything the reward code started.
-    The answer is a ScoreResult's dict."""
-    request = ScoreRequest.of(request)
-    if request.source is None:
-        return _score_in_child(request, timeout_s, proc, load_timeout_s)
-    # This process writes the editor's code and removes it once the child has ended: a child killed on the time
-    # limit, or ended by os._exit or a crash in reward code, never runs its own clean-up, and the person's code
-    # would stay behind in the temporary folder.
-    with _editor_code_folder(request.source) as folder:
-        return _score_in_child(replace(request, source=None, base_dir=folder), timeout_s, proc, load_timeout_s)
-
-
-def _score_in_child(request: ScoreRequest, timeout_s: float, proc: Child | None, load_timeout_s: float) -> dict:
-    from .boxed import scoring_kind
-
-    started = time.time()
-    specs = request.rewards
-    if proc is None or proc.poll() is not None or getattr(proc, "box_kind", None) != scoring_kind(specs):
-        if proc is not None:
-            proc.kill()  # waiting in another sandbox (a judge on a server needs the network, `sandbox: false` none)
-        proc = start_scorer(specs=specs)
-    proc.give_input(json.dumps(request.to_dict()))
-    clock = {"outside_calls": 0.0, "last": time.time()}
-
-    def overdue() -> str | None:
-        """Why the child must stop now, if it must: a reward call, or the time outside calls, past its limit."""
-        now = time.time()
-        call = dict(proc.calling)
-        problem = None
-        if call:
-            if now - call["since"] > timeout_s:
-                problem = (f"reward function `{call['name']}` did not return within {timeout_s:.0f} s.\nWhy: it may loop "
-                           "forever, wait on the network, or be far too slow for training (training calls it on every batch).\n"
-                           "What to do: make it return promptly; the app stopped it and is unaffected.")
-        else:
-            clock["outside_calls"] += now - clock["last"]
-            if clock["outside_calls"] > load_timeout_s:
-                problem = (f"loading the rewards did not finish within {load_timeout_s:.0f} s.\nWhy: the reward file's "
-                           "top-level code (or an import it makes) may hang, or the machine is far too busy.\nWhat to do: "
-                           "move slow work out of the file's top level; the app stopped it and is unaffected.")
-        clock["last"] = now
-        return problem
-
-    # Ctrl-C in `rloo-studio preview` ends the child too: it must not outlive the wait (nor hold its folder).
-    proc.wait(overdue=overdue)
-    if proc.stopped:
-        return ScoreResult.failed(proc.stopped, time.time() - started).to_dict()
-    lines = "\n".join(proc.out_lines).strip().splitlines()
-    if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        tail = ([line for line in proc.err_lines if line.strip()] or [f"exit code {proc.returncode}"])[-1]
-        if proc.calling:  # it ended inside a reward call: that function ended it
-            return ScoreResult.failed(f"reward function `{proc.calling['name']}` ended the scoring process (exit code "
-                                      f"{proc.returncode}) instead of returning; last output: {tail}\nWhy: reward code called "
-                                      "os._exit() or crashed the Python interpreter (e.g. in a C extension); in training that "
-                                      "would end the run.\nWhat to do: return a list of numbers (None for completions it cannot "
-                                      "score); the app is unaffected.", time.time() - started).to_dict()
-        return ScoreResult.failed(f"scoring failed: {tail}", time.time() - started).to_dict()
-    result = ScoreResult.from_dict(json.loads(lines[-1]))
-    result.seconds = time.time() - started
-    return result.to_dict()
 
 
 def preview_memory_limit_gib() -> float | None:

@@ -23,6 +23,7 @@ import gradio as gr
 
 from .. import runs
 from ..errors import StudioError
+from ..protocol import Progress, Reply, TextDelta
 from ..workers.inference import InferenceWorker
 from ..rewards.builtin import split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
@@ -93,10 +94,9 @@ def said(message: dict) -> dict:
     return {"role": message["role"], "content": message["content"]}
 
 
-def reply_message(event: dict) -> dict:
+def reply_message(event: Reply) -> dict:
     """A reply event as the session keeps it: the text, and whether it was cut off at which budget."""
-    return {"role": "assistant", "content": event["text"], "cut_off": bool(event.get("cut_off")),
-            "max_new_tokens": event.get("max_new_tokens")}
+    return {"role": "assistant", "content": event.text, "cut_off": event.cut_off, "max_new_tokens": event.max_new_tokens}
 
 
 def new_session(blind: bool) -> dict:
@@ -310,24 +310,23 @@ class ChatTab:
                                       guard=lambda: busy_message(self.runs_dir, "The chat"))
             replies = {}
             for event in events:
-                kind = event.get("event")
-                if kind == "progress":
-                    yield self.render(session, f"{event['message']}…", pending) + [gr.update()]
-                elif kind == "text" and not blind:
-                    pending[event["side"]] = pending.get(event["side"], "") + event["delta"]
-                    yield self.render(session, f"Generating the {event['side']} reply…", pending) + [gr.update()]
-                elif kind == "reply":
-                    replies[event["side"]] = event
-                    pending.pop(event["side"], None)
+                if isinstance(event, Progress):
+                    yield self.render(session, f"{event.message}…", pending) + [gr.update()]
+                elif isinstance(event, TextDelta) and not blind:
+                    pending[event.side] = pending.get(event.side, "") + event.delta
+                    yield self.render(session, f"Generating the {event.side} reply…", pending) + [gr.update()]
+                elif isinstance(event, Reply):
+                    replies[event.side] = event
+                    pending.pop(event.side, None)
                     if not blind:
-                        session["badges"][event["side"]] = event["adapter_state"]
-                        session[event["side"]].append(reply_message(event))
+                        session["badges"][event.side] = event.adapter_state
+                        session[event.side].append(reply_message(event))
                         yield self.render(session, "", pending) + [gr.update()]
                     else:
                         yield self.render(session, f"Generated {len(replies)} of 2 replies…") + [gr.update()]
             if blind:
                 for side, event in replies.items():
-                    session["badges"][side] = event["adapter_state"]
+                    session["badges"][side] = event.adapter_state
                     session[side].append(reply_message(event))
         except (StudioError, OSError) as exc:
             for side in ("base", "tuned"):  # the turn did not complete: take all of it back on both sides

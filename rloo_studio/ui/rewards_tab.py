@@ -5,13 +5,13 @@ Turns its widgets into the `rewards` list of the RunConfig (`apply`) and back (`
 The person's code is arbitrary Python, so the app's own process never runs it: on every edit it
 is only parsed (syntax with line and column, undefined names: `rewards.lint`); loading and the
 signature check run in a child process (`rewards.check`); the preview samples completions in a
-child process (`rloo-studio preview`) and scores them in another one with a time limit
-(`rewards.preview`). The code is kept as a draft on every change and copied into each run as
+child process (the inference worker) and scores them in another one with a time limit
+(`workers.scoring`). The code is kept as a draft on every change and copied into each run as
 rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
 and the pinned examples to the whole form (they score with the form's rewards and model).
 
-Over 500 lines: the tab's widgets, preview tables and pinned checks are one page; its scoring children (the standby
-scorers, score_written, sample_and_score) belong in workers/ and have not moved there yet.
+Over 500 lines: the tab's widgets, preview tables and pinned checks are one page (its scoring children, and the ones
+kept waiting, are workers.scoring's).
 """
 
 from __future__ import annotations
@@ -30,14 +30,15 @@ from ..config import RunConfig
 from ..data import row_from_cell, reward_columns, unpassed_columns
 from ..errors import ConfigError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
-from ..protocol import ScoreRequest
+from ..protocol import Done, PreviewRequest, Progress
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, written_request)
+from ..rewards.preview import agreement_sentence, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
 from ..scan import warmup_offer
 from . import text
+from ..workers import scoring
 from ..workers.commands import run_cli
 from .freshness import Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
@@ -709,20 +710,12 @@ def _num(value):
     return round(value + 0.0, 3) if isinstance(value, (int, float)) else value
 
 
-# A scoring child started after each preview for the next one (see rewards.preview.start_scorer).
-_standby_scorer: dict = {}
-# A scoring child that has loaded the run's tokenizer, started after each pinned check for the next one: written text
-# needs the tokenizer for its token ids, and loading its library was most of a check's time (7-9 s on a 2-core machine,
-# for each edit of a pinned example). Keyed by the tokenizer, since the person may change the model between checks.
-_standby_written: dict = {}
-
-
 class PinnedChecks:
     """The pinned examples' reports, remembering the last check: what it scored and the scores.
 
     The page sends the table's change twice for one edited cell (as the cell's editor opens and as it closes), and
     leaving the code editor sends a blur, changed or not. A check of what the last check scored would start a process
-    for the same verdict, use up the child that has loaded the tokenizer for the next edit (`score_written`), and hold
+    for the same verdict, use up the child that has loaded the tokenizer for the next edit (`scoring.WRITTEN`), and hold
     the queue that the next edit's check waits in: such a check (`again` False) gets the last scores instead."""
 
     def __init__(self):
@@ -744,7 +737,7 @@ class PinnedChecks:
             # The scores, not the report: the expected ranges are not part of what is scored (an edited bound is judged
             # against the same scores, and the report says the new bound).
             return pinned_verdict(groups, last["result"])
-        result = score_written(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)))
+        result = scoring.score(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)), standby=scoring.WRITTEN)
         self.scored += 1
         # A check that could not score (a time limit, a server that did not answer) is tried again on the next event.
         self.last = {} if result.get("problems") else {"key": key, "result": result}
@@ -762,51 +755,27 @@ def _reward_files_changed_at(cfg: RunConfig) -> list:
     return files
 
 
-def score_written(request: ScoreRequest, timeout_s: float) -> dict:
-    """`score_in_child` for a request of written completions (the pinned examples), in a standby child that has already
-    loaded the request's tokenizer when the last check used the same one; then another is started for the next check."""
-    tokenizer = request.tokenizer
-    standby = _standby_written.pop("proc", None)
-    if standby is not None and _standby_written.pop("tokenizer", None) != tokenizer:
-        standby.kill()  # loaded another model's tokenizer
-        standby.wait()
-        standby = None
-    try:
-        return score_in_child(request, timeout_s=timeout_s, proc=standby)
-    finally:
-        replaced = _standby_written.pop("proc", None)  # another check's, ended meanwhile: one standby is enough
-        _standby_written.update(proc=start_scorer(tokenizer=tokenizer), tokenizer=tokenizer)
-        if replaced is not None:
-            replaced.kill()
-            replaced.wait()
-
-
 def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, prompt: str | None = None,
                      answer: str | None = None, timeout_s: float = 30, progress=lambda fraction, desc: None,
                      seed: int = 0, guard=None) -> dict:
     """*Sample and score* as the page runs it: completions are sampled in the inference worker, which keeps
-    the model loaded between previews, then scored in a child process with a time limit (`score_in_child`).
+    the model loaded between previews, then scored in a child process with a time limit (`workers.scoring.score`).
 
-    The result is `score_in_child`'s, plus `worker` (its pid and how many times it loaded a preview model).
+    The result is `scoring.score`'s, plus `worker` (its pid and how many times it loaded a preview model).
     `guard()` may refuse (e.g. a run is training and holds the memory)."""
-    request = {"config": cfg.to_dict(), "base_dir": str(cfg.base_dir), "num_prompts": num_prompts, "prompt": prompt,
-               "answer": answer, "seed": seed}
+    request = PreviewRequest(config=cfg.to_dict(), base_dir=str(cfg.base_dir), num_prompts=num_prompts, prompt=prompt,
+                             answer=answer, seed=seed)
     sampled = None
     # A scoring child started after the previous preview (or now, while the worker samples) waits for
     # the request; its time limit counts from the request, so a slow start never eats the rewards' time.
-    scorer = _standby_scorer.pop("proc", None) or start_scorer()
-    try:
-        for event in worker.preview(request, guard=guard):
-            if event.get("event") == "progress":
-                stage = str(event.get("message", "")).removeprefix("[preview]").strip()
-                progress(0.3 if "load" in stage else 0.6, desc=stage)
-            elif event.get("event") == "done":
-                sampled = event.get("result") or {}
-    except BaseException:
-        _standby_scorer["proc"] = scorer  # unused: it waits for the next preview
-        raise
+    scoring.PREVIEWS.warm()
+    for event in worker.preview(request, guard=guard):
+        if isinstance(event, Progress):
+            stage = event.message.removeprefix("[preview]").strip()
+            progress(0.3 if "load" in stage else 0.6, desc=stage)
+        elif isinstance(event, Done):
+            sampled = event.result or {}
     progress(0.9, desc="scoring with the reward functions")
-    result = score_in_child(scoring_request(cfg, sampled), timeout_s=timeout_s, proc=scorer)
-    _standby_scorer["proc"] = start_scorer()
+    result = scoring.score(scoring_request(cfg, sampled), timeout_s=timeout_s, standby=scoring.PREVIEWS)
     result["worker"] = {"pid": sampled.get("pid"), "loads": sampled.get("loads")}
     return result

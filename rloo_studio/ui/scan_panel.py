@@ -18,6 +18,7 @@ import gradio as gr
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..protocol import Done, PreviewRequest
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, warmup_offer, write_filtered
 from . import text
 from .pickers import busy_message
@@ -97,11 +98,11 @@ class ScanPanel:
             guard = lambda: busy_message(form.runs_dir, "Scanning the data")  # noqa: E731
 
             def sample(rows: list[dict], seed: int) -> dict:
-                request = {"config": scan_cfg.to_dict(), "base_dir": str(scan_cfg.base_dir), "rows": rows, "seed": seed}
+                request = PreviewRequest(config=scan_cfg.to_dict(), base_dir=str(scan_cfg.base_dir), rows=rows, seed=seed)
                 result = None
                 for event in worker.preview(request, guard=guard):  # read to the end: the worker's lock is freed there
-                    if event.get("event") == "done":
-                        result = event.get("result") or {}
+                    if isinstance(event, Done):
+                        result = event.result or {}
                 if result is None:
                     raise StudioError("the model worker ended the batch without completions", "", "press Scan the data again")
                 return result

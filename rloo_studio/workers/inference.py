@@ -8,7 +8,8 @@ kills the worker; a worker that died (out of memory, a crash, killed) is started
 next request and the model it had loaded is loaded again, so the app stays usable. Starting
 training shuts the worker down first (`shutdown`), so only one process holds the GPU.
 
-This module never imports torch: it only manages a process and reads JSON lines.
+This module never imports torch: it only manages a process, writes the worker's requests and reads its events
+(the typed messages of `protocol`, one JSON line each). It yields the events to its callers as they are.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Iterator
 from .. import runs
 from ..errors import StudioError
 from ..procs import DEVNULL, PIPE, Child, usable_cores
+from ..protocol import (ChatRequest, Done, Failed, InferenceRequest, LoadRequest, PingRequest, PreviewRequest,
+                        Ready, ShutdownRequest, WorkerEvent, worker_event)
 
 WORKER_MODULE = "rloo_studio.engine.inference_worker"
 START_TIMEOUT_S = 180    # importing torch + transformers on a slow laptop; later requests are fast
@@ -35,6 +38,10 @@ REQUEST_TIMEOUT_S = 900  # one chat turn, both sides; a hung generation is kille
 
 class WorkerExited(StudioError):
     """The worker process ended while a request waited for it."""
+
+
+class _Exited:
+    """Put on a worker's event queue when its process has ended (no line of the pipe: the app's own marker)."""
 
 
 class InferenceWorker:
@@ -62,8 +69,8 @@ class InferenceWorker:
     def status(self) -> dict:
         """What the worker holds (starts it if needed): loaded adapter, adapters, base model loads."""
         with self._lock:
-            events = list(self._send({"op": "ping"}, START_TIMEOUT_S))
-        return events[-1].get("result", {})
+            events = list(self._send(PingRequest(), START_TIMEOUT_S))
+        return events[-1].result or {}
 
     def _start(self) -> None:
         if self._proc is not None:
@@ -83,7 +90,7 @@ class InferenceWorker:
         self._events = events
         self.loaded = None
         self._proc = Child(self.command, stdin=PIPE, stdout=lambda line: self._event(events, line), stderr=log, env=env,
-                           on_end=lambda: events.put({"event": "exited"}))
+                           on_end=lambda: events.put(_Exited()))
         if log is not DEVNULL:
             log.close()  # the child holds its own descriptor
         try:
@@ -94,24 +101,34 @@ class InferenceWorker:
             raise StudioError(exc.what.replace("stopped unexpectedly", "could not start"),
                               "it ended before it was ready: importing torch/transformers or starting the GPU failed",
                               f"read {self.log_path or 'its output'} for the error; after fixing it, send again") from None
-        if event.get("event") != "ready":
+        if not isinstance(event, Ready):
             raise self._as_error(event, "the chat worker did not start")
 
     @staticmethod
     def _event(events: queue.Queue, line: str) -> None:
         try:
-            events.put(json.loads(line))
-        except json.JSONDecodeError:
-            pass  # not an event (a library's print)
+            data = json.loads(line)
+        except ValueError:
+            return  # not an event (a library's print)
+        if not isinstance(data, dict) or "event" not in data:
+            return
+        try:
+            events.put(worker_event(data))
+        except ValueError as exc:
+            # A worker of another version: what it meant cannot be known, and a request's end may never be read.
+            # Fatal: the worker is ended, and the next request starts a fresh one.
+            events.put(Failed({"what": f"the chat worker sent a message this app cannot read ({exc})",
+                               "why": "the worker and the app come from different versions of RLOO Studio",
+                               "fix": "restart the app"}, fatal=True))
 
-    def _next(self, timeout_s: float, what: str) -> dict:
+    def _next(self, timeout_s: float, what: str) -> WorkerEvent:
         try:
             event = self._events.get(timeout=timeout_s)
         except queue.Empty:
             self.kill()
             raise StudioError(f"the chat worker did not answer within {timeout_s:.0f} s ({what})",
                               "a generation or a model load hung", "it was stopped; send again to start a fresh one") from None
-        if event.get("event") == "exited":
+        if isinstance(event, _Exited):
             code = self._proc.wait() if self._proc else None
             where = f" (its log: {self.log_path})" if self.log_path else ""
             self.loaded = None
@@ -152,7 +169,7 @@ class InferenceWorker:
     def _stop_process(self, timeout_s: float = 10) -> None:
         if self.alive:
             try:
-                self._proc.send(json.dumps({"op": "shutdown"}) + "\n")
+                self._proc.send(json.dumps(ShutdownRequest().to_dict()) + "\n")
             except OSError:
                 pass
             self._proc.wait(timeout_s)  # past it, its tree is killed
@@ -161,32 +178,32 @@ class InferenceWorker:
     # ---- requests ----------------------------------------------------------------------------
 
     @staticmethod
-    def _as_error(event: dict, fallback: str) -> StudioError:
-        return StudioError.from_dict(event.get("error"), fallback)
+    def _as_error(event: WorkerEvent, fallback: str) -> StudioError:
+        return StudioError.from_dict(event.error if isinstance(event, Failed) else None, fallback)
 
-    def _send(self, request: dict, timeout_s: float) -> Iterator[dict]:
+    def _send(self, request: InferenceRequest, timeout_s: float) -> Iterator[WorkerEvent]:
         if not self.alive:
             self._start()
         try:
-            self._proc.send(json.dumps(request) + "\n")
+            self._proc.send(json.dumps(request.to_dict()) + "\n")
         except OSError:  # it died between the liveness check and the write
             self.loaded = None
             raise WorkerExited("the chat worker stopped unexpectedly", "it crashed or was killed",
                                "send again: a fresh worker starts and reloads the model") from None
         self._pending = True
         while True:
-            event = self._next(timeout_s, request.get("op", "request"))
-            if event.get("event") in ("error", "done"):
+            event = self._next(timeout_s, request.tag)
+            if isinstance(event, (Failed, Done)):
                 self._pending = False
-            if event.get("event") == "error":
-                if event.get("fatal"):
+            if isinstance(event, Failed):
+                if event.fatal:
                     self.kill()  # it exits by itself; make sure, and reload on the next request
                 raise self._as_error(event, "the chat worker failed")
             yield event
-            if event.get("event") == "done":
+            if isinstance(event, Done):
                 return
 
-    def ensure_loaded(self, run_dir: str | Path, checkpoint: str) -> Iterator[dict]:
+    def ensure_loaded(self, run_dir: str | Path, checkpoint: str) -> Iterator[WorkerEvent]:
         """Load (run, checkpoint) unless it is what the worker holds; yields progress events.
 
         The weights' modification time is part of what is held: a run resumed from the command line
@@ -195,7 +212,7 @@ class InferenceWorker:
         if self.alive and self.loaded == key:
             return
         self.loaded = None
-        for event in self._send({"op": "load", "run_dir": key[0], "checkpoint": checkpoint}, LOAD_TIMEOUT_S):
+        for event in self._send(LoadRequest(run_dir=key[0], checkpoint=checkpoint), LOAD_TIMEOUT_S):
             yield event
         self.loaded = key
 
@@ -209,8 +226,9 @@ class InferenceWorker:
             raise StudioError(refusal)
 
     def chat(self, run_dir: str | Path, checkpoint: str, messages: list[dict] | dict[str, list[dict]], sampling: dict,
-             system_prompt: str | None = None, sides=("base", "tuned"), guard=None) -> Iterator[dict]:
-        """Load if needed, then generate each side in turn; yields progress, text, reply and one final done event.
+             system_prompt: str | None = None, sides=("base", "tuned"), guard=None) -> Iterator[WorkerEvent]:
+        """Load if needed, then generate each side in turn; yields Progress, TextDelta, Reply and one final Done (with
+        the whole turn's `seconds`).
 
         `messages` is the conversation, or a dict with each side's own conversation. The whole turn
         holds the lock, so nothing (another session, training being started) gets between the sides.
@@ -237,10 +255,10 @@ class InferenceWorker:
                         self.kill()
                         self._pending = False
 
-    def preview(self, request: dict, guard=None) -> Iterator[dict]:
-        """Sample a reward preview's completions in the worker; yields progress events and one done event.
+    def preview(self, request: PreviewRequest, guard=None) -> Iterator[WorkerEvent]:
+        """Sample a reward preview's completions in the worker; yields Progress events and one Done (its `result`:
+        engine.sampling.sample_groups', with the worker's `pid` and `loads`).
 
-        `request` holds the run config as a dict, its base_dir, and num_prompts or prompt/answer, seed.
         The worker keeps the config's base model loaded between previews (engine.warm), so a second
         preview of the same model samples at once. It holds the lock like a chat turn: a chat and a
         preview never interleave on one model. A preview replaces the chat's loaded model in memory."""
@@ -249,9 +267,9 @@ class InferenceWorker:
             for attempt in (1, 2):
                 answered = False
                 try:
-                    for event in self._send({"op": "preview", **request}, LOAD_TIMEOUT_S):
+                    for event in self._send(request, LOAD_TIMEOUT_S):
                         answered = True
-                        if event.get("event") == "done" and (event.get("result") or {}).get("chat_released"):
+                        if isinstance(event, Done) and (event.result or {}).get("chat_released"):
                             self.loaded = None  # the next chat message loads its model again
                         yield event
                     return
@@ -264,11 +282,11 @@ class InferenceWorker:
                         self.kill()
                         self._pending = False
 
-    def _chat_once(self, run_dir, checkpoint, conversations, sampling, system_prompt, sides, started) -> Iterator[dict]:
+    def _chat_once(self, run_dir, checkpoint, conversations, sampling, system_prompt, sides, started) -> Iterator[WorkerEvent]:
         yield from self.ensure_loaded(run_dir, checkpoint)
         for side in sides:
-            request = {"op": "chat", "messages": conversations[side], "sampling": sampling, "system_prompt": system_prompt, "sides": [side]}
+            request = ChatRequest(messages=conversations[side], sampling=sampling, system_prompt=system_prompt, sides=[side])
             for event in self._send(request, REQUEST_TIMEOUT_S):
-                if event.get("event") != "done":
+                if not isinstance(event, Done):
                     yield event
-        yield {"event": "done", "seconds": round(time.time() - started, 2)}
+        yield Done(seconds=round(time.time() - started, 2))

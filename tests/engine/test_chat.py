@@ -18,6 +18,7 @@ from helpers import ROOT, run_code
 from helpers.app import warm_children
 
 from rloo_studio.errors import StudioError
+from rloo_studio.protocol import Done, Reply, TextDelta
 from rloo_studio.workers.inference import InferenceWorker
 
 pytestmark = pytest.mark.slow
@@ -58,8 +59,8 @@ def own_worker(tmp_path):
 
 def _chat(worker, run_dir, checkpoint="final", sampling=GREEDY, messages=MESSAGES, system_prompt="Answer briefly."):
     events = list(worker.chat(run_dir, checkpoint, messages, sampling, system_prompt=system_prompt))
-    replies = {e["side"]: e for e in events if e["event"] == "reply"}
-    streamed = {side: "".join(e["delta"] for e in events if e["event"] == "text" and e["side"] == side) for side in replies}
+    replies = {e.side: e for e in events if isinstance(e, Reply)}
+    streamed = {side: "".join(e.delta for e in events if isinstance(e, TextDelta) and e.side == side) for side in replies}
     return replies, streamed, events
 
 
@@ -107,27 +108,27 @@ def test_base_and_tuned_come_from_different_adapter_states_and_base_equals_a_fre
     replies, streamed, events = _chat(worker, chat_run)
     base, tuned = replies["base"], replies["tuned"]
     # The badge data is read from the LoRA layers while generating.
-    assert base["adapter_state"]["verified"] and tuned["adapter_state"]["verified"]
-    assert base["adapter_state"]["active_layers"] == 0
-    assert tuned["adapter_state"]["active_layers"] == tuned["adapter_state"]["lora_layers"] == 14  # 7 projections x 2 layers
-    assert "adapter OFF" in base["adapter_state"]["badge"] and "ON" in tuned["adapter_state"]["badge"]
-    assert base["token_ids"] != tuned["token_ids"]
+    assert base.adapter_state["verified"] and tuned.adapter_state["verified"]
+    assert base.adapter_state["active_layers"] == 0
+    assert tuned.adapter_state["active_layers"] == tuned.adapter_state["lora_layers"] == 14  # 7 projections x 2 layers
+    assert "adapter OFF" in base.adapter_state["badge"] and "ON" in tuned.adapter_state["badge"]
+    assert base.token_ids != tuned.token_ids
     # Fairness: base is exactly a fresh load of the base model; tuned is exactly base + the run's adapter.
-    assert base["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
-    assert tuned["token_ids"] == _fresh_generation(tiny_model_dir, chat_run / "adapter", GREEDY)
+    assert base.token_ids == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert tuned.token_ids == _fresh_generation(tiny_model_dir, chat_run / "adapter", GREEDY)
     # Streaming: the deltas add up to the reply, in more than one piece.
     for side in ("base", "tuned"):
-        assert streamed[side] == replies[side]["text"]
-        assert sum(1 for e in events if e["event"] == "text" and e["side"] == side) > 1
-    assert events[-1]["event"] == "done"
+        assert streamed[side] == replies[side].text
+        assert sum(1 for e in events if isinstance(e, TextDelta) and e.side == side) > 1
+    assert isinstance(events[-1], Done)
 
 
 def test_same_seed_and_sampling_settings_on_both_sides(chat_run, worker, tiny_model_dir):
     first, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
     again, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
-    assert first["base"]["token_ids"] == again["base"]["token_ids"]
-    assert first["tuned"]["token_ids"] == again["tuned"]["token_ids"]
-    assert first["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, SAMPLED)
+    assert first["base"].token_ids == again["base"].token_ids
+    assert first["tuned"].token_ids == again["tuned"].token_ids
+    assert first["base"].token_ids == _fresh_generation(tiny_model_dir, None, SAMPLED)
 
 
 def test_greedy_decoding_ignores_temperature_and_seed(chat_run, worker, tiny_model_dir):
@@ -137,18 +138,18 @@ def test_greedy_decoding_ignores_temperature_and_seed(chat_run, worker, tiny_mod
     other_seed, _, _ = _chat(worker, chat_run, sampling={**greedy_hot, "seed": 8})
     sampled, _, _ = _chat(worker, chat_run, sampling=SAMPLED)
     for side in ("base", "tuned"):
-        assert first[side]["token_ids"] == other_seed[side]["token_ids"]
-    assert first["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
-    assert first["base"]["token_ids"] != sampled["base"]["token_ids"]  # the premise: sampling at temperature 1 differs here
+        assert first[side].token_ids == other_seed[side].token_ids
+    assert first["base"].token_ids == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert first["base"].token_ids != sampled["base"].token_ids  # the premise: sampling at temperature 1 differs here
 
 
 def test_checkpoints_share_one_base_model(chat_run, worker, tiny_model_dir):
     final, _, _ = _chat(worker, chat_run, "final")
     ckpt, _, _ = _chat(worker, chat_run, "checkpoint-1")
-    assert ckpt["tuned"]["adapter_state"]["adapter"].endswith("checkpoint-1")
-    assert ckpt["base"]["token_ids"] == final["base"]["token_ids"]
-    assert ckpt["tuned"]["token_ids"] == _fresh_generation(tiny_model_dir, chat_run / "checkpoints" / "checkpoint-1", GREEDY)
-    assert ckpt["tuned"]["token_ids"] != final["tuned"]["token_ids"]
+    assert ckpt["tuned"].adapter_state["adapter"].endswith("checkpoint-1")
+    assert ckpt["base"].token_ids == final["base"].token_ids
+    assert ckpt["tuned"].token_ids == _fresh_generation(tiny_model_dir, chat_run / "checkpoints" / "checkpoint-1", GREEDY)
+    assert ckpt["tuned"].token_ids != final["tuned"].token_ids
     status = worker.status()
     loads_before = status["base_loads"]
     _chat(worker, chat_run, "final")
@@ -218,7 +219,7 @@ def test_a_killed_worker_restarts_and_reloads(chat_run, own_worker):
     before, _, _ = _chat(own_worker, chat_run)
     os.kill(own_worker.pid, signal.SIGKILL)
     after, _, _ = _chat(own_worker, chat_run)
-    assert after["tuned"]["token_ids"] == before["tuned"]["token_ids"]
+    assert after["tuned"].token_ids == before["tuned"].token_ids
     assert own_worker.restarts == 1
 
 
@@ -240,7 +241,7 @@ def test_out_of_memory_while_generating_is_explained_and_the_worker_restarts(cha
         assert not flaky.alive  # it exited to give its memory back
         flaky.command = InferenceWorker().command  # the next start is a healthy worker
         replies, _, _ = _chat(flaky, chat_run)
-        assert replies["tuned"]["adapter_state"]["verified"] and flaky.restarts == 1
+        assert replies["tuned"].adapter_state["verified"] and flaky.restarts == 1
     finally:
         flaky.shutdown()
 
@@ -256,10 +257,10 @@ def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(chat
     shutil.rmtree(run_dir / "adapter")
     shutil.rmtree(run_dir / "checkpoints")
     replies, _, _ = _chat(worker, run_dir)
-    base, tuned = replies["base"]["adapter_state"], replies["tuned"]["adapter_state"]
+    base, tuned = replies["base"].adapter_state, replies["tuned"].adapter_state
     assert base["kind"] == tuned["kind"] == "full" and base["verified"] and tuned["verified"]
     assert base["weights"] == str(tiny_model_dir.resolve()) and tuned["weights"] == str((run_dir / "model").resolve())
     assert "weights from `model`" not in base["badge"] and f"weights from `{run_dir.name}/model`" in tuned["badge"]
-    assert replies["base"]["token_ids"] == _fresh_generation(tiny_model_dir, None, GREEDY)
-    assert replies["tuned"]["token_ids"] == _fresh_generation(run_dir / "model", None, GREEDY)
-    assert replies["base"]["token_ids"] != replies["tuned"]["token_ids"]
+    assert replies["base"].token_ids == _fresh_generation(tiny_model_dir, None, GREEDY)
+    assert replies["tuned"].token_ids == _fresh_generation(run_dir / "model", None, GREEDY)
+    assert replies["base"].token_ids != replies["tuned"].token_ids

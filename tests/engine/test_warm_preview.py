@@ -52,6 +52,7 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
     carries the run's β, so the page says what KL adds to the advantages shown."""
     from transformers import AutoTokenizer
 
+    from rloo_studio.protocol import Done, PreviewRequest
     from rloo_studio.rewards import think_end_token_id
     from rloo_studio.rewards.preview import group_probes, score, scoring_request, written_completion_ids
 
@@ -59,8 +60,8 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
     cfg.rloo["beta"] = 0.05
     worker = InferenceWorker(log_path=tmp_path / "inference.log")
     try:
-        sampled = next(e["result"] for e in worker.preview({"config": cfg.to_dict(), "base_dir": str(cfg.base_dir),
-                                                             "num_prompts": 2, "seed": 0}) if e.get("event") == "done")
+        sampled = next(e.result for e in worker.preview(PreviewRequest(config=cfg.to_dict(), base_dir=str(cfg.base_dir),
+                                                                        num_prompts=2, seed=0)) if isinstance(e, Done))
     finally:
         worker.shutdown()
     tokenizer = AutoTokenizer.from_pretrained(sampled["tokenizer"])

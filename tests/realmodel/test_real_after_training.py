@@ -16,6 +16,7 @@ from helpers.app import warm_children
 from realtask import run_cli, run_python, task_folder
 
 from rloo_studio import runs
+from rloo_studio.protocol import Reply
 from rloo_studio.workers.inference import InferenceWorker
 
 MESSAGES = [{"role": "user", "content": "Describe a cat in one sentence."}]  # open-ended: many near choices
@@ -74,15 +75,15 @@ def test_the_chat_worker_answers_as_a_fresh_base_and_a_fresh_base_plus_adapter(r
             events = list(worker.chat(run_dir, runs.FINAL, MESSAGES, GREEDY))
     finally:
         worker.shutdown()
-    replies = {e["side"]: e for e in events if e["event"] == "reply"}
+    replies = {e.side: e for e in events if isinstance(e, Reply)}
     base, tuned = replies["base"], replies["tuned"]
-    assert base["adapter_state"]["verified"] and base["adapter_state"]["active_layers"] == 0
-    assert tuned["adapter_state"]["verified"] and tuned["adapter_state"]["active_layers"] == LORA_LAYERS
+    assert base.adapter_state["verified"] and base.adapter_state["active_layers"] == 0
+    assert tuned.adapter_state["verified"] and tuned.adapter_state["active_layers"] == LORA_LAYERS
     # The chat template of training: the same prompt ids a fresh tokenizer makes, and the same greedy replies.
-    assert base["token_ids"] == fresh(real_model_dir)["ids"]
-    assert tuned["token_ids"] == fresh(real_model_dir, run_dir / "adapter")["ids"]
+    assert base.token_ids == fresh(real_model_dir)["ids"]
+    assert tuned.token_ids == fresh(real_model_dir, run_dir / "adapter")["ids"]
     for reply in (base, tuned):
-        assert reply["token_ids"] and not any(s in reply["text"] for s in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"))
+        assert reply.token_ids and not any(s in reply.text for s in ("<|im_start|>", "<|im_end|>", "<|endoftext|>"))
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import gradio as gr
 import pytest
 
 from rloo_studio.errors import StudioError
+from rloo_studio.protocol import Done, Reply, TextDelta
 from rloo_studio.ui.chat_tab import ChatTab, new_session
 
 SETTINGS = ("", 0.0, 1.0, 8, 0)  # system prompt, temperature, top-p, max tokens, seed
@@ -33,11 +34,11 @@ class FakeWorker:
                 raise StudioError("out of memory while generating", "", "lower the max tokens")
             text = self.texts.get(side, f"<think>t</think>{side} answer")
             for ch in text:
-                yield {"event": "text", "side": side, "delta": ch}
+                yield TextDelta(side=side, delta=ch)
             state = {"verified": True, "badge": f"{side} checked", "side": side}
-            yield {"event": "reply", "side": side, "text": text, "adapter_state": state, "cut_off": side in self.cut_off,
-                   "max_new_tokens": sampling["max_new_tokens"]}
-        yield {"event": "done"}
+            yield Reply(side=side, text=text, adapter_state=state, cut_off=side in self.cut_off,
+                        max_new_tokens=sampling["max_new_tokens"])
+        yield Done()
 
 
 @pytest.fixture

@@ -35,9 +35,9 @@ def _pids(path: Path) -> list[int]:
 
 
 def _score(source: str, timeout_s: float = 60) -> dict:
-    from rloo_studio.rewards.preview import score_in_child
+    from rloo_studio.workers import scoring
 
-    return score_in_child({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
+    return scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
                            "source": source, "rewards": [{"file": "rewards.py"}]}, timeout_s=timeout_s)
 
 

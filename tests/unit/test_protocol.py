@@ -60,3 +60,62 @@ def test_an_error_sent_by_another_process_reads_back_as_it_was_raised():
     # A process that ended without saying what went wrong: the caller's words stand in for the what.
     assert StudioError.from_dict(None, "the chat worker failed").message() == "the chat worker failed."
     assert StudioError.from_dict({"why": "it crashed"}, "the chat worker failed").why == "it crashed"
+
+
+# ---- the inference worker's pipe ----------------------------------------------------------------------------------
+
+def _through_the_pipe(message: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(message))  # as a line on the pipe carries it
+
+
+@pytest.mark.parametrize("request_", [
+    pytest.param(lambda p: p.LoadRequest(run_dir="/runs/a", checkpoint="checkpoint-2"), id="load"),
+    pytest.param(lambda p: p.ChatRequest(messages=[{"role": "user", "content": "hi"}], sides=["tuned"], system_prompt="Be brief.",
+                                         sampling={"temperature": 0.0, "max_new_tokens": 8}), id="chat"),
+    pytest.param(lambda p: p.PreviewRequest(config={"model": {"name_or_path": "demo"}}, base_dir="/work", prompt="2+2?",
+                                            answer="4", seed=3), id="preview"),
+    pytest.param(lambda p: p.PreviewRequest(config={}, rows=[{"prompt": "p", "answer": "1"}]), id="preview-rows"),
+    pytest.param(lambda p: p.PingRequest(), id="ping"),
+    pytest.param(lambda p: p.ShutdownRequest(), id="shutdown")])
+def test_each_inference_request_reads_back_as_its_type(request_):
+    from rloo_studio import protocol
+
+    sent = request_(protocol)
+    assert protocol.inference_request(_through_the_pipe(sent.to_dict())) == sent
+    assert sent.to_dict()["op"] == sent.tag
+
+
+@pytest.mark.parametrize("event", [
+    pytest.param(lambda p: p.Ready(pid=41), id="ready"),
+    pytest.param(lambda p: p.Progress("loading the model"), id="progress"),
+    pytest.param(lambda p: p.TextDelta(side="base", delta="Hel"), id="text"),
+    pytest.param(lambda p: p.Reply(side="tuned", text="<think>a</think>4", thinking="a", answer="4", token_ids=[5, 6, 2],
+                                   tokens=3, finished=True, max_new_tokens=32,
+                                   adapter_state={"side": "tuned", "verified": True, "badge": "ON"}), id="reply"),
+    pytest.param(lambda p: p.Done(result={"groups": [], "pid": 7, "chat_released": False}), id="done"),
+    pytest.param(lambda p: p.Done(seconds=1.25), id="done-turn"),
+    pytest.param(lambda p: p.Failed(error={"what": "out of memory", "why": "", "fix": "", "type": "OutOfMemory"}, fatal=True),
+                 id="error")])
+def test_each_worker_event_reads_back_as_its_type(event):
+    from rloo_studio import protocol
+
+    sent = event(protocol)
+    assert protocol.worker_event(_through_the_pipe(sent.to_dict())) == sent
+    assert sent.to_dict()["event"] == sent.tag
+
+
+def test_an_unknown_request_event_or_key_is_refused_not_dropped():
+    from rloo_studio.protocol import ChatRequest, Reply, inference_request, worker_event
+
+    with pytest.raises(ValueError, match="unknown op 'generate'"):
+        inference_request({"op": "generate", "messages": []})
+    with pytest.raises(ValueError, match=r"unknown keys \['temperature'\]"):  # a setting sent beside `sampling`, not in it
+        inference_request({**ChatRequest(messages=[]).to_dict(), "temperature": 0.0})
+    with pytest.raises(ValueError, match="unknown event 'token'"):
+        worker_event({"event": "token", "delta": "a"})
+    with pytest.raises(ValueError, match=r"unknown keys \['logprobs'\]"):
+        worker_event({**Reply(side="base", text="a").to_dict(), "logprobs": []})
+    with pytest.raises(ValueError, match="unknown op"):
+        inference_request(["load"])

@@ -1,0 +1,49 @@
+"""The scoring children kept waiting (workers.scoring.Standby): one at a time, for the request they can serve."""
+
+from __future__ import annotations
+
+import pytest
+
+from rloo_studio.workers import scoring
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Every child a Standby starts, recorded (real scoring children, waiting for a request they never get)."""
+    children = []
+    start = scoring.start_scorer
+
+    def recorded(tokenizer=None, specs=()):
+        children.append((tokenizer, start(tokenizer, specs)))
+        return children[-1][1]
+
+    monkeypatch.setattr(scoring, "start_scorer", recorded)
+    yield children
+    for _, child in children:
+        child.kill()
+        child.wait()
+
+
+def test_a_child_that_loaded_another_tokenizer_is_ended_not_used(started, tmp_path):
+    written = scoring.Standby(preload=True)
+    written.refill("model-a")
+    [(tokenizer, child)] = started
+    assert tokenizer == "model-a" and written.waiting is child
+    assert written.take("model-b") is None  # the person changed the model: that child cannot serve the request
+    assert child.poll() is not None and written.waiting is None
+    written.refill("model-b")
+    assert written.take("model-b") is started[-1][1] and written.waiting is None
+
+
+def test_one_child_waits_at_a_time_and_a_preview_child_loads_no_tokenizer(started):
+    previews = scoring.Standby()
+    previews.warm("model-a")
+    first = previews.waiting
+    previews.warm("model-a")  # one is waiting already: none is started
+    assert len(started) == 1 and started[0][0] is None  # sampled completions bring their ids: nothing to preload
+    previews.refill()  # another request's refill meanwhile: the older child is ended, one is enough
+    assert first.poll() is not None and previews.waiting is started[-1][1] and previews.waiting.poll() is None
+    assert previews.take("any tokenizer") is started[-1][1] and previews.waiting is None  # it serves any request
+    previews.warm()
+    previews.end()
+    assert started[-1][1].poll() is not None and previews.waiting is None
