@@ -21,7 +21,7 @@ from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..machine.vram import Estimate, shrink_to_fit
 from . import text
-from .data_tab import NO_ANSWER
+from .data_tab import NO_ANSWER, builtins_follow
 from .judge_panel import rubric_template_for
 from .rewards_tab import receives_markdown, unshown_note
 from .text import page_words, preset_notes_for
@@ -176,6 +176,9 @@ class ModelTab:
                   + [form.columns, form.data_rows, self.loaded_preset], api_name="load_form").then(
             after_load, inputs=[self.loaded_preset, form.columns, data.prompt_column, data.answer_column, judge.rubric, judge.rubric_template],
             outputs=[self.preset, data.prompt_column, data.answer_column, form.rewards_tab.receives, judge.rubric_template],
+            api_visibility="private").then(
+            # A draft saved before the builtins followed the Data tab's answer column may show another: one column again.
+            builtins_follow, inputs=[data.answer_column, form.rewards_tab.builtins], outputs=form.rewards_tab.builtins,
             api_visibility="private").then(
             update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private")
         self.estimate_api = gr.Button(visible=False)
