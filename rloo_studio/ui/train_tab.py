@@ -21,7 +21,7 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs, trial
-from ..batching import effective_line, epochs, epochs_words
+from ..batching import batch_plan, effective_line, epochs, epochs_words, plan_words, summary_line
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
@@ -61,8 +61,10 @@ def batch_summary(num_generations, per_device, num_iterations, base: dict | None
     arguments of a step (optimiser, weight decay, warm-up, schedule, seed), all effective values training passes to
     the trainer (RunConfig.effective_rloo). `--num-processes` multiplies the completions (the run's log says its own)."""
     try:
-        cfg = form_rloo(base, num_generations, per_device, num_iterations)
-        return effective_line(cfg.effective_rloo())
+        rloo = form_rloo(base, num_generations, per_device, num_iterations).effective_rloo()
+        # The optimiser and schedule in words, their trainer names in brackets; the trainer's own line behind "details".
+        return (f"{summary_line(batch_plan(rloo))} {text.optimiser_words(rloo)}\n\n<details><summary>details</summary>\n\n"
+                f"As the trainer is given them: {plan_words(rloo)}\n\n</details>")
     except (TypeError, ValueError, KeyError):
         return ""
 
