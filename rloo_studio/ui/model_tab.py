@@ -337,5 +337,5 @@ def method_note(cfg: RunConfig) -> str:
         return (f"**{text.METHOD}: {text.METHOD_CHOICES[1]}** — every weight is trained. Right for a tiny model such as the "
                 "bundled demo, where it learns more than an adapter in the same time; for real models choose "
                 f"“{text.METHOD_CHOICES[0]}”: training every weight needs several times the memory.")
-    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** (rank {cfg.lora.r}) — small added matrices are trained and the "
-            "model's own weights stay as they are: far less memory than training every weight.")
+    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** — small added matrices are trained, the adapter's size (LoRA rank "
+            f"{cfg.lora.r}); the model's own weights stay as they are: far less memory than training every weight.")

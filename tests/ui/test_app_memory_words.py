@@ -92,3 +92,11 @@ def test_the_train_tabs_optimiser_line_says_it_in_words_with_the_name_in_bracket
     assert "Optimiser paged_adamw_8bit, weight decay 0.1" in line.split("<details>")[1]  # the trainer's own names, folded
     plain = batch_summary(4, 4, 1)
     assert jargon(plain) == [] and "(adamw_torch_fused)" in plain and "(linear schedule)" in plain, plain
+
+
+def test_the_adapters_rank_is_named_as_its_size():
+    from rloo_studio.config import RunConfig
+    from rloo_studio.ui.model_tab import method_note
+
+    note = method_note(RunConfig.from_dict({"lora": {"r": 16}}))
+    assert "the adapter's size (LoRA rank 16)" in note and "(rank 16)" not in note, note
