@@ -100,3 +100,24 @@ def test_the_adapters_rank_is_named_as_its_size():
 
     note = method_note(RunConfig.from_dict({"lora": {"r": 16}}))
     assert "the adapter's size (LoRA rank 16)" in note and "(rank 16)" not in note, note
+
+
+def test_estimate_times_trainer_lines_go_behind_the_fold():
+    """Estimate time's answer listed "as the trial's trainer ran it: … Optimiser adamw_torch_fused, …" and "the trainer
+    used fp16 = True" among the plain lines."""
+    from rloo_studio.batching import effective_line
+    from rloo_studio.config import RunConfig
+    from rloo_studio.ui.train_tab import time_markdown
+    from rloo_studio.workers.trial import Measurement
+
+    m = Measurement(trial_steps=2, timed_steps=1, seconds_per_step=10.0, load_s=20.0, warmup_s=10.0, run_steps=40, run_s=420.0,
+                    epochs=2.0, train_rows=30, new_prompts_per_step=1.5, peak_gpu_gib=None, peak_rss_gib=1.8,
+                    trainer_line=effective_line(RunConfig().effective_rloo()), trainer_changed={"fp16": [False, True]},
+                    trial_s=40.0)
+    shown = time_markdown(m, minutes=10)
+    assert jargon(shown) == [] and "fp16" not in shown.split("<details>")[0], shown
+    folded = shown.split("<details>")[1]
+    assert "as the trial's trainer ran it:" in folded and "Optimiser adamw_torch_fused" in folded
+    assert "the trainer used fp16 = True, not the False the settings give" in folded
+    assert "peak memory of the training process: 1.80 GiB" in shown.split("<details>")[0]
+    assert "the trainer used a value other than the settings give for 1 of its arguments" in shown.split("<details>")[0]
