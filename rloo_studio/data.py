@@ -344,6 +344,19 @@ def row_from_cell(cell, columns: Sequence[str], answer: str = "answer") -> dict:
     return {answer: text}
 
 
+def reference_cell(row: dict, prompt_column: str, answer: str = "answer"):
+    """What a data row holds beside its prompt, as one cell (an evaluation example's reference): the `answer` column's
+    value where the row has one, else its other columns as `column=value; …` (the form `row_from_cell` reads), else None.
+
+    >>> reference_cell({"q": "Where is A-1?", "order_id": "A-1"}, "q"), reference_cell({"q": "2+2", "answer": 4}, "q")
+    ('order_id=A-1', 4)
+    """
+    if row.get(answer) not in (None, ""):
+        return row[answer]
+    others = [f"{c}={v}" for c, v in row.items() if c != prompt_column and v not in (None, "")]
+    return "; ".join(others) or None
+
+
 def reward_kwargs(prompts: Sequence, completions: Sequence, completion_ids: Sequence, rows: Sequence[dict],
                   columns: Iterable[str], trainer_state: Any) -> dict[str, Any]:
     """The keyword arguments of one reward call outside training, as TRL's RLOOTrainer builds them in training: its own

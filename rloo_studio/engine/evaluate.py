@@ -53,7 +53,7 @@ from pathlib import Path
 
 from .. import runs, stats
 from ..config import RunConfig
-from ..data import data_columns, reward_kwargs
+from ..data import answer_column, data_columns, reference_cell, reward_kwargs
 from ..errors import StudioError
 from ..rewards import build_rewards
 from ..rewards.builtin import numeric_answer, think_format
@@ -376,6 +376,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                             prompt_opens_think=opened)
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
+    reference = answer_column(cfg)
     max_new_tokens = int(max_new_tokens or cfg.rloo_value("max_completion_length"))
     base_budget = int(base_max_new_tokens or max_new_tokens)
     conversational = use_chat_format(cfg.data, tokenizer) or isinstance(prompts[0], list)
@@ -498,12 +499,15 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "reward_weights": {r.name: r.weight for r in rewards},
         # A format warm-up trained the adapter before RLOO: the tuned side includes it, the base side has no adapter.
         "warmup": summary_line(read_record(run_dir)),
+        # The reference beside each prompt: the answer column the rewards compare with (the Data tab's), where the rows
+        # have it; else what else the rows hold (a column such as order_id), so an example is never shown without one.
+        "answer_column": reference if reference in rows[0] else None,
         "per_prompt": [
-            {"prompt": rows[i][cfg.data.prompt_column], "answer": rows[i].get("answer"),
+            {"prompt": rows[i][cfg.data.prompt_column], "answer": reference_cell(rows[i], cfg.data.prompt_column, reference),
              "sides": {s.name: _prompt_record(s, i) for s in [base_side, *sides]}}
             for i in range(len(rows))
         ],
-        "examples": [{"prompt": rows[i][cfg.data.prompt_column], "answer": rows[i].get("answer"),
+        "examples": [{"prompt": rows[i][cfg.data.prompt_column], "answer": reference_cell(rows[i], cfg.data.prompt_column, reference),
                       "base": base_side.texts[i][0], "tuned": tuned.texts[i][0]} for i in range(min(N_EXAMPLES, len(rows)))],
         "seconds": round(time.time() - started, 1),
         "created_at": time.time(),

@@ -9,6 +9,7 @@ records stays valid and no upload can write outside that folder.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from ..config import DataConfig, RunConfig
 from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from . import text
 from .freshness import Outdated
+from .pinned_rows import _rows
 from .rewards_tab import receives_markdown
 from .text import page_words
 
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 ANSWER_REWARDS = ("numeric_answer", "exact_match")  # the builtins that compare with the answer column
 NO_ANSWER = "(none)"
 PROMPT_NAMES = ("prompt", "question", "q", "input", "instruction", "problem", "query", "text")
-ANSWER_NAMES = ("answer", "solution", "a", "output", "target", "label", "response")
+ANSWER_NAMES = ("answer", "solution", "a", "output", "target", "label", "response", "expected", "reference", "ground_truth")
 DEFAULT_TEST_FRACTION = 0.1  # a tenth of a single file held out for `rloo-studio eval`
 MAX_UPLOAD_MB = 512  # larger datasets belong on the hub or a path typed in; the browser upload would crawl
 
@@ -150,16 +152,27 @@ class DataTab:
 
         check_outputs = [self.summary, self.table, form.columns, self.prompt_column, self.answer_column, form.data_rows,
                          self.summary_outdated.stamp]
+        builtins = form.rewards_tab.builtins
         self.preview_button.click(preview_data, inputs=[form.base] + form.inputs, outputs=check_outputs, api_name="preview_data").then(
-            receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private")
+            receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives, api_visibility="private"
+        ).then(builtins_follow, inputs=[self.answer_column, builtins], outputs=builtins, api_visibility="private")
         # A file uploaded, or a path typed and left, is checked at once (reading a local file's rows is quick): the check
         # of the file before never stays beside a new one. Other changes mark the check outdated (a hub dataset is read
         # in a child process, and a prompt column typed letter by letter would read the file at each letter).
         for then in (self.uploaded.then, self.local_path.blur, self.local_path.submit):
             then(preview_data, inputs=[form.base] + form.inputs, outputs=check_outputs, api_visibility="private").then(
                 receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives,
-                api_visibility="private")
+                api_visibility="private").then(builtins_follow, inputs=[self.answer_column, builtins], outputs=builtins,
+                                               api_visibility="private")
         self.summary_outdated.watch(form.derived, self.inputs)
+        # One answer column: the one chosen here is the answer-checking builtins' `answer_column`, and their parameters in
+        # the Rewards tab show it. Each side follows the person's own edit of the other (`.input`: a person's change only,
+        # so the two never set each other back and forth); the check above may choose a column too (chained after it).
+        self.answer_column.input(builtins_follow, inputs=[self.answer_column, builtins], outputs=builtins,
+                                 api_name="answer_column_chosen")
+        builtins.input(answer_column_follows, inputs=[self.answer_column, builtins], outputs=self.answer_column,
+                       api_name="builtin_answer_column_edited").then(
+            builtins_follow, inputs=[self.answer_column, builtins], outputs=builtins, api_visibility="private")  # all say it
 
     @property
     def inputs(self) -> list:
@@ -249,6 +262,45 @@ class DataTab:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
         return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+
+
+def _answer_params(row) -> dict | None:
+    """An answer-checking builtin's parameters in its table row (a JSON object), else None (another builtin, or JSON
+    that does not parse: the Rewards tab says so)."""
+    if len(row) < 4 or str(row[1]) not in ANSWER_REWARDS:
+        return None
+    try:
+        params = json.loads(row[3]) if str(row[3] or "").strip() else {}
+    except ValueError:
+        return None
+    return params if isinstance(params, dict) else None
+
+
+def builtins_follow(answer: str | None, builtins):
+    """The builtin table with the answer column chosen in the Data tab as every answer-checking builtin's `answer_column`
+    (ticked or not: ticked later, it is already right); skipped when they already say it or no column is chosen."""
+    answer = (answer or "").strip()
+    if not answer or answer == NO_ANSWER:
+        return gr.skip()
+    rows, changed = [], False
+    for row in _rows(builtins):
+        row = list(row)
+        params = _answer_params(row)
+        if params is not None and params.get("answer_column") != answer:
+            row[3], changed = json.dumps({**params, "answer_column": answer}), True
+        rows.append(row)
+    return rows if changed else gr.skip()
+
+
+def answer_column_follows(answer: str | None, builtins):
+    """The Data tab's answer column after a person's edit of the builtin table: the `answer_column` they wrote into an
+    answer-checking builtin's parameters, when it differs from the Data tab's (the same one column, set from either side)."""
+    for row in _rows(builtins):
+        params = _answer_params(list(row))
+        written = params.get("answer_column") if params else None
+        if isinstance(written, str) and written.strip() and written.strip() != (answer or "").strip():
+            return written.strip()
+    return gr.skip()
 
 
 def held_out_defaults(kind: str) -> tuple[str, float]:

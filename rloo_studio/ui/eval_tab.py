@@ -202,6 +202,13 @@ def examples(report: dict | None) -> list[list]:
     return rows
 
 
+def examples_headers(report: dict | None) -> list[str]:
+    """The examples' headers: the reference column named as the data names it (the Data tab's answer column, `expected`,
+    …); "reference" where the rows had none and the cell holds their other columns (`order_id=A-17`)."""
+    column = (report or {}).get("answer_column", "answer")  # an evaluation before the key was written: `answer`
+    return ["prompt", column or "reference", "base", "tuned"]
+
+
 def _cut(record: dict, budget) -> bool:
     """Whether the example's reply (the first sample) was cut off: its own flag, or (a sample record) its token count."""
     if "truncated" in record and "samples" not in record:
@@ -317,7 +324,7 @@ class EvalTab:
             frame, order = step_axis(frame)  # whole steps on the axis, not 1.0, 1.2, 1.4 …
         return [message or summary_markdown(report), gr.update(value=frame, sort=order, title=chart_title(report)),
                 gr.update(value={"headers": columns, "data": table(report)}, column_widths=column_widths(columns)),
-                examples(report), again]
+                {"headers": examples_headers(report), "data": examples(report)}, again]
 
     def _summary(self, run_id) -> str:
         """The summary line of the run's evaluation; an earlier version's eval.json is said so, not shown as none."""

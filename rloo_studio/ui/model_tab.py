@@ -16,12 +16,12 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs
-from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides, field_labels
+from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
 from ..machine.vram import Estimate, shrink_to_fit
 from . import text
-from .data_tab import NO_ANSWER
+from .data_tab import NO_ANSWER, builtins_follow
 from .judge_panel import rubric_template_for
 from .rewards_tab import receives_markdown, unshown_note
 from .text import page_words, preset_notes_for
@@ -100,10 +100,10 @@ class ModelTab:
                                "estimate shows what a GPU would need."] + list(values)
             changes, est = shrink_to_fit(cfg, device_gib, bf16, on_cpu)
             if not changes:
-                return [state, estimate_markdown(est, name)] + list(values)
+                return [state, nothing_to_shrink(est, name)] + list(values)
             new = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]),
                                       base_dir=cfg.base_dir)
-            listed = ", ".join(f"`{k} = {json.dumps(v)}`" for k, v in changes.items())
+            listed = "; ".join(f"{text.setting_words(k)} to {text.value_words(k, v)}" for k, v in changes.items())
             verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
             message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
             new_state = form.state_of(new)
@@ -176,6 +176,9 @@ class ModelTab:
                   + [form.columns, form.data_rows, self.loaded_preset], api_name="load_form").then(
             after_load, inputs=[self.loaded_preset, form.columns, data.prompt_column, data.answer_column, judge.rubric, judge.rubric_template],
             outputs=[self.preset, data.prompt_column, data.answer_column, form.rewards_tab.receives, judge.rubric_template],
+            api_visibility="private").then(
+            # A draft saved before the builtins followed the Data tab's answer column may show another: one column again.
+            builtins_follow, inputs=[data.answer_column, form.rewards_tab.builtins], outputs=form.rewards_tab.builtins,
             api_visibility="private").then(
             update_estimate, inputs=estimate_inputs, outputs=self.estimate, api_visibility="private")
         self.estimate_api = gr.Button(visible=False)
@@ -279,12 +282,8 @@ def shrunk_markdown(state: dict | None) -> tuple:
     shrunk = (state or {}).get("shrunk")
     if not shrunk:
         return gr.update(visible=False), ""
-    labels = field_labels()
-    changed = []
-    for key, (old, new) in shrunk["changes"].items():
-        label = labels.get(key)
-        where = f"“{label}”" if label else f"{key.partition('.')[2].replace('_', ' ')} (no field on this page: kept with the settings)"
-        changed.append(f"{where} {json.dumps(old)} → {json.dumps(new)}")
+    changed = [f"{text.setting_words(key)} {text.value_words(key, old)} → {text.value_words(key, new)}"
+               for key, (old, new) in shrunk["changes"].items()]
     return gr.update(visible=True), "**Shrink to fit changed:** " + "; ".join(changed) + ". *Undo* puts them back."
 
 
@@ -305,11 +304,31 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     head += "".join(f"\n\n⛔ {page_words(n)}" for n in est.notes if n == FOUR_BIT_NEEDS_LORA)
     if not est.verdict:  # no GPU here: the breakdown of a GPU's memory is no one's concern on this machine
         return head
-    rows = "\n".join(f"| {name} | {gib:.2f} |" for name, gib in est.parts.items())
-    notes = "\n".join(f"- {page_words(n)}" for n in est.notes if n != FOUR_BIT_NEEDS_LORA)
+    # Each part under the page's label, the estimator's name in brackets; its own table and lines behind "details".
+    rows = "\n".join(f"| {text.memory_part(name)} | {gib:.2f} |" for name, gib in est.parts.items())
+    others = [n for n in est.notes if n != FOUR_BIT_NEEDS_LORA]
+    notes = "\n".join(f"- {text.memory_note(n)}" for n in others)
     advice = ("\n\n" + text.SHRINK_ADVICE_RAM if est.on_cpu and est.verdict in ("exceeds", "tight")
               else "\n\n" + text.SHRINK_ADVICE if est.verdict == "exceeds" else "")
-    return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}"
+    technical = "\n".join(f"- {n}" for n in others)
+    details = (f"\n\n<details><summary>details</summary>\n\nThe estimate as `rloo-studio estimate` prints it:\n\n```\n"
+               f"{est.table()}\n```\n\n{technical}\n\n</details>")
+    return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}{details}"
+
+
+def nothing_to_shrink(est: Estimate | None, device: str | None) -> str:
+    """Shrink to fit's answer when it changes nothing: the settings already fit, with the numbers (or nothing is left to
+    shrink), then the estimate."""
+    if est is None or est.device_gib is None:
+        return estimate_markdown(est, device)
+    where = "in this computer's memory (training runs on the CPU, in RAM)" if est.on_cpu else f"on {device}"
+    if est.verdict == "fits":
+        head = (f"✅ **Nothing to shrink: these settings already fit — about {est.total_gib:.1f} GiB of "
+                f"{est.device_gib:.1f} GiB {where}.**")
+    else:
+        head = (f"⛔ **Nothing left to shrink: about {est.total_gib:.1f} GiB of {est.device_gib:.1f} GiB {where}, even with the "
+                "smallest settings Shrink to fit tries.** Choose a smaller model.")
+    return f"{head}\n\n{estimate_markdown(est, device)}"
 
 
 def method_note(cfg: RunConfig) -> str:
@@ -318,5 +337,5 @@ def method_note(cfg: RunConfig) -> str:
         return (f"**{text.METHOD}: {text.METHOD_CHOICES[1]}** — every weight is trained. Right for a tiny model such as the "
                 "bundled demo, where it learns more than an adapter in the same time; for real models choose "
                 f"“{text.METHOD_CHOICES[0]}”: training every weight needs several times the memory.")
-    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** (rank {cfg.lora.r}) — small added matrices are trained and the "
-            "model's own weights stay as they are: far less memory than training every weight.")
+    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** — small added matrices are trained, the adapter's size (LoRA rank "
+            f"{cfg.lora.r}); the model's own weights stay as they are: far less memory than training every weight.")

@@ -14,6 +14,7 @@ column”, the Export tab's Format) and, where one fits, a value to use. The lab
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -79,7 +80,8 @@ SPLIT = field_label("data", "split")
 PROMPT_COLUMN = field_label("data", "prompt_column")
 PROMPT_COLUMN_INFO = field_help("data", "prompt_column")
 ANSWER_COLUMN = "Answer column (for answer-checking rewards)"
-ANSWER_COLUMN_INFO = "Rewards such as numeric_answer compare the model's answer with this column. Every column reaches your reward functions by name."
+ANSWER_COLUMN_INFO = ("The builtin rewards that check answers (numeric_answer, exact_match) compare the model's answer with this "
+                      "column: their answer_column in the Rewards tab follows it. Every column reaches your reward functions by name.")
 SYSTEM_PROMPT = field_label("data", "system_prompt")
 SYSTEM_PROMPT_INFO = field_help("data", "system_prompt")
 PROMPT_FORMAT = field_label("data", "prompt_format")
@@ -244,3 +246,105 @@ def preset_notes_for(notes: str | None, model: str | None) -> str | None:
     notes = _DOWNLOADS_MODEL.sub(lambda m: f"Uses the local folder `{folder}` instead of downloading {m.group(1)} "
                                            f"{m.group(2) or ''}once", notes)
     return _DOWNLOADS_MODEL_AND.sub(lambda m: f"the model is the local folder `{folder}`; downloads {m.group(1)} once", notes)
+
+
+# ---- the memory estimate and the optimiser in the page's words ----
+# The estimator speaks the command line's words (`rloo-studio estimate`: KV cache, logits, allocator slack); the Model &
+# hardware tab shows each part under a plain label with that name after it, and its own lines behind "details".
+MEMORY_PARTS = {
+    "weights": "the model itself (weights)",
+    "LoRA parameters, gradients, optimizer": "what training changes: the adapter and its update state (LoRA parameters, "
+                                             "gradients, optimizer)",
+    "gradients and optimizer (full fine-tuning)": "what training changes: every weight's update state (gradients and "
+                                                  "optimizer, full fine-tuning)",
+    "reference model (beta > 0, no LoRA)": "a second copy of the model to stay close to (reference model, KL penalty > 0)",
+    "KV cache (generation)": "writing the completions (KV cache)",
+    "vLLM share (generation)": "writing the completions with fast generation (vLLM share)",
+    "activations (training)": "learning from the completions: intermediate results (activations)",
+    "logits (training)": "learning from the completions: a score for every word (logits)",
+    "CUDA context": "the GPU's driver and libraries (CUDA context)",
+    "allocator slack": "room PyTorch holds back (allocator slack)",
+}
+MEMORY_PEAK_NOTES = {  # vram's line on where the peak lies → what lowers it, in the form's fields
+    "the peak is during generation (KV cache); fewer or shorter completions per step lower it most":
+        f"Most memory is needed while the completions are written: fewer {label('rloo.num_generations')} or a smaller "
+        f"{label('rloo.max_completion_length')} lower it most.",
+    "the peak is during the training pass (activations and logits); a smaller per-device batch with gradient accumulation "
+    "lowers it most":
+        f"Most memory is needed while the model learns from the completions: a smaller "
+        f"{label('rloo.per_device_train_batch_size')} lowers it most (Shrink to fit keeps the completions per step the same "
+        "by learning from them in more passes).",
+}
+_TRAINABLE = re.compile(r"^([\d,]+) trainable parameters of ([\d,]+)$")
+# Settings Shrink to fit changes, named as the page names them (a field's label, else what it does; the name after it).
+SETTING_WORDS = {
+    "model.gradient_checkpointing": f"recomputing instead of keeping intermediate results ({field_label('model', 'gradient_checkpointing')}, Model tab, Advanced)",
+    "rloo.gradient_accumulation_steps": "passes per step (gradient accumulation steps; no field on this page: kept with the settings)",
+    "lora.r": f"the adapter's size ({field_label('lora', 'r')})",
+}
+# The trainer's optimisers (TRL/transformers names) in words; the name follows in brackets.
+OPTIMISERS = {
+    "adamw_torch": "the usual optimiser", "adamw_torch_fused": "the usual optimiser", "adamw_hf": "the usual optimiser",
+    "adamw_8bit": "the usual optimiser, its state kept in 8 bits to save memory",
+    "adamw_bnb_8bit": "the usual optimiser, its state kept in 8 bits to save memory",
+    "paged_adamw_8bit": "the usual optimiser, its state kept in 8 bits and moved to the computer's memory when the GPU runs short",
+    "paged_adamw_32bit": "the usual optimiser, its state moved to the computer's memory when the GPU runs short",
+    "adafactor": "a low-memory optimiser", "sgd": "plain gradient steps",
+}
+SCHEDULES = {"linear": "then falling steadily to 0", "cosine": "then falling along a curve to 0", "constant": "then constant",
+             "constant_with_warmup": "then constant", "cosine_with_restarts": "then falling to 0 and rising again, several times"}
+
+
+def memory_part(name: str) -> str:
+    """An estimate part under the page's label (the estimator's name in brackets); a part it does not list, as it is."""
+    return MEMORY_PARTS.get(name, name)
+
+
+def memory_note(note: str) -> str:
+    """One of the estimator's notes in the page's words: where the peak lies and what lowers it, how much is trained;
+    any other note with its config keys turned into labels (`page_words`)."""
+    if note in MEMORY_PEAK_NOTES:
+        return MEMORY_PEAK_NOTES[note]
+    trained = _TRAINABLE.match(note)
+    if trained:
+        part, whole = (int(n.replace(",", "")) for n in trained.groups())
+        if part == whole:
+            return f"Training changes every one of the model's {whole:,} numbers."
+        share = f"{part / whole:.1%}".replace("%", " %") if whole else "?"
+        return f"Training changes {part:,} numbers: {share} as many as the model holds ({whole:,})."
+    return page_words(note)
+
+
+def setting_words(key: str) -> str:
+    """A setting (`section.key`) as the page names it: its field's label, or what it does with its name in brackets."""
+    if key in SETTING_WORDS:
+        return SETTING_WORDS[key]
+    if key in CONFIG_LABELS:
+        return label(key)
+    return f"{key.partition('.')[2].replace('_', ' ')} (no field on this page: kept with the settings)"
+
+
+def value_words(key: str, value) -> str:
+    """A setting's value as the page shows it: 4-bit weights as the Weights choice, on/off for a switch, else the number."""
+    if key == "model.load_in_4bit":
+        return f"“{PRECISION_CHOICES[0]}”" if value else "16- or 32-bit"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return json.dumps(value)
+
+
+def optimiser_words(rloo: dict) -> str:
+    """The trainer's optimiser, learning-rate schedule, weight decay and seed in words, each name in brackets
+    (`batching.plan_words` is the command line's line of the same values)."""
+    optim = str(getattr(rloo["optim"], "value", rloo["optim"]))
+    schedule = str(getattr(rloo["lr_scheduler_type"], "value", rloo["lr_scheduler_type"]))
+    warmup, decay = float(rloo["warmup_steps"]), float(rloo["weight_decay"])
+    if 0 < warmup < 1:  # transformers 5 reads a warmup_steps below 1 as a fraction of the run's steps
+        start = f"the learning rate rising over the first {100 * warmup:g} % of the steps (warm-up)"
+    elif warmup >= 1:
+        start = f"the learning rate rising over the first {warmup:g} steps (warm-up)"
+    else:
+        start = "the full learning rate from the first step (no warm-up)"
+    pull = f"weights pulled a little towards 0 (weight decay {decay:g})" if decay else "no pull towards 0 (weight decay 0)"
+    return (f"Updates: {OPTIMISERS.get(optim, 'an optimiser')} ({optim}); {start}, {SCHEDULES.get(schedule, 'then as scheduled')} "
+            f"({schedule} schedule); {pull}; random seed {rloo['seed']}.")

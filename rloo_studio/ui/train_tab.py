@@ -21,7 +21,7 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs, trial
-from ..batching import effective_line, epochs, epochs_words
+from ..batching import batch_plan, effective_line, epochs, epochs_words, plan_words, summary_line
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
@@ -61,8 +61,10 @@ def batch_summary(num_generations, per_device, num_iterations, base: dict | None
     arguments of a step (optimiser, weight decay, warm-up, schedule, seed), all effective values training passes to
     the trainer (RunConfig.effective_rloo). `--num-processes` multiplies the completions (the run's log says its own)."""
     try:
-        cfg = form_rloo(base, num_generations, per_device, num_iterations)
-        return effective_line(cfg.effective_rloo())
+        rloo = form_rloo(base, num_generations, per_device, num_iterations).effective_rloo()
+        # The optimiser and schedule in words, their trainer names in brackets; the trainer's own line behind "details".
+        return (f"{summary_line(batch_plan(rloo))} {text.optimiser_words(rloo)}\n\n<details><summary>details</summary>\n\n"
+                f"As the trainer is given them: {plan_words(rloo)}\n\n</details>")
     except (TypeError, ValueError, KeyError):
         return ""
 
@@ -587,12 +589,23 @@ def time_markdown(m: "trial.Measurement", est=None, device: str | None = None, m
     """A time trial's result on the page: the plan for `minutes` first (the question asked), then the measured times,
     each apart, and the other facts as a list, the GPU's measured peak beside the estimate."""
     first, plan, *rest = trial.summary_lines(m, minutes)
-    lines = [f"**{plan[0].upper() + plan[1:]}.**", "", f"Measured: {first}."] + [f"- {line}" for line in rest]
+    # The trainer's own arguments (optimiser and schedule names, fp16 = True) behind "details"; the line above the
+    # settings says the same in words.
+    trainers = [line for line in rest if line.startswith(TRAINER_LINES)]
+    lines = [f"**{plan[0].upper() + plan[1:]}.**", "", f"Measured: {first}."] + [f"- {line}" for line in rest if line not in trainers]
     if est is not None and m.peak_gpu_gib is not None:
         lines.append(f"- the memory estimate for {device or 'this GPU'} was {est.total_gib:.2f} GiB")
     if m.epochs is None:
         lines.append("- epochs: not known: the data could not be read (the Data tab says why)")
+    changed = sum(line.startswith(TRAINER_LINES[1]) for line in trainers)
+    if changed:  # a difference from the settings is said where it is read; its names are in the fold
+        lines.append(f"- ⚠️ the trainer used a value other than the settings give for {changed} of its arguments (details)")
+    if trainers:
+        lines += ["", "<details><summary>details</summary>", ""] + [f"- {line}" for line in trainers] + ["", "</details>"]
     return "\n".join(lines)
+
+
+TRAINER_LINES = ("as the trial's trainer ran it:", "the trainer used ")  # trial.summary_lines' lines in the trainer's names
 
 
 def confirm_shown(confirm_for: dict | None, *values) -> list:

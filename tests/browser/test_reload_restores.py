@@ -152,6 +152,8 @@ def test_a_reload_restores_the_form_exactly(studio):
     # unticked with its weight changed; a judge with a rubric of the person's own.
     _tab(page, "3 · Rewards")
     expect(page.locator("#reward-receives")).to_contain_text("order_id")
+    # One answer column: the one chosen in the Data tab is what the answer-checking builtins' parameters show (issue 38).
+    expect(page.locator(f"#builtin-rewards [data-testid=cell-{NUMERIC_ANSWER}-3]")).to_contain_text('"answer_column": "ref"')
     params = json.dumps({"target_tokens": 40, "per_token": 0.01})
     fill_cell(page, "#builtin-rewards", LENGTH_PENALTY, 2, "0.3")
     fill_cell(page, "#builtin-rewards", LENGTH_PENALTY, 3, params)
@@ -185,6 +187,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     _tab(page, "3 · Rewards")
     expect(page.locator("#reward-receives")).to_contain_text("order_id")
     expect(page.locator("#reward-receives")).to_contain_text("ref")
+    expect(page.locator(f"#builtin-rewards [data-testid=cell-{NUMERIC_ANSWER}-3]")).to_contain_text('"answer_column": "ref"')
     _expect_cell(page, "#builtin-rewards", LENGTH_PENALTY, 2, 0.3)
     assert json.loads(_cell(page, "#builtin-rewards", LENGTH_PENALTY, 3)) == json.loads(params)
     assert _ticked(page, LENGTH_PENALTY)

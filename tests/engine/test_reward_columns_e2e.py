@@ -80,6 +80,7 @@ def roads(tmp_path_factory, tiny_model_dir, module_outside_the_sandbox) -> dict[
     road("scan", "scan", config, "--limit", "2", "--runs-dir", folder / "scans", "--json")
     road("train", "train", config)
     road("eval", "eval", only_run_dir(folder / "runs"), "--limit", "2")
+    found["eval.json"] = json.loads((only_run_dir(folder / "runs") / "eval.json").read_text())
     return found
 
 
@@ -91,6 +92,15 @@ def test_every_road_passes_every_column_by_its_own_name(roads, name):
         assert call["keys"] == EXPECTED, (name, call["keys"])
         # The prompt column's own values, as the data holds them (not the chat messages TRL passes as `prompts`).
         assert all(q in QUESTIONS for q in call["question"]), (name, call["question"])
+
+
+def test_an_evaluation_shows_each_examples_reference_from_the_rows(roads):
+    """No reward compares with an answer column and the rows have no `answer`: each example showed no reference (None);
+    it shows what the row holds beside the prompt, `order_id=A-1`, under "reference" (ui.eval_tab.examples_headers)."""
+    report = roads["eval.json"]
+    for example in report["examples"] + report["per_prompt"]:
+        assert example["answer"] == f"order_id={example['prompt'].split()[-1][:-1]}", example
+    assert report["answer_column"] is None
 
 
 def test_preview_exits_1_when_a_reward_fails_and_warns_of_one_that_scores_none(tmp_path):

@@ -77,6 +77,60 @@ def test_new_columns_are_named_from_the_current_file(app, tmp_path):
     assert prompt_column["value"] == "Q" and answer_column["value"] == "A"
 
 
+SKIPPED = {"__type__": "update"}  # what the API answers for an output left as it is (gr.skip)
+
+
+def _answer_columns(table) -> dict:
+    """{builtin: the answer_column its parameters show} for the answer-checking builtins of the Rewards tab's table."""
+    return {row[1]: json.loads(row[3]).get("answer_column") for row in table["data"] if row[1] in ("numeric_answer", "exact_match")}
+
+
+def test_the_answer_column_chosen_in_the_data_tab_is_the_builtins_answer_column(app, tmp_path):
+    """A CSV whose reference column is `expected`: the builtins' parameters showed `answer` beside the Data tab's choice."""
+    form = own_csv(app, tmp_path, "expected.csv", "question,expected\nCapital of France?,Paris\nCapital of Spain?,Madrid\n")
+    form[text.PROMPT_COLUMN], form[text.TEST_SPLIT] = "question", ""
+    table = form[text.BUILTIN_TABLE]
+    table["data"] = [[row[1] == "exact_match"] + row[1:] for row in table["data"]]  # only exact_match ticked
+    form[text.BUILTIN_TABLE] = table
+    assert set(_answer_columns(table).values()) == {"answer"}
+    # The person picks the column in the Data tab: every answer-checking builtin's parameter follows, ticked or not.
+    followed = app.predict("expected", table, api_name="/answer_column_chosen")
+    assert _answer_columns(followed) == {"numeric_answer": "expected", "exact_match": "expected"}
+    form[text.ANSWER_COLUMN], form[text.BUILTIN_TABLE] = "expected", followed
+    cfg = yaml.safe_load(form.call("/show_config")[2])
+    assert [(r["name"], r["params"]["answer_column"]) for r in cfg["rewards"]] == [("exact_match", "expected")]
+    assert app.predict("expected", followed, api_name="/answer_column_chosen") == SKIPPED  # nothing to change
+    # The other way round: a column written into a builtin's parameters becomes the Data tab's answer column.
+    edited = json.loads(json.dumps(followed))
+    edited["data"] = [row[:3] + [json.dumps({**json.loads(row[3]), "answer_column": "question"})] + row[4:]
+                      if row[1] == "exact_match" else row for row in edited["data"]]
+    assert app.predict("expected", edited, api_name="/builtin_answer_column_edited") == "question"
+    agreed = app.predict("question", edited, api_name="/answer_column_chosen")  # then the other builtins follow it
+    assert _answer_columns(agreed) == {"numeric_answer": "question", "exact_match": "question"}
+    assert app.predict("question", agreed, api_name="/builtin_answer_column_edited") == SKIPPED  # they agree
+
+
+def test_evaluate_examples_show_the_reference_from_the_chosen_column():
+    """Evaluate → Examples showed the `answer` column only: empty for data whose reference column is `expected` or
+    `order_id`. The evaluation takes the column the rewards compare with (the Data tab's, above) and names it."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.data import answer_column, reference_cell
+    from rloo_studio.ui.eval_tab import examples, examples_headers
+
+    cfg = RunConfig.from_dict({"data": {"source": "expected.csv", "prompt_column": "question"},
+                               "rewards": [{"name": "exact_match", "params": {"answer_column": "expected"}}]})
+    row = {"question": "Capital of France?", "expected": "Paris"}
+    assert answer_column(cfg) == "expected" and reference_cell(row, "question", answer_column(cfg)) == "Paris"
+    # No reward compares answers and the rows have no `answer`: what else they hold, in the pinned examples' form.
+    assert reference_cell({"question": "Where is A-1?", "order_id": "A-1"}, "question", "answer") == "order_id=A-1"
+    report = {"answer_column": "expected", "checkpoint": "final",
+              "examples": [{"prompt": row["question"], "answer": "Paris", "base": "Lyon", "tuned": "Paris"}]}
+    assert examples_headers(report) == ["prompt", "expected", "base", "tuned"]
+    assert examples_headers({**report, "answer_column": None})[1] == "reference"
+    assert examples_headers({})[1] == "answer"  # an evaluation written before the column was recorded
+    assert examples(report)[0][:2] == ["Capital of France?", "Paris"]
+
+
 @pytest.mark.slow
 def test_a_run_is_named_after_its_data_and_model(app, tmp_path, runs_dir):
     rows = "".join(f"What is {i}+{i}?,{2 * i}\n" for i in range(1, 31))

@@ -229,7 +229,7 @@ def test_a_gpu_gets_the_largest_preset_that_fits_and_a_live_estimate(tmp_path):
         assert "the gpu-16gb preset — the largest preset that fits your 16 GB GPU" in form.notes
         assert form[text.MODEL] == "Qwen/Qwen2.5-7B-Instruct" and form[text.PRECISION] == text.PRECISION_CHOICES[0]
         estimate = form.call("/estimate")
-        assert "— fits** on Test GPU (15.6 GB)" in estimate and "| KV cache (generation) |" in estimate
+        assert "— fits** on Test GPU (15.6 GB)" in estimate and "| writing the completions (KV cache) |" in estimate
 
 
 def test_without_a_gpu_the_estimate_is_held_against_ram_and_shrink_to_fit_fits_it(tmp_path):
@@ -244,7 +244,7 @@ def test_without_a_gpu_the_estimate_is_held_against_ram_and_shrink_to_fit_fits_i
         assert "no GPU here: training runs on the CPU, in RAM" in estimate and "Shrink to fit" in estimate
         assert "| Python, PyTorch and the libraries |" in estimate and "CUDA" not in estimate
         message, *new_values = form.call("/shrink_to_fit")
-        assert "`rloo.per_device_train_batch_size = " in message and "now fits" in message, message
+        assert "“Batch per device (completions)” to " in message and "now fits" in message, message
         assert "load_in_4bit" not in message  # 4-bit weights are slower on a CPU and small next to the activations
 
 
@@ -263,7 +263,7 @@ def test_an_oversized_config_is_stopped_and_shrink_to_fit_proposes_one_that_fits
         assert not runs_dir.exists() or not [p for p in runs_dir.iterdir() if p.name != ".studio"]
 
         message, *new_values = form.call("/shrink_to_fit")
-        assert "`model.load_in_4bit = true`" in message and "now fits" in message
+        assert f"“{text.PRECISION}” to “{text.PRECISION_CHOICES[0]}”" in message and "now fits" in message
         form.values = new_values
         assert form[text.PRECISION] == text.PRECISION_CHOICES[0]
         assert "— fits** on Test GPU" in form.call("/estimate")

@@ -38,7 +38,7 @@ def test_shrink_to_fit_says_what_it_changed_without_a_field_and_undo_puts_it_bac
         rows[at][2] = 0.3
         form[text.BUILTIN_TABLE] = {**table, "data": rows}
         message, *shrunk = form.call("/shrink_to_fit")
-        assert "rloo.gradient_accumulation_steps" in message, message
+        assert "passes per step (gradient accumulation steps; no field on this page" in message, message
         form.values = shrunk
         assert form["Batch per device (completions)"] < 512
         assert [r[2] for r in form[text.BUILTIN_TABLE]["data"] if r[1] == "length_penalty"] == [0.3]
@@ -56,7 +56,8 @@ def test_the_shrunk_line_names_the_setting_that_has_no_field():
     row, line = shrunk_markdown(state)
     assert row["visible"] is True
     assert "“Batch per device (completions)” 512 → 64" in line
-    assert "gradient accumulation steps (no field on this page: kept with the settings) 1 → 8" in line and "Undo" in line
+    assert "passes per step (gradient accumulation steps; no field on this page: kept with the settings) 1 → 8" in line
+    assert "Undo" in line
     row, line = shrunk_markdown({"config": {}})
     assert row["visible"] is False and line == ""
 
