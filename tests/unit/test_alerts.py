@@ -235,3 +235,14 @@ def test_the_sampler_drifting_from_the_trainer_is_raised_on_a_large_gap_or_a_gro
     assert alert.raised_step == n and "lower" in alert.explanation
     # Runs without fast generation log no gap: nothing.
     assert not of_kind(A.find_alerts(rows(entropy=[1.0] * 8), FACTS), A.SAMPLER_DRIFT)
+
+
+def test_the_sampler_gap_is_taken_over_the_tokens_both_engines_scored():
+    import doctest
+
+    from rloo_studio.engine import sampler_gap
+
+    assert doctest.testmod(sampler_gap).failed == 0
+    # Tokens past the completion mask (after the end token) and tokens the sampler gave no number for are left out.
+    assert sampler_gap.token_gap([[-1.0, None, -3.0]], [[-1.5, -9.0, -9.0]], [[1, 1, 0]]) == (0.5, -0.5)
+    assert sampler_gap.token_gap([[None]], [[-1.0]], [[1]]) is None
