@@ -55,8 +55,9 @@ def decide(setting: str, cuda: bool, use_vllm: bool = False, continuous_batching
     if cuda and setting == "auto":
         return Sharing(False, "on a GPU its completions have not been checked against plain generation "
                               "(model.share_prefill: on shares there too)")
-    return Sharing(True, "each distinct prompt's prefill is computed once for its k completions (the same completions, "
-                         "token for token)")
+    checked = ("not yet checked on a GPU to give plain generation's completions" if cuda
+               else "checked on a CPU to give plain generation's completions, token for token")
+    return Sharing(True, f"each distinct prompt's prefill is computed once for its k completions ({checked})")
 
 
 def share_plan(torch, input_ids, attention_mask):

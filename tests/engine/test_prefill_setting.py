@@ -15,7 +15,7 @@ def test_auto_shares_on_a_cpu_only_where_generation_stays_plain_generates():
     assert not decide("off", cuda=False).used and "model.share_prefill is off" in decide("off", cuda=False).why
     gpu = decide("auto", cuda=True)
     assert not gpu.used and "GPU" in gpu.why and "model.share_prefill: on" in gpu.why
-    assert decide("on", cuda=True).used
+    assert decide("on", cuda=True).used and "not yet checked on a GPU" in decide("on", cuda=True).why
     for setting in ("auto", "on"):  # never where `generate` is not what samples, or samples per row at random
         vllm = decide(setting, cuda=True, use_vllm=True)
         assert not vllm.used and "vLLM" in vllm.why
