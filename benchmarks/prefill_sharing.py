@@ -1,17 +1,22 @@
 """How much generation time does computing each prompt's prefill once save, and are the completions the same?
 
     python benchmarks/prefill_sharing.py                          # the demo and cpu-small-real, side by side
-    python benchmarks/prefill_sharing.py --only demo --steps 3 --repeats 1
+    python benchmarks/prefill_sharing.py --only demo --rounds 3 --no-training
 
-For each config in turn, real training runs (`rloo-studio train`, each in its own process, OMP_NUM_THREADS threads,
-default 2): `model.share_prefill=off` ("plain": `generate` prefills every one of a prompt's k rows) and `auto`
-("shared": each distinct prompt's prefill once, engine/prefill.py), alternating, `--repeats` times each, so that the
-machine's load hits both alike. cpu-small-real runs SmolLM2-135M-Instruct (scripts/build_real_model.py) with the
-preset's shapes: 4 prompts x 8 completions of up to 16 tokens, LoRA r 16. Per run: the median over the steps after
-the first (warm-up) of `time/generation` (the step-time split's generation part), of `time/step` and of
-`tokens_per_s`. The ratios are shared / plain of the medians over the runs. Same seed, same config: the runs must
-train the same numbers, and the result says whether they did (every step's loss, reward and mean completion length,
-and the completions samples.jsonl records, compared across all runs of a config).
+For each config (cpu-small-real runs SmolLM2-135M-Instruct from scripts/build_real_model.py with the preset's
+shapes: 4 prompts x 8 completions of up to 16 tokens, LoRA r 16; the demo 16 prompts x 8 completions of up to 24):
+
+1. Generation, in one process per config (OMP_NUM_THREADS threads, default 2): the model loaded as training loads it,
+   then `--rounds` generation batches of the step's shape, each a new set of training prompts tokenised and padded
+   as TRL does, each k times in a row, sampled with the run's settings. Every round generates the batch twice from
+   the same seed, plain `generate` ("plain": every row's prompt prefilled) and `prefill.shared_generate` ("shared":
+   each distinct prompt once), in alternating order, so that the machine's load hits both alike; the two must give
+   the same tokens. The ratio is shared / plain of the median times.
+2. Training (unless --no-training): real runs (`rloo-studio train`, each in its own process) with
+   `model.share_prefill=off` and `auto`, alternating, `--repeats` times each, `--steps` steps. Per run: the medians
+   over the steps after the first (warm-up) of `time/generation` (the step-time split's generation part) and
+   `time/step`. Same seed, same config: the runs must train the same numbers, and the result says whether they did
+   (every step's loss, reward and mean completion length, and the completions samples.jsonl records).
 
 Writes benchmarks/results/prefill_sharing.json with the load average before and after: the machine may be shared,
 so the times are ratios measured side by side, not absolute speeds.
@@ -34,6 +39,56 @@ from _common import ROOT, machine, save, shown, table
 PRESETS = {"demo": ROOT / "presets" / "cpu-demo.yaml", "cpu-small-real": ROOT / "presets" / "cpu-small-real.yaml"}
 VARIANTS = {"plain": "off", "shared": "auto"}
 SAME_KEYS = ("loss", "reward", "completions/mean_length")
+
+# One process: the config's model loaded as for training, then `rounds` batches of the step's shape, each generated
+# plainly and with shared prefills from the same seed, in alternating order. argv: config, overrides (JSON), rounds.
+GENERATE = r"""
+import json, statistics, sys, time
+from rloo_studio.config import RunConfig
+from rloo_studio.engine.stack import import_training_stack
+cfg = RunConfig.load(sys.argv[1], json.loads(sys.argv[2]))
+rounds = int(sys.argv[3])
+stack = import_training_stack(cfg.model.backend)
+torch = stack.torch
+from rloo_studio.data import load_rows, to_trl_dataset
+from rloo_studio.engine import prefill
+from rloo_studio.engine.generate import (chat_template_kwargs, cut_at_end, end_token_ids, generation_config,
+                                         generation_kwargs, prompt_token_ids)
+from rloo_studio.engine.model import load_model
+seed = int(cfg.rloo_value("seed"))
+loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed)
+model, tok = loaded.model, loaded.tokenizer
+model.train()  # TRL generates with the model in training mode (dropout is off)
+k, batch = int(cfg.rloo_value("num_generations")), int(cfg.rloo_value("per_device_train_batch_size"))
+per_round = batch // k
+prompts = list(to_trl_dataset(load_rows(cfg.data, cfg.base_dir, seed=seed).train, cfg.data, tok)["prompt"])
+ends = end_token_ids(model, tok)
+config = generation_config(generation_kwargs(cfg, tok, ends))
+times = {"plain": [], "shared": []}
+same, tokens, prompt_lengths = [], 0, []
+for r in range(rounds):
+    chunk = prompts[r * per_round:(r + 1) * per_round]
+    ids = [row for row in prompt_token_ids(chunk, tok, chat_template_kwargs(cfg)) for _ in range(k)]
+    prompt_lengths += [len(row) for row in ids]
+    width = max(map(len, ids))
+    input_ids = torch.tensor([[tok.pad_token_id] * (width - len(row)) + row for row in ids])
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in ids])
+    out = {}
+    for variant in (("plain", "shared") if r % 2 == 0 else ("shared", "plain")):
+        torch.manual_seed(seed + r)
+        start = time.perf_counter()
+        with torch.no_grad():
+            if variant == "plain":
+                out[variant] = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
+            else:
+                with prefill.sharing_on(model, torch):
+                    out[variant] = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
+        times[variant].append(time.perf_counter() - start)
+    same.append(bool(torch.equal(out["plain"], out["shared"])))
+    tokens += sum(len(cut_at_end(row, ends)) for row in out["plain"][:, width:].tolist())
+print(json.dumps({"backend": stack.backend, "k": k, "rows": batch, "rounds": rounds, "times": times, "same_tokens": same,
+                  "completion_tokens_per_round": tokens / rounds, "prompt_len": statistics.mean(prompt_lengths)}))
+"""
 
 
 def run(variant: str, config: Path, overrides: list[str], workdir: Path, env: dict) -> dict:
@@ -58,11 +113,26 @@ def run(variant: str, config: Path, overrides: list[str], workdir: Path, env: di
             "completions": [s["completion"] for s in samples]}
 
 
+def generation(config: Path, overrides: list[str], rounds: int, workdir: Path, env: dict) -> dict:
+    argv = [sys.executable, "-c", GENERATE, str(config), json.dumps(overrides), str(rounds)]
+    done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"the generation child of {config.name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    for variant in VARIANTS:
+        out[f"{variant}_s"] = statistics.median(out["times"][variant])
+    out["ratio"] = out["shared_s"] / out["plain_s"]
+    out["all_same_tokens"] = all(out["same_tokens"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(PRESETS), help="one config only")
-    parser.add_argument("--steps", type=int, default=3, help="steps per run (the first is warm-up; default 3)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each variant, alternating (default 2)")
+    parser.add_argument("--rounds", type=int, default=6, help="generation batches per config, each generated both ways (default 6)")
+    parser.add_argument("--no-training", action="store_true", help="leave out the training runs")
+    parser.add_argument("--steps", type=int, default=3, help="steps per training run (the first is warm-up; default 3)")
+    parser.add_argument("--repeats", type=int, default=1, help="training runs of each variant, alternating (default 1)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override for every run (e.g. a smoke test: --set rloo.max_completion_length=4)")
     args = parser.parse_args()
@@ -77,13 +147,21 @@ def main() -> None:
     threads = os.environ.get("OMP_NUM_THREADS", "2")
     env = dict(os.environ, OMP_NUM_THREADS=threads, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     results: dict = {"machine": machine(), "threads": int(threads), "load_average_before": os.getloadavg(),
-                     "steps": args.steps, "repeats": args.repeats, "configs": {}}
+                     "rounds": args.rounds, "steps": args.steps, "repeats": args.repeats, "configs": {}}
     with tempfile.TemporaryDirectory(prefix="rloo-prefill-") as tmp:
         workdir = Path(tmp)
         for name in names:
             overrides = [f"rloo.max_steps={args.steps}", "rloo.save_steps=100000", "rloo.logging_steps=1", *args.set]
             if name == "cpu-small-real":
                 overrides.append(f"model.name_or_path={real_model}")
+            gen = generation(PRESETS[name], overrides, args.rounds, workdir, env)
+            print(f"{name} generation ({gen['rows']} rows, k {gen['k']}, {gen['backend']}): plain {gen['plain_s']:.2f} s, "
+                  f"shared {gen['shared_s']:.2f} s (x {gen['ratio']:.2f}); same tokens in {sum(gen['same_tokens'])} of "
+                  f"{gen['rounds']} rounds", flush=True)
+            summary: dict = {"generation": gen}
+            results["configs"][name] = summary
+            if args.no_training:
+                continue
             found: dict = {variant: [] for variant in VARIANTS}
             for i in range(args.repeats):
                 for variant in VARIANTS:
@@ -91,32 +169,40 @@ def main() -> None:
                     found[variant].append(r)
                     print(f"{name} {variant} #{i + 1}: generation {r['generation_s']:.2f} s/step, step {r['step_s']:.2f} s "
                           f"({r['log_line']})", flush=True)
-            summary: dict = {}
+            training: dict = {}
             for variant, done in found.items():
-                summary[variant] = {key: statistics.median(r[key] for r in done) for key in ("generation_s", "step_s", "tokens_per_s")}
-                summary[variant]["runs"] = done
+                training[variant] = {key: statistics.median(r[key] for r in done) for key in ("generation_s", "step_s", "tokens_per_s")}
+                training[variant]["runs"] = done
             everyone = [r for done in found.values() for r in done]
-            summary["same_numbers"] = all(r["numbers"] == everyone[0]["numbers"] for r in everyone)
-            summary["same_completions"] = all(r["completions"] == everyone[0]["completions"] for r in everyone)
-            summary["shared_used"] = all(r["log_line"] and r["log_line"].startswith("prefill sharing: on") for r in found["shared"])
-            summary["generation_ratio"] = summary["shared"]["generation_s"] / summary["plain"]["generation_s"]
-            summary["step_ratio"] = summary["shared"]["step_s"] / summary["plain"]["step_s"]
-            results["configs"][name] = summary
+            training["same_numbers"] = all(r["numbers"] == everyone[0]["numbers"] for r in everyone)
+            training["same_completions"] = all(r["completions"] == everyone[0]["completions"] for r in everyone)
+            training["shared_used"] = all(bool(r["log_line"]) and r["log_line"].startswith("prefill sharing: on")
+                                          for r in found["shared"])
+            training["generation_ratio"] = training["shared"]["generation_s"] / training["plain"]["generation_s"]
+            training["step_ratio"] = training["shared"]["step_s"] / training["plain"]["step_s"]
+            summary["training"] = training
     results["load_average_after"] = os.getloadavg()
     path = save("prefill_sharing" if not args.only else f"prefill_sharing_{args.only}", results)
 
     rows = []
-    for name, s in results["configs"].items():
-        for variant in VARIANTS:
-            v = s[variant]
-            rows.append([name, variant, f"{v['generation_s']:.2f}", f"{v['step_s']:.2f}", f"{v['tokens_per_s']:.0f}"])
-        rows.append([name, "shared / plain", f"x {s['generation_ratio']:.2f}", f"x {s['step_ratio']:.2f}",
-                     f"same numbers: {s['same_numbers']}, same completions: {s['same_completions']}"])
-    print(table(["config", "variant", "generation s/step", "s/step", "tokens/s"], rows))
+    for name, summary in results["configs"].items():
+        gen = summary["generation"]
+        rows.append([name, "generation alone", f"{gen['plain_s']:.2f}", f"{gen['shared_s']:.2f}", f"x {gen['ratio']:.2f}",
+                     f"same tokens: {gen['all_same_tokens']}"])
+        t = summary.get("training")
+        if t:
+            rows.append([name, "time/generation", f"{t['plain']['generation_s']:.2f}", f"{t['shared']['generation_s']:.2f}",
+                         f"x {t['generation_ratio']:.2f}", f"same numbers: {t['same_numbers']}"])
+            rows.append([name, "time/step", f"{t['plain']['step_s']:.2f}", f"{t['shared']['step_s']:.2f}",
+                         f"x {t['step_ratio']:.2f}", f"same completions: {t['same_completions']}"])
+    print(table(["config", "measured", "plain s", "shared s", "shared / plain", "check"], rows))
     print(f"load average before {results['load_average_before']}, after {results['load_average_after']}; saved {shown(path)}")
-    if not all(s["shared_used"] for s in results["configs"].values()):
-        sys.exit("a 'shared' run did not share prefills (see its log line above)")
-
+    problems = [f"{name}: {what}" for name, summary in results["configs"].items() for what, bad in (
+        ("the shared generation gave other tokens", not summary["generation"]["all_same_tokens"]),
+        ("a 'shared' run did not share prefills (see its log line)", "training" in summary and not summary["training"]["shared_used"]),
+        ("the runs trained different numbers", "training" in summary and not summary["training"]["same_numbers"])) if bad]
+    if problems:
+        sys.exit("; ".join(problems))
 
 if __name__ == "__main__":
     main()

@@ -61,12 +61,13 @@ def decide(setting: str, cuda: bool, use_vllm: bool = False, continuous_batching
 
 
 def share_plan(torch, input_ids, attention_mask):
-    """(first row of each distinct prompt, each row's index among them), or None when no prompt repeats.
+    """(first row of each distinct prompt, each row's index among them), or None when no prompt repeats (or the
+    batch is not left-padded).
 
     A prompt is its row of tokens and of attention mask (its left padding included), so rows that share a prefill
     also share every position."""
-    if input_ids.dim() != 2 or input_ids.shape[1] < 2:
-        return None
+    if input_ids.dim() != 2 or input_ids.shape[1] < 2 or not bool(attention_mask[:, -1].all()):
+        return None  # a one-token batch has nothing to prefill ahead; right padding is not TRL's (left) batch
     seen: dict[tuple, int] = {}
     first, inverse = [], []
     for row, (ids, mask) in enumerate(zip(input_ids.tolist(), attention_mask.tolist())):

@@ -21,7 +21,8 @@
   its cached keys and values with the prompt's k rows (engine/prefill.py says how, and why the completions are the
   same token for token); the rest of TRL's generation step is unchanged.
 
-Each change is checked against TRL's own result to float tolerance (tests/engine/test_trainer_patches.py).
+Each change is checked against TRL's own result to float tolerance (tests/engine/test_trainer_patches.py; the
+prefill sharing in tests/engine/test_prefill.py).
 """
 
 from __future__ import annotations
