@@ -17,6 +17,10 @@ shapes: 4 prompts x 8 completions of up to 16 tokens, LoRA r 16; the demo 16 pro
    over the steps after the first (warm-up) of `time/generation` (the step-time split's generation part) and
    `time/step`. Same seed, same config: the runs must train the same numbers, and the result says whether they did
    (every step's loss, reward and mean completion length, and the completions samples.jsonl records).
+3. Generation alone again, on 1 thread (`--one-thread-rounds`, default 4 rounds): one thread waits on no other, so the load of
+   other work slows both ways alike (with 2 threads on a busy machine the same batch took 30 to 173 s, most likely
+   because the decode steps, many small products each ending in a wait for the other thread, slowed far more than
+   the prefill: it swamped the ratio).
 
 Writes benchmarks/results/prefill_sharing.json with the load average before and after: the machine may be shared,
 so the times are ratios measured side by side, not absolute speeds.
@@ -118,11 +122,23 @@ def generation(config: Path, overrides: list[str], rounds: int, workdir: Path, e
     done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"the generation child of {config.name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return summarise(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def summarise(out: dict) -> dict:
+    """The generation child's times as medians and ratios, and the prompt tokens each way runs through the model.
+
+    `paired_ratio`: the median of each round's shared / plain (the two calls of a round ran back to back, so a load
+    that changes between rounds cancels out better than in the ratio of the medians). `prompt_token_passes`: the
+    prompt tokens the model computes per batch, by arithmetic from the mean prompt length (padding not counted):
+    plain every row's, shared each distinct prompt's but its last token, then every row's last token."""
     for variant in VARIANTS:
         out[f"{variant}_s"] = statistics.median(out["times"][variant])
     out["ratio"] = out["shared_s"] / out["plain_s"]
+    out["paired_ratio"] = statistics.median(s / p for p, s in zip(out["times"]["plain"], out["times"]["shared"]))
     out["all_same_tokens"] = all(out["same_tokens"])
+    rows, k, length = out["rows"], out["k"], out["prompt_len"]
+    out["prompt_token_passes"] = {"plain": rows * length, "shared": rows // k * (length - 1) + rows}
     return out
 
 
@@ -131,6 +147,8 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(PRESETS), help="one config only")
     parser.add_argument("--rounds", type=int, default=6, help="generation batches per config, each generated both ways (default 6)")
     parser.add_argument("--no-training", action="store_true", help="leave out the training runs")
+    parser.add_argument("--one-thread-rounds", type=int, default=4,
+                        help="generation alone again on 1 thread, this many rounds per config (0: not; default 4)")
     parser.add_argument("--steps", type=int, default=3, help="steps per training run (the first is warm-up; default 3)")
     parser.add_argument("--repeats", type=int, default=1, help="training runs of each variant, alternating (default 1)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -156,7 +174,8 @@ def main() -> None:
                 overrides.append(f"model.name_or_path={real_model}")
             gen = generation(PRESETS[name], overrides, args.rounds, workdir, env)
             print(f"{name} generation ({gen['rows']} rows, k {gen['k']}, {gen['backend']}): plain {gen['plain_s']:.2f} s, "
-                  f"shared {gen['shared_s']:.2f} s (x {gen['ratio']:.2f}); same tokens in {sum(gen['same_tokens'])} of "
+                  f"shared {gen['shared_s']:.2f} s (x {gen['ratio']:.2f}, round by round x {gen['paired_ratio']:.2f}); "
+                  f"same tokens in {sum(gen['same_tokens'])} of "
                   f"{gen['rounds']} rounds", flush=True)
             summary: dict = {"generation": gen}
             results["configs"][name] = summary
@@ -181,23 +200,43 @@ def main() -> None:
             training["generation_ratio"] = training["shared"]["generation_s"] / training["plain"]["generation_s"]
             training["step_ratio"] = training["shared"]["step_s"] / training["plain"]["step_s"]
             summary["training"] = training
+        if args.one_thread_rounds:
+            # One thread waits on no other: on a machine shared with other work, 2 threads' decode steps (many small
+            # products, each ending in a barrier) most likely slowed far more than the prefill, swamping the ratio.
+            one = dict(env, OMP_NUM_THREADS="1")
+            results["one_thread"] = {"load_average_before": os.getloadavg(), "configs": {}}
+            for name in names:
+                overrides = [*args.set] + ([f"model.name_or_path={real_model}"] if name == "cpu-small-real" else [])
+                gen = generation(PRESETS[name], overrides, args.one_thread_rounds, workdir, one)
+                results["one_thread"]["configs"][name] = gen
+                print(f"{name} generation on 1 thread: plain {gen['plain_s']:.2f} s, shared {gen['shared_s']:.2f} s "
+                      f"(x {gen['ratio']:.2f}); same tokens in {sum(gen['same_tokens'])} of {gen['rounds']} rounds", flush=True)
+            results["one_thread"]["load_average_after"] = os.getloadavg()
     results["load_average_after"] = os.getloadavg()
     path = save("prefill_sharing" if not args.only else f"prefill_sharing_{args.only}", results)
 
     rows = []
     for name, summary in results["configs"].items():
         gen = summary["generation"]
-        rows.append([name, "generation alone", f"{gen['plain_s']:.2f}", f"{gen['shared_s']:.2f}", f"x {gen['ratio']:.2f}",
-                     f"same tokens: {gen['all_same_tokens']}"])
+        rows.append([name, "generation alone", f"{gen['plain_s']:.2f}", f"{gen['shared_s']:.2f}",
+                     f"x {gen['ratio']:.2f} (by round x {gen['paired_ratio']:.2f})", f"same tokens: {gen['all_same_tokens']}"])
+        passes = gen["prompt_token_passes"]
+        rows.append([name, "prompt tokens computed", f"{passes['plain']:.0f}", f"{passes['shared']:.0f}",
+                     f"x {passes['shared'] / passes['plain']:.2f}", "arithmetic"])
         t = summary.get("training")
         if t:
             rows.append([name, "time/generation", f"{t['plain']['generation_s']:.2f}", f"{t['shared']['generation_s']:.2f}",
                          f"x {t['generation_ratio']:.2f}", f"same numbers: {t['same_numbers']}"])
             rows.append([name, "time/step", f"{t['plain']['step_s']:.2f}", f"{t['shared']['step_s']:.2f}",
                          f"x {t['step_ratio']:.2f}", f"same completions: {t['same_completions']}"])
+    for name, gen in results.get("one_thread", {}).get("configs", {}).items():
+        rows.append([name, "generation alone, 1 thread", f"{gen['plain_s']:.2f}", f"{gen['shared_s']:.2f}",
+                     f"x {gen['ratio']:.2f} (by round x {gen['paired_ratio']:.2f})", f"same tokens: {gen['all_same_tokens']}"])
     print(table(["config", "measured", "plain s", "shared s", "shared / plain", "check"], rows))
     print(f"load average before {results['load_average_before']}, after {results['load_average_after']}; saved {shown(path)}")
-    problems = [f"{name}: {what}" for name, summary in results["configs"].items() for what, bad in (
+    problems = [f"{name} on 1 thread: the shared generation gave other tokens"
+                for name, gen in results.get("one_thread", {}).get("configs", {}).items() if not gen["all_same_tokens"]]
+    problems += [f"{name}: {what}" for name, summary in results["configs"].items() for what, bad in (
         ("the shared generation gave other tokens", not summary["generation"]["all_same_tokens"]),
         ("a 'shared' run did not share prefills (see its log line)", "training" in summary and not summary["training"]["shared_used"]),
         ("the runs trained different numbers", "training" in summary and not summary["training"]["same_numbers"])) if bad]
