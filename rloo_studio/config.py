@@ -30,6 +30,10 @@ from .errors import ConfigError
 
 BACKENDS = ("auto", "unsloth", "transformers")
 FAST_GENERATION = ("off", "auto", "on")  # engine/fast_generation.py decides what `auto` means on the worker's device
+SHARE_PREFILL = ("off", "auto", "on")    # engine/prefill.py decides what `auto` means on the worker's device
+# Settings whose words are off/auto/on. YAML 1.1 reads a bare `off` or `on` (also no/yes) as a boolean: these get
+# their word back instead of a "wrong type" for exactly what their help says to write.
+ON_OFF_SETTINGS = {"model.fast_generation", "model.share_prefill"}
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 PROMPT_FORMATS = ("auto", "chat", "plain")
 
@@ -137,6 +141,11 @@ class ModelConfig:
     fast_generation: str = _help("Sample completions with vLLM on the GPU: `auto` (where vLLM is installed and the GPU can run it), `on` "
                                  "(refuse to start without it), `off`. Not yet measured on a GPU.", "Fast generation (vLLM)",
                                  default="auto")
+    # `auto`: on where its completions were checked to be plain generation's, token for token (a CPU); a prompt's
+    # prefill is then computed once instead of k times (demo and cpu-small-real: benchmarks/prefill_sharing.py).
+    share_prefill: str = _help("Compute each prompt's prefill once for its k completions instead of k times (the same completions, "
+                               "faster): `auto` (on a CPU; never with vLLM), `on` (on a GPU too, where it is not yet checked), `off`.",
+                               default="auto")
 
 
 @dataclass
@@ -578,6 +587,7 @@ class RunConfig:
         _check_choice(problems, "model.backend", m.backend, BACKENDS)
         _check_choice(problems, "model.dtype", m.dtype, DTYPES)
         _check_choice(problems, "model.fast_generation", m.fast_generation, FAST_GENERATION)
+        _check_choice(problems, "model.share_prefill", m.share_prefill, SHARE_PREFILL)
         _check_positive(problems, "model.max_seq_length", m.max_seq_length)
         if self.lora is not None:
             _check_positive(problems, "lora.r", self.lora.r)
@@ -769,6 +779,8 @@ def _build(cls, data: Mapping[str, Any], prefix: str, problems: list[str]):
                 continue
             kwargs[key] = {k: _yaml_number(v) for k, v in value.items()}
         else:
+            if isinstance(value, bool) and path in ON_OFF_SETTINGS:
+                value = "on" if value else "off"
             if not _type_ok(value, hints[key]):
                 problems.append(f"{path}: {value!r} has the wrong type (expected {_type_name(hints[key])})")
                 continue

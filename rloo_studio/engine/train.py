@@ -531,7 +531,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     from .allocator import keep_freed_memory
     from .step_timer import StepTimer
     from . import sampler_gap
-    from .trainer_patches import skip_needless_old_logprobs
+    from .trainer_patches import share_prefills, skip_needless_old_logprobs
 
     trl = stack.trl
     resume_step, checkpoint, skipped = 0, None, None
@@ -646,6 +646,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     kept_because = skip_needless_old_logprobs(trainer, stack.torch)
     say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
         "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"), flush=True)
+    sharing = share_prefills(trainer, stack.torch, cfg.model.share_prefill, stack.cuda)
+    say(f"[rloo-studio] {sharing.line()}", flush=True)
+    if main:
+        runs.update_status(run_dir, share_prefill={"used": sharing.used, "why": sharing.why})
     if sampler_gap.install(trainer):
         say("[rloo-studio] the sampler's (vLLM's) log-probabilities are logged beside the trainer's on every step "
             "(sampler/logprob_gap)", flush=True)

@@ -16,7 +16,13 @@
   then skipped, and the training pass's own log-probabilities, detached, stand in for the old ones. Otherwise TRL
   runs unchanged, and the training log says why the pass is kept.
 
-Each change is checked against TRL's own result to float tolerance (tests/engine/test_trainer_patches.py).
+* `share_prefills`: TRL's batch holds every prompt k times, and `generate` computes each row's prompt (the prefill)
+  once per row. While TRL generates, the model's `generate` computes each distinct prompt's prefill once and shares
+  its cached keys and values with the prompt's k rows (engine/prefill.py says how, and why the completions are the
+  same token for token); the rest of TRL's generation step is unchanged.
+
+Each change is checked against TRL's own result to float tolerance (tests/engine/test_trainer_patches.py; the
+prefill sharing in tests/engine/test_prefill.py).
 """
 
 from __future__ import annotations
@@ -124,15 +130,20 @@ def old_logprobs_needed(trainer, torch) -> str | None:
                 f"({args.gradient_accumulation_steps}): one generation batch spans several optimizer steps")
     if getattr(args, "use_vllm", False) or getattr(trainer, "use_vllm", False):
         return "use_vllm: completions come from another engine"
-    model = trainer.model
+    dropout = active_dropout(trainer.model, torch)
+    if dropout is not None:
+        return f"dropout is on ({dropout}): the two passes differ at random"
+    return None
+
+
+def active_dropout(model, torch) -> str | None:
+    """The first dropout that is on in `model` (a module's, or its config's), None when none is."""
     active = [name for name, module in model.named_modules()
               if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0]
     config = getattr(model, "config", None)
     config_dropout = {k: v for k, v in (vars(config).items() if config is not None else ())
                       if "dropout" in k and isinstance(v, (int, float)) and v > 0}
-    if active or config_dropout:
-        return f"dropout is on ({(active or list(config_dropout))[0]}): the two passes differ at random"
-    return None
+    return (active or list(config_dropout) or [None])[0]
 
 
 def skip_needless_old_logprobs(trainer, torch) -> str | None:
@@ -177,3 +188,37 @@ def skip_needless_old_logprobs(trainer, torch) -> str | None:
     trainer._get_per_token_logps_and_entropies = get_per_token_logps_and_entropies
     trainer._compute_loss = compute_loss_
     return None
+
+
+def share_prefills(trainer, torch, setting: str, cuda: bool):
+    """Compute each distinct prompt's prefill once in this trainer's generation, where `setting`
+    (model.share_prefill) and the trainer allow it (engine/prefill.py `decide`). Returns the `Sharing`: used or not,
+    why, and its counts.
+
+    TRL 1.15 generates in `_generate_single_turn` (trl/trainer/rloo_trainer.py, "Regular generation path", lines
+    1308-1337; Unsloth's copy of the trainer has the same lines): it left-pads the prompts' token ids and calls
+    `unwrapped_model.generate(**generate_inputs, generation_config=self.generation_config)`, the model being
+    `accelerator.unwrap_model(model_wrapped)` outside DeepSpeed. That method is wrapped on this trainer object, and
+    while it runs, that model's `generate` is `prefill.shared_generate`: the same arguments, the same tensor back
+    (rows in TRL's order), so the EOS mask and the token lists after it stay TRL's own. vLLM, continuous batching and
+    multimodal prompts go to TRL's code untouched."""
+    from . import prefill
+
+    args = trainer.args
+    sharing = prefill.decide(setting, cuda, use_vllm=bool(getattr(args, "use_vllm", False)),
+                             continuous_batching=bool(getattr(args, "use_transformers_continuous_batching", False)),
+                             dropout=active_dropout(trainer.model, torch))
+    if not sharing.used:
+        return sharing
+    original = trainer._generate_single_turn
+
+    def generate_single_turn(prompt_ids, images, multimodal_fields, *more, **kwargs):
+        if (images is not None or multimodal_fields or getattr(trainer, "use_vllm", False)
+                or getattr(trainer, "use_transformers_continuous_batching", False)):
+            return original(prompt_ids, images, multimodal_fields, *more, **kwargs)
+        model = trainer.accelerator.unwrap_model(trainer.model_wrapped)
+        with prefill.sharing_on(model, torch, sharing.counts):
+            return original(prompt_ids, images, multimodal_fields, *more, **kwargs)
+
+    trainer._generate_single_turn = generate_single_turn
+    return sharing
