@@ -13,7 +13,7 @@
    backward (with LoRA the frozen weights need only the input gradients: 1x the forward; full fine-tuning 2x; the
    fused LM head computes its logits once more in the backward).
 3. Real runs (`rloo-studio train`, each in its own process, OMP_NUM_THREADS threads), for each config in turn:
-   "before" (the allocator settings and the old-log-prob skip switched off in that process) and "after" (as
+   "before" (the allocator settings, the old-log-prob skip and prefill sharing switched off in that process) and "after" (as
    shipped), alternating, `--repeats` times each, so that the machine's load hits both alike. The step time is the
    median of time/step over the steps after the first (warm-up); its parts are the medians of the time/* keys.
    Peak memory and page faults are the process's own (wait4's rusage: loading included).
@@ -50,6 +50,8 @@ variant, args = sys.argv[1], sys.argv[2:]
 if variant in ("before", "no-skip"):
     from rloo_studio.engine import trainer_patches
     trainer_patches.skip_needless_old_logprobs = lambda trainer, torch: "switched off by the benchmark"
+if variant in ("before", "no-prefill"):
+    args = args + ["model.share_prefill=off"]
 if variant in ("before", "no-allocator"):
     from rloo_studio.engine import allocator
     allocator.keep_freed_memory = lambda: {}
