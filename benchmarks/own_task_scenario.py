@@ -230,6 +230,15 @@ def judged(summary: str) -> dict:
                     "than half of either side's answers were cut off"}
 
 
+def log_lines(run_dir: Path) -> list[str]:
+    """The run's own lines in its train.log ("[rloo-studio] ..."): what it says of a stop, a failure, an alert."""
+    try:
+        text = (run_dir / "train.log").read_text(errors="replace")
+    except OSError:
+        return []
+    return [line.strip()[:500] for line in re.split(r"[\r\n]", text) if "[rloo-studio]" in line][-15:]
+
+
 def walk(s: Scenario, folder: Path, model_dir: Path, runs_dir: Path, minutes: float, steps_override: int | None) -> dict:
     from helpers.browser import fill_cell
     from playwright.sync_api import expect
@@ -329,11 +338,25 @@ def walk(s: Scenario, folder: Path, model_dir: Path, runs_dir: Path, minutes: fl
             s.said["start_confirm"] = confirm.inner_text().strip()
             page.locator("#start-anyway").click()
         s.said["start_problems"] = s.text("#start-problems")
-        expect(status).to_contain_text(re.compile(r"— (finished|failed|stopped)"), timeout=90 * MINUTE_MS)
+        ended = re.compile(r"— (finished|failed|stopped|interrupted)")
+        expect(status).to_contain_text(ended, timeout=90 * MINUTE_MS)
         s.said["train_status"] = s.text("#train-status")
         run_dirs = [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()]
-        out["run"] = run_dirs[0].name if len(run_dirs) == 1 else [p.name for p in run_dirs]
-        state = runs.read_status(run_dirs[0])["state"] if len(run_dirs) == 1 else None
+        if len(run_dirs) != 1:
+            raise RuntimeError(f"one Start made {len(run_dirs)} runs: {[p.name for p in run_dirs]}")
+        run_dir = run_dirs[0]
+        out["run"] = run_dir.name
+        if runs.effective_state(runs.read_status(run_dir)) in ("stopped", "interrupted"):
+            # Nothing here pressed Stop: a finding. What the run folder says of it is kept, and the person does what
+            # the page says (Resume), once.
+            out["unasked_stop"] = {"page": s.said["train_status"], "status": runs.read_status(run_dir),
+                                   "stop_file": runs.stop_requested(run_dir), "log": log_lines(run_dir)}
+            s.shot("train-unasked-stop")
+            page.locator("#resume-training").click()
+            expect(status).to_contain_text(re.compile(r"— (starting|training|queued)"), timeout=10 * MINUTE_MS)
+            expect(status).to_contain_text(ended, timeout=90 * MINUTE_MS)
+            s.said["train_status"] = s.text("#train-status")
+        state = runs.effective_state(runs.read_status(run_dir))
         if state != "finished":
             raise RuntimeError(f"the run ended {state}: {s.said['train_status']}")
 
@@ -389,6 +412,9 @@ def markdown(result: dict) -> str:
             lines += [f"- {what}: {ev['verdict_line']}",
                       (f"  Cut off (share of answers): {ev['cut_off_share']}; most cut off: {ev['mostly_cut_off']}; "
                        f"consistent (no plain 'better' on mostly cut-off answers): {ev['consistent']}.")]
+    if result.get("unasked_stop"):
+        lines.append(f"- The run stopped with no Stop pressed, and was resumed: {result['unasked_stop']}")
+    lines += [f"- {note}" for note in result.get("notes", [])]  # said of this result afterwards, by whoever ran it
     if result.get("failed"):
         lines += ["", f"**Failed** in phase {result['failed']['phase']}: {result['failed']['error']}"]
     return "\n".join(lines) + "\n"
@@ -419,8 +445,8 @@ def main(argv: list[str]) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     shots = Path(tempfile.mkdtemp(prefix="own-task-scenario-shots-"))
     out, failed = {}, None
-    with tempfile.TemporaryDirectory(prefix="own-task-scenario-") as tmp, LoadSampler() as load:
-        folder = Path(tmp)
+    folder = Path(tempfile.mkdtemp(prefix="own-task-scenario-"))  # removed at the end, kept when a phase failed
+    with LoadSampler() as load:
         runs_dir = folder / "runs"
         demo = build_app(runs_dir, detect_hardware=True)
         link = launch(demo, token=TOKEN, port=_free_port(), runs_dir=runs_dir, block=False)
@@ -438,6 +464,7 @@ def main(argv: list[str]) -> int:
                 except Enough:
                     out = s.out
                 except Exception as exc:  # a broken step is a finding: recorded with where it broke
+                    out = s.out
                     failed = {"phase": s.current, "error": f"{type(exc).__name__}: {str(exc)[:2000]}",
                               "screenshot": str(shots / f"{s.current}-failed.png")}
                     print(f"error in phase {s.current}: {exc}", file=sys.stderr)
@@ -460,10 +487,14 @@ def main(argv: list[str]) -> int:
         "minutes_budget": args.minutes, "minutes": s.phases, "total_minutes": total,
         "total_minutes_without_evaluating_again": round(total - s.phases.get("evaluate again", 0.0), 2),
         "goal_minutes": GOAL_MINUTES, "under_goal": failed is None and total < GOAL_MINUTES,
-        **out, "page_said": s.said, "screenshots": str(shots),
+        **out, "page_said": s.said,
     }
     if failed:
-        result["failed"] = failed
+        result["failed"] = {**failed, "kept": str(folder), "screenshots": str(shots)}
+    else:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
     path = save(args.name, result)
     (RESULTS / f"{args.name}.md").write_text(markdown(result))
     ev = out.get("evaluation") or {}
