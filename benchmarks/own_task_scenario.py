@@ -26,8 +26,10 @@ only the page's and the machine's. The verdict is checked against the cut-off sh
 more than half of either side's answers were cut off, a plain "better" is a wrong verdict.
 
 The machine's load average is recorded at the start, every 30 s, and at the end: on a machine shared with other work
-every time here is longer than on an idle one. Writes benchmarks/results/own_task_scenario.json and .md; screenshots of
-each phase's end go to a temporary folder (printed), and the last one is kept on a failure.
+every time here is longer than on an idle one. Writes benchmarks/results/own_task_scenario.json and .md (`--report` writes the
+.md again from the .json); screenshots of each phase's end go to a temporary folder (printed). When a phase fails, the
+result says where and why, and the run folder is kept for a look (its path in the result). A run that stops with no
+Stop pressed is a finding too: its own log lines are recorded and it is resumed once, as the page says to.
 """
 
 from __future__ import annotations
