@@ -26,7 +26,7 @@ from ..errors import StudioError
 from ..rewards import library
 from ..runs import slugify
 from ..workers import scoring
-from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row
+from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row
 from .workspace import REPLACED_CODE
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def verdict_markdown(reward: library.RewardFile, checked: dict) -> str:
     for v in checked["verdicts"]:
         total = "None" if v["total"] is None else f"{v['total']:.3f}"
         low, high = v["expected"]
-        lines.append(f"- {'✅' if v['ok'] else '❌'} `{v['completion'][:60]}` → total {total} (expected {low}–{high})"
+        lines.append(f"- {'✅' if v['ok'] else '❌'} `{v['completion'][:60]}` → total {total} {expected_words(low, high)}"
                      + (f" — {v['why']}" if v["why"] else ""))
     return "\n".join(lines)
 

@@ -27,6 +27,18 @@ def _truthy(value) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "✓")) or value == 1
 
 
+def expected_words(low, high) -> str:
+    """A pinned example's expected range in the page's words (an empty bound is no bound)."""
+    low, high = (None if v in (None, "") else v for v in (low, high))
+    if low is None and high is None:
+        return "(no expected range: it only has to score without an error)"
+    if high is None:
+        return f"(expected at least {low})"
+    if low is None:
+        return f"(expected at most {high})"
+    return f"(expected {low}–{high})"
+
+
 def pinned_row(cell, columns: list[str] | tuple, answer: str = "answer") -> dict:
     """The data row a pinned example's third cell gives (`data.row_from_cell`: `column=value; …` or the answer alone).
     The prompt column is the example's prompt (the scoring request's `prompt_column`)."""

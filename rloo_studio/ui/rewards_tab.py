@@ -43,7 +43,7 @@ from ..workers.commands import run_cli
 from .freshness import Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
-from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row  # noqa: F401 (also read from here)
+from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row  # noqa: F401 (also read from here)
 from .pickers import busy_message
 from .rule_builder import RuleBuilder
 from .workspace import DRAFT_PINNED, DRAFT_REWARDS
@@ -568,7 +568,7 @@ def pinned_verdict(groups: list[dict], result: dict) -> tuple[int | None, str]:
         if broken and g.get("missing"):  # a column the example gave no value for reached the reward as None
             why += (f" (this example gives no value for {', '.join(f'`{c}`' for c in g['missing'])}: if the function reads "
                     f"it, write e.g. `{g['missing'][0]}=…` in its answer cell)")
-        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} (expected {low}–{high})"
+        lines.append(f"- {'✅' if ok else '❌'} `{g['completions'][0][:60]}` → total {shown} {expected_words(low, high)}"
                      + (f" — {why}" if why else ""))
     checks = "".join(f"\n\n{judge_check_line(c)}" for c in result.get("judge_checks") or [] if c["message"])
     return passed, f"**{passed}/{len(groups)} pinned examples pass**\n" + "\n".join(lines) + checks

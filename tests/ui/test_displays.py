@@ -66,6 +66,16 @@ def test_a_pin_fails_when_a_function_raised_even_if_the_others_pass():
     assert pinned_report(groups, result).startswith("**1/1 pinned examples pass**")
 
 
+def test_a_pin_without_an_expected_range_says_so_instead_of_expected_none():
+    """A half-typed pinned row (no min, no max) read "passes … (expected None–None)"."""
+    result = {"functions": {"mine": {"errors": []}}, "rows": [{"total": 0.5, "rewards": {"mine": 0.5}}]}
+    group = {"prompt": "p", "row": {}, "completions": ["hi"]}
+    report = pinned_report([{**group, "range": (None, None)}], result)
+    assert "None–None" not in report and "no expected range" in report
+    assert "(expected at least 1)" in pinned_report([{**group, "range": (1, "")}], result)
+    assert "(expected 0–1)" in pinned_report([{**group, "range": (0, 1)}], result)
+
+
 def test_recent_completions_mark_cut_off_and_looping_answers():
     """Training's completions table: cut off = the whole max_completion_length without an end token (TRL's "clipped")."""
     from pathlib import Path
