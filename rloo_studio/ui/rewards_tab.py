@@ -28,7 +28,7 @@ import gradio as gr
 from .. import runs, sandbox
 from ..config import RunConfig
 from ..data import row_from_cell, reward_columns, unpassed_columns
-from ..errors import ConfigError, StudioError
+from ..errors import ConfigError, RewardError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import ScoreRequest
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
@@ -36,6 +36,7 @@ from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.preview import (agreement_sentence, probes_line, score_in_child, scoring_request, start_scorer, written_request)
 from ..rewards.templates import TEMPLATES, template
+from ..rewards.user import public_function_names
 from ..scan import warmup_offer
 from . import text
 from ..workers.commands import run_cli
@@ -154,7 +155,9 @@ class RewardsTab:
                 with gr.Row():
                     self.template = gr.Dropdown(list(TEMPLATES), value=None, label="Insert a template", scale=3, elem_id="template-choice")
                     self.insert = gr.Button("Insert", scale=1, elem_id="template-insert")
-                self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=16, elem_id="reward-code")
+                # Long lines wrap: the editor is narrower than the tab, and a line that scrolled sideways hid its end.
+                self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=16, elem_id="reward-code",
+                                    wrap_lines=True)
                 self.lint = gr.Markdown(elem_id="code-lint")
             with gr.Column(scale=2):
                 self.receives = gr.Markdown(receives_markdown([], None), elem_id="reward-receives")
@@ -252,6 +255,7 @@ class RewardsTab:
         # the editor's change also re-runs what Start would refuse and the Outdated lines, and two handlers of one change
         # restart each other (derived.py). The lint keeps its own endpoint for the API.
         form.derived.on([self.code], lint_and_save, inputs=[self.code], outputs=self.lint)
+        form.derived.on([self.code], functions_now, inputs=[self.code, self.user], outputs=self.user)
         self.lint_api = gr.Button(visible=False)
         self.lint_api.click(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards")
 
@@ -449,12 +453,7 @@ class RewardsTab:
         not parse leaves the table as it was: which functions it defines is unknown until it does, and a person mid-edit
         must not lose the choices they made (Start then names the syntax error, with its line)."""
         result = check_source(code or "", columns or ())
-        previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
-        if syntax_problem(code or ""):
-            table = [[_truthy(r[0]), str(r[1]), r[2]] for r in previous.values()]
-        else:
-            table = [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0]
-                     for n in result["functions"]]
+        table = function_rows(code, user_table)
         if result["problems"]:
             message = "\n\n".join("⚠️ " + p.replace("\n", "  \n") for p in result["problems"])
         elif result["functions"]:
@@ -466,6 +465,28 @@ class RewardsTab:
         else:
             message = "No functions yet."
         return message, table
+
+
+def function_rows(code: str | None, user_table) -> list[list]:
+    """The functions table for `code`: a row per public top-level function (found by parsing, nothing runs), keeping the
+    ticks and weights of functions still defined. Code that does not parse leaves the table as it was: which functions
+    it defines is unknown until it does, and a person mid-edit must not lose the choices they made (Start then names the
+    syntax error, with its line)."""
+    previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
+    try:
+        names = public_function_names(code or "", runs.REWARDS_FILE)
+    except RewardError:
+        return [[_truthy(r[0]), str(r[1]), r[2]] for r in previous.values()]
+    return [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0] for n in names]
+
+
+def functions_now(code: str | None, user_table):
+    """The functions table as the code in the editor defines it, on every edit (an undo included: it happens inside the
+    editor, so waiting for the person to leave it left the table speaking of code no longer there); skipped when it
+    already lists those functions, so ticks and weights being edited are never sent back."""
+    rows = function_rows(code, user_table)
+    same = [str(r[1]) for r in rows] == [str(r[1]) for r in _rows(user_table) if len(r) >= 3]
+    return gr.skip() if same else rows
 
 
 def preview_timeout(cfg: RunConfig) -> float:

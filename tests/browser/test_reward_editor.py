@@ -84,3 +84,30 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         # closes: 10 were counted so), each waiting for the one before. The first edit's check runs CHECK_S while the
         # other edits are typed, so two or three checks answer for all of them; fewer than one per cell, even slowly.
         assert 1 <= checks < len(PIN), f"{checks} pinned checks for {len(PIN)} edited cells"
+
+
+def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs_dir):
+    """A 200-character line wraps inside the editor (the end of a line is never out of sight), and Ctrl+Z takes a typed
+    function out of the functions table at once: the table follows the code in the editor, not the last time the
+    person left it (an undo happens inside the editor, with no leaving to check on)."""
+    from playwright.sync_api import expect
+
+    with opened_page(runs_dir) as page:
+        page.get_by_role("tab", name="3 · Rewards").click()
+        editor = page.locator("#reward-code .cm-content")
+        editor.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.insert_text("\n\n# " + "long " * 40 + "\n")
+        widths = page.evaluate("() => { const s = document.querySelector('#reward-code .cm-scroller');"
+                               " return [s.scrollWidth, s.clientWidth]; }")
+        assert widths[0] <= widths[1], f"the editor scrolls sideways: {widths[0]} px of text in {widths[1]} px"
+
+        functions = page.locator("#user-rewards")
+        page.keyboard.insert_text("def extra(completions, **kwargs):\n    return [0.0 for _ in completions]\n")
+        page.locator("#code-lint").click()  # leaving the editor checks the code
+        expect(functions).to_contain_text("extra", timeout=60_000)
+        editor.click()
+        page.keyboard.press("Control+Z")
+        expect(editor).not_to_contain_text("def extra")
+        expect(functions).not_to_contain_text("extra", timeout=60_000)
+        expect(functions).to_contain_text("short_answer")
