@@ -11,11 +11,16 @@ goes away when those fields are back to what the result was computed from, or wh
 The comparison is pure (`stamp_of`, `changed`, `outdated_line`); `Outdated` is its place on the page: the stamp's
 `gr.State`, the line(s), and the rule registered with the form's change event. The line is its own component rather
 than a prefix of the result: a rule that rewrote the result could land after a newer result and put the old one back.
+
+A result asked for on every edit (the pinned examples' check, on each edited cell) is run for the last edit only:
+`LatestOnly` waits until the edits pause, runs one check at a time, and drops a result whose edit is no longer the
+last, so a result for old values never reaches the page as the current one.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 
 import gradio as gr
 
@@ -115,3 +120,44 @@ class Outdated:
         by_id = {id(c): v for c, v in zip(components, values)}
         by_id.update({id(c): v for c, v in (replaced or [])})
         return stamp_of([by_id.get(id(c)) for c in self.fields])
+
+
+class LatestOnly:
+    """Checks asked on every edit, run for the last edit only (per page session), one at a time (across sessions: they
+    share the scoring child that has loaded the tokenizer).
+
+    `ask(session)` numbers an edit; `turn(session, n, quiet_s)` waits until no edit came for `quiet_s` and no other
+    check runs, and says whether edit `n` is still the last (else its check is not run at all); the caller runs the
+    check, calls `done()`, and shows its result only while `current(session, n)`: an edit made while a check ran makes
+    that check's result outdated, and the check of the newer edit, waiting for its turn, is the one that shows."""
+
+    def __init__(self):
+        self._asked: dict[str, int] = {}
+        self._running = False
+        self._changed = threading.Condition()
+        self.runs = 0  # checks run (the others were outdated before they started)
+
+    def ask(self, session: str) -> int:
+        with self._changed:
+            n = self._asked[session] = self._asked.get(session, 0) + 1
+            self._changed.notify_all()
+            return n
+
+    def current(self, session: str, n: int) -> bool:
+        return self._asked.get(session) == n
+
+    def turn(self, session: str, n: int, quiet_s: float) -> bool:
+        with self._changed:
+            # Until `quiet_s` passes with no newer edit (a newer one wakes this up at once: it is not the last).
+            self._changed.wait_for(lambda: not self.current(session, n), timeout=quiet_s)
+            self._changed.wait_for(lambda: not self._running or not self.current(session, n))
+            if not self.current(session, n):
+                return False
+            self._running = True
+            self.runs += 1
+            return True
+
+    def done(self) -> None:
+        with self._changed:
+            self._running = False
+            self._changed.notify_all()

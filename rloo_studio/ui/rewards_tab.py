@@ -40,7 +40,7 @@ from ..rewards.user import public_function_names
 from ..scan import warmup_offer
 from . import text
 from ..workers.commands import run_cli
-from .freshness import Outdated
+from .freshness import LatestOnly, Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
 from .pinned_rows import _rows, _truthy, answer_column, known_columns, pinned_row  # noqa: F401 (also read from here)
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
 PINNED_TIMEOUT_S = 30
+PINNED_QUIET_S = 1.0  # a pinned example's check starts once its cells have not been edited for this long
 PINNED_RUN_FILE = "pinned.json"  # the pinned examples as they were when the run started, in its folder
 EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]
 
@@ -386,21 +387,40 @@ class RewardsTab:
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=pinned_outputs, api_name="run_pinned")
         # Re-checked on each of these, beside the handlers above, at once rather than after them (a table the person
-        # edits while a later check's status changes can lose the edit when the page redraws it). The checks wait in
-        # one queue, one at a time, so the last one asked, with the last values, answers last. A table edited cell by
-        # cell is checked "always_last": edits made while a check runs are checked once, together, when it ends, not
-        # once each (each check starts a process, and a judge's calls); the table's change has no other such handler.
-        # Leaving the editor and the button ask for a check every time: the editor's blur already has one (check_code),
-        # and two "always_last" handlers of one event restart each other (derived.py). An edit or a blur that leaves
-        # everything as the last check scored it gets that check's report (recheck_pinned); the button scores anew.
-        for trigger, mode, fn in ((self.code.blur, "multiple", recheck_pinned), (self.pinned.change, "always_last", recheck_pinned),
-                                  (self.check.click, "multiple", run_pinned)):
-            trigger(fn, inputs=pinned_inputs, outputs=pinned_outputs, api_visibility="private",
-                    trigger_mode=mode, concurrency_limit=1, concurrency_id="pinned-check")
+        # edits while a later check's status changes can lose the edit when the page redraws it). Each check starts a
+        # process (and a judge's calls): ~26 s each on a 2-core laptop, and a table edited cell by cell asked one per
+        # cell. So they go through `latest` (freshness.LatestOnly): a check starts once the edits pause for
+        # PINNED_QUIET_S, one at a time, and an edit made while one runs makes its result outdated (not shown: the newer
+        # edit's check follows). The page sends every event ("multiple", no concurrency limit: each waits in `latest`,
+        # not in Gradio's queue, so a newer edit can tell an older waiting one that it is not the last). An edit or a
+        # blur that leaves everything as the last check scored it gets that check's report (recheck_pinned); the button
+        # scores anew, and the named endpoint above answers an API caller every time.
+        latest = LatestOnly()
+
+        def latest_only(fn, quiet_s: float):
+            def check(request: gr.Request, state, pinned, *values):  # (Gradio gives the request by its type)
+                session = getattr(request, "session_hash", None) or ""
+                n = latest.ask(session)
+                if not latest.turn(session, n, quiet_s):
+                    return gr.skip(), gr.skip()
+                try:
+                    shown = fn(state, pinned, *values)
+                finally:
+                    latest.done()
+                return shown if latest.current(session, n) else (gr.skip(), gr.skip())
+            return check
+
+        for trigger, fn, quiet_s, api in ((self.code.blur, recheck_pinned, 0.0, None),
+                                          (self.pinned.change, recheck_pinned, PINNED_QUIET_S, "pinned_edited"),
+                                          (self.check.click, run_pinned, 0.0, None)):
+            trigger(latest_only(fn, quiet_s), inputs=pinned_inputs, outputs=pinned_outputs, api_name=api or fn.__name__,
+                    api_visibility="public" if api else "private", trigger_mode="multiple", concurrency_limit=None,
+                    concurrency_id="pinned-check")
         # What the check scored with: the model's tokenizer, the data's columns and format, the rewards; and the table,
-        # which is not a trigger (its edits are checked at once, above, and it has two change handlers already).
+        # whose edit shows the line at once, while its check waits for the edits to pause (the table's change has one
+        # "always_last" handler, this one: the check's and the save's are "multiple", derived.py).
         pinned_fields = form.model_tab.inputs[:1] + form.data_tab.inputs + self.inputs
-        self.pinned_outdated.watch(form.derived, [self.pinned] + pinned_fields, triggers=pinned_fields)
+        self.pinned_outdated.watch(form.derived, [self.pinned] + pinned_fields)
 
     # ---- the form ----------------------------------------------------------------------------------
 
