@@ -214,7 +214,7 @@ class RewardsTab:
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
         self.judge.wire(workspace, form.derived)
-        self.rule_builder.wire(self.code, self.user, workspace)
+        self.rule_builder.wire(demo, self.code, self.user, workspace)
         self.library.wire(demo, form, self)
         # Through the form's one change event (derived.py): the form's draft is saved on the same change of `base`.
         form.derived.on([form.base], unshown_note, inputs=[form.base], outputs=self.unshown)
