@@ -46,8 +46,8 @@ from .poller import Poller  # noqa: E402
 from .rewards_tab import RewardsTab  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .scan_panel import ScanPanel  # noqa: E402
-from .train_tab import TrainTab, resume_run  # noqa: E402
-from .workspace import DRAFT_REWARDS, Workspace  # noqa: E402
+from .train_tab import MEASURING, TrainTab, resume_run  # noqa: E402
+from .workspace import DRAFT_PAGE, DRAFT_REWARDS, Workspace  # noqa: E402
 
 POLL_SECONDS = 2.0  # while a run trains: the curves and the step counter move
 IDLE_POLL_SECONDS = 6.0  # otherwise: a run started elsewhere (the command line) still shows within seconds
@@ -92,27 +92,27 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
     with gr.Blocks(title=text.TITLE, analytics_enabled=False) as demo:
         gr.HTML(f"<style>{PAGE_CSS}</style>", padding=False)
         gr.Markdown(f"# {text.TITLE}\n{text.INTRO}")
-        # Shown on every tab while a run trains: after a reload the page opens on tab 1, and the run must not be a secret.
+        # Shown on every tab while a run trains: whichever tab a reload opens on, the run must not be a secret.
         with gr.Row(visible=False, elem_id="run-banner", equal_height=True) as banner_row:
             banner = gr.Markdown(elem_id="run-banner-text")
             open_train = gr.Button("Watch it in the Train tab", elem_id="run-banner-open", scale=0, min_width=220)
         with gr.Tabs(elem_id="tabs") as tabs:
-            with gr.Tab("1 · Model & hardware", id="model", elem_id="tab-model"):
+            with gr.Tab("1 · Model & hardware", id="model", elem_id="tab-model") as model_page:
                 model_tab = ModelTab(presets, default_preset)
-            with gr.Tab("2 · Data", id="data", elem_id="tab-data"):
+            with gr.Tab("2 · Data", id="data", elem_id="tab-data") as data_page:
                 data_tab = DataTab(workspace.uploads)
-            with gr.Tab("3 · Rewards", id="rewards", elem_id="tab-rewards"):
+            with gr.Tab("3 · Rewards", id="rewards", elem_id="tab-rewards") as rewards_page:
                 rewards_tab = RewardsTab(workspace.read(DRAFT_REWARDS) or text.CODE_TEMPLATE)
                 scan_panel = ScanPanel()
-            with gr.Tab("4 · Train", id="train", elem_id="tab-train"):
+            with gr.Tab("4 · Train", id="train", elem_id="tab-train") as train_page:
                 train_tab = TrainTab()
-            with gr.Tab("5 · Chat", id="chat", elem_id="tab-chat"):
+            with gr.Tab("5 · Chat", id="chat", elem_id="tab-chat") as chat_page:
                 chat_tab = ChatTab(runs_dir, worker)
-            with gr.Tab("6 · Evaluate", id="evaluate", elem_id="tab-evaluate"):
+            with gr.Tab("6 · Evaluate", id="evaluate", elem_id="tab-evaluate") as eval_page:
                 eval_tab = EvalTab(runs_dir, worker)
-            with gr.Tab("7 · Export", id="export", elem_id="tab-export"):
+            with gr.Tab("7 · Export", id="export", elem_id="tab-export") as export_page:
                 export_tab = ExportTab(runs_dir, worker)
-            with gr.Tab("Runs", id="runs", elem_id="tab-runs"):
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_page:
                 runs_tab = RunsTab(runs_dir)
         # The page's one timer: every tab's polls run in one event a tick, often while a run trains, else seldom.
         poller = Poller(POLL_SECONDS, IDLE_POLL_SECONDS, busy=lambda: jobs.active_run(runs_dir) is not None)
@@ -127,6 +127,14 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         for tab in (chat_tab, eval_tab, export_tab):
             tab.wire(demo, poller)
 
+        keep_page(demo, workspace, tabs, [model_page, data_page, rewards_page, train_page, chat_page, eval_page, export_page,
+                                          runs_page])
+        # The results that took a run of their own come back after a reload, marked with when they were made (and
+        # outdated if a field changed since); the preview's and the pinned check's are not kept yet.
+        train_tab.time_outdated.keep(demo, workspace, [train_tab.time_estimate, train_tab.time_measured],
+                                     worth=lambda shown, measured: not str(shown or "").startswith(MEASURING))
+        data_tab.summary_outdated.keep(demo, workspace, [data_tab.summary, data_tab.table], worth=lambda summary, table: bool(summary))
+
         banner_now = functools.partial(banner_update, runs_dir)
         demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")
         poller.tick(banner_now, inputs=[form.watched, banner], outputs=[banner_row, banner, form.watched])
@@ -137,6 +145,24 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
     # and exits; an app closed inside a process that goes on, as in tests, must shut it down.)
     demo.inference_worker = worker
     return demo
+
+
+def keep_page(demo: gr.Blocks, workspace: Workspace, tabs: gr.Tabs, pages: list) -> None:
+    """The tab the person last chose is kept (DRAFT_PAGE) and shown again when the page loads: a reload opened on tab 1
+    wherever the person was."""
+    by_label = {p.label: p.id for p in pages}
+
+    def chosen(evt: gr.SelectData):  # (the page sends a tab's choice as the Tabs' select, with the tab's label)
+        if evt.value in by_label:
+            workspace.write_json(DRAFT_PAGE, {"tab": by_label[evt.value]})
+
+    tabs.select(chosen, api_visibility="private", show_progress="hidden")
+
+    def shown():
+        tab = (workspace.read_json(DRAFT_PAGE) or {}).get("tab")
+        return gr.Tabs(selected=tab) if tab in [p.id for p in pages] else gr.skip()
+
+    demo.load(shown, outputs=tabs, api_visibility="private", show_progress="hidden")
 
 
 def banner_update(runs_dir: Path, watched: str | None, shown: str | None = None) -> tuple:

@@ -11,13 +11,23 @@ goes away when those fields are back to what the result was computed from, or wh
 The comparison is pure (`stamp_of`, `changed`, `outdated_line`); `Outdated` is its place on the page: the stamp's
 `gr.State`, the line(s), and the rule registered with the form's change event. The line is its own component rather
 than a prefix of the result: a rule that rewrote the result could land after a newer result and put the old one back.
+`Outdated.keep` keeps a result with its stamp in the workspace, so a reload shows it again, with when it was computed,
+and outdated by the same rule if the fields changed since.
+
+A result asked for on every edit (the pinned examples' check, on each edited cell) is run for the last edit only:
+`LatestOnly` waits until the edits pause, runs one check at a time, and drops a result whose edit is no longer the
+last, so a result for old values never reaches the page as the current one.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import gradio as gr
+
+from .workspace import plain
 
 MARK = "⏳ **Outdated**"
 SHOWN_NAMES = 3  # more changed fields than this are counted ("and 2 more"), not listed
@@ -81,13 +91,33 @@ def label_of(component) -> str:
     return str(getattr(component, "label", None) or getattr(component, "elem_id", None) or type(component).__name__)
 
 
+def made_line(made: dict | None, stamp) -> str:
+    """"🕘 Computed at 14:02 on 3 Dec, before this page was loaded." for a result a reload put back (`made`: its time and
+    stamp), while the result shown is that one (a result computed since has another stamp); "" otherwise."""
+    if not made or made.get("stamp") != stamp or not isinstance(made.get("at"), (int, float)):
+        return ""
+    return f"🕘 Computed at {time.strftime('%H:%M on %d %b', time.localtime(made['at'])).replace(' 0', ' ')}, before this page was loaded."
+
+
+def kept_values(components: list, values: list) -> list:
+    """A result's values as JSON holds them and the components take them back: a table with its headers."""
+    out = []
+    for component, value in zip(components, values):
+        if hasattr(value, "values") and hasattr(value, "columns"):  # a pandas frame, as a Dataframe's value arrives
+            value = {"headers": [str(c) for c in value.columns], "data": value.values.tolist()}
+        out.append(json.loads(json.dumps(plain(value), default=str)))
+    return out
+
+
 class Outdated:
     """One expensive result's stamp and its `Outdated` line. Make it where the line should show (`line()` adds one more
-    where another part of the result shows, e.g. the preview's findings below its tables), then `watch` its fields."""
+    where another part of the result shows, e.g. the preview's findings below its tables), then `watch` its fields;
+    `keep` keeps the result across reloads."""
 
     def __init__(self, elem_id: str, button: str):
         self.elem_id, self.button = elem_id, button
         self.stamp = gr.State([])
+        self.made = gr.State(None)  # a result a reload put back: {"at": when it was computed, "stamp": its stamp}
         self.lines: list = []
         self.fields: list = []
         self.line()
@@ -102,12 +132,42 @@ class Outdated:
         self.fields = list(fields)
         labels = [label_of(c) for c in self.fields]
 
-        def line_now(stamp, *values):
-            text = outdated_line(changed(stamp, labels, values), self.button)
+        def line_now(stamp, made, *values):
+            text = "  \n".join(t for t in (made_line(made, stamp), outdated_line(changed(stamp, labels, values), self.button)) if t)
             return text if len(self.lines) == 1 else [text] * len(self.lines)
 
-        derived.on(list(triggers if triggers is not None else fields) + [self.stamp], line_now, inputs=[self.stamp] + self.fields,
-                   outputs=self.lines)
+        derived.on(list(triggers if triggers is not None else fields) + [self.stamp, self.made], line_now,
+                   inputs=[self.stamp, self.made] + self.fields, outputs=self.lines)
+
+    def keep(self, demo: gr.Blocks, workspace, results: list, worth=lambda *values: True) -> None:
+        """Keep the result — `results`, its components, the first of which changes with every new result — in the
+        workspace with its stamp, and put it back when a page loads (a reload), marked with when it was computed
+        (`made_line`) and, by its stamp, outdated if the fields changed since. `worth(*values)`: whether what the
+        components show is a result to keep (not a progress line)."""
+        name = f"result-{self.elem_id}.json"
+
+        def save(stamp, made, *values):
+            if not stamp or not worth(*values):
+                return gr.skip()
+            kept = {"stamp": stamp, "values": kept_values(results, list(values))}
+            before = workspace.read_json(name) or {}
+            # Compared by the stamp and the first component's value (a table comes back from the page in other types).
+            if before.get("stamp") == stamp and (before.get("values") or [None])[0] == kept["values"][0]:
+                return gr.skip()  # what a reload put back (its change), or the same result again: its time stays
+            workspace.write_json(name, {**kept, "at": time.time()})
+            return None  # a new result: no "before this page was loaded" mark
+
+        results[0].change(save, inputs=[self.stamp, self.made] + results, outputs=self.made, api_visibility="private",
+                          show_progress="hidden", trigger_mode="multiple", concurrency_limit=1,
+                          concurrency_id=f"keep-{self.elem_id}")
+
+        def restore():
+            kept = workspace.read_json(name)
+            if not kept or not isinstance(kept.get("values"), list) or len(kept["values"]) != len(results):
+                return [gr.skip()] * (len(results) + 2)
+            return [*kept["values"], kept.get("stamp") or [], {"at": kept.get("at"), "stamp": kept.get("stamp")}]
+
+        demo.load(restore, outputs=results + [self.stamp, self.made], api_visibility="private", show_progress="hidden")
 
     def stamp_from(self, components: list, values: list, replaced: list[tuple] | None = None) -> list[str]:
         """The stamp of a result computed from `values` of `components` (a handler's inputs); `replaced`, pairs of
@@ -115,3 +175,44 @@ class Outdated:
         by_id = {id(c): v for c, v in zip(components, values)}
         by_id.update({id(c): v for c, v in (replaced or [])})
         return stamp_of([by_id.get(id(c)) for c in self.fields])
+
+
+class LatestOnly:
+    """Checks asked on every edit, run for the last edit only (per page session), one at a time (across sessions: they
+    share the scoring child that has loaded the tokenizer).
+
+    `ask(session)` numbers an edit; `turn(session, n, quiet_s)` waits until no edit came for `quiet_s` and no other
+    check runs, and says whether edit `n` is still the last (else its check is not run at all); the caller runs the
+    check, calls `done()`, and shows its result only while `current(session, n)`: an edit made while a check ran makes
+    that check's result outdated, and the check of the newer edit, waiting for its turn, is the one that shows."""
+
+    def __init__(self):
+        self._asked: dict[str, int] = {}
+        self._running = False
+        self._changed = threading.Condition()
+        self.runs = 0  # checks run (the others were outdated before they started)
+
+    def ask(self, session: str) -> int:
+        with self._changed:
+            n = self._asked[session] = self._asked.get(session, 0) + 1
+            self._changed.notify_all()
+            return n
+
+    def current(self, session: str, n: int) -> bool:
+        return self._asked.get(session) == n
+
+    def turn(self, session: str, n: int, quiet_s: float) -> bool:
+        with self._changed:
+            # Until `quiet_s` passes with no newer edit (a newer one wakes this up at once: it is not the last).
+            self._changed.wait_for(lambda: not self.current(session, n), timeout=quiet_s)
+            self._changed.wait_for(lambda: not self._running or not self.current(session, n))
+            if not self.current(session, n):
+                return False
+            self._running = True
+            self.runs += 1
+            return True
+
+    def done(self) -> None:
+        with self._changed:
+            self._running = False
+            self._changed.notify_all()

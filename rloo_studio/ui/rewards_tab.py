@@ -28,7 +28,7 @@ import gradio as gr
 from .. import runs, sandbox
 from ..config import RunConfig
 from ..data import row_from_cell, reward_columns, unpassed_columns
-from ..errors import ConfigError, StudioError
+from ..errors import ConfigError, RewardError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import Done, PreviewRequest, Progress
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
@@ -36,11 +36,12 @@ from ..rewards.check import check_source
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.preview import agreement_sentence, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
+from ..rewards.user import public_function_names
 from ..scan import warmup_offer
 from . import text
 from ..workers import scoring
 from ..workers.commands import run_cli
-from .freshness import Outdated
+from .freshness import LatestOnly, Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
 from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row  # noqa: F401 (also read from here)
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 PREVIEW_SCORE_TIMEOUT_S = 30  # the reward functions' time limit in the preview (a hang is stopped, the app stays usable)
 PINNED_TIMEOUT_S = 30
+PINNED_QUIET_S = 1.0  # a pinned example's check starts once its cells have not been edited for this long
 PINNED_RUN_FILE = "pinned.json"  # the pinned examples as they were when the run started, in its folder
 EXAMPLE_PIN = ["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0]
 
@@ -155,7 +157,9 @@ class RewardsTab:
                 with gr.Row():
                     self.template = gr.Dropdown(list(TEMPLATES), value=None, label="Insert a template", scale=3, elem_id="template-choice")
                     self.insert = gr.Button("Insert", scale=1, elem_id="template-insert")
-                self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=16, elem_id="reward-code")
+                # Long lines wrap: the editor is narrower than the tab, and a line that scrolled sideways hid its end.
+                self.code = gr.Code(code_draft, language="python", label=text.CODE, lines=16, elem_id="reward-code",
+                                    wrap_lines=True)
                 self.lint = gr.Markdown(elem_id="code-lint")
             with gr.Column(scale=2):
                 self.receives = gr.Markdown(receives_markdown([], None), elem_id="reward-receives")
@@ -211,7 +215,7 @@ class RewardsTab:
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         workspace = form.workspace
         self.judge.wire(workspace, form.derived)
-        self.rule_builder.wire(self.code, self.user, workspace)
+        self.rule_builder.wire(demo, self.code, self.user, workspace)
         self.library.wire(demo, form, self)
         # Through the form's one change event (derived.py): the form's draft is saved on the same change of `base`.
         form.derived.on([form.base], unshown_note, inputs=[form.base], outputs=self.unshown)
@@ -253,6 +257,7 @@ class RewardsTab:
         # the editor's change also re-runs what Start would refuse and the Outdated lines, and two handlers of one change
         # restart each other (derived.py). The lint keeps its own endpoint for the API.
         form.derived.on([self.code], lint_and_save, inputs=[self.code], outputs=self.lint)
+        form.derived.on([self.code], functions_now, inputs=[self.code, self.user], outputs=self.user)
         self.lint_api = gr.Button(visible=False)
         self.lint_api.click(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards")
 
@@ -383,21 +388,40 @@ class RewardsTab:
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=pinned_outputs, api_name="run_pinned")
         # Re-checked on each of these, beside the handlers above, at once rather than after them (a table the person
-        # edits while a later check's status changes can lose the edit when the page redraws it). The checks wait in
-        # one queue, one at a time, so the last one asked, with the last values, answers last. A table edited cell by
-        # cell is checked "always_last": edits made while a check runs are checked once, together, when it ends, not
-        # once each (each check starts a process, and a judge's calls); the table's change has no other such handler.
-        # Leaving the editor and the button ask for a check every time: the editor's blur already has one (check_code),
-        # and two "always_last" handlers of one event restart each other (derived.py). An edit or a blur that leaves
-        # everything as the last check scored it gets that check's report (recheck_pinned); the button scores anew.
-        for trigger, mode, fn in ((self.code.blur, "multiple", recheck_pinned), (self.pinned.change, "always_last", recheck_pinned),
-                                  (self.check.click, "multiple", run_pinned)):
-            trigger(fn, inputs=pinned_inputs, outputs=pinned_outputs, api_visibility="private",
-                    trigger_mode=mode, concurrency_limit=1, concurrency_id="pinned-check")
+        # edits while a later check's status changes can lose the edit when the page redraws it). Each check starts a
+        # process (and a judge's calls): ~26 s each on a 2-core laptop, and a table edited cell by cell asked one per
+        # cell. So they go through `latest` (freshness.LatestOnly): a check starts once the edits pause for
+        # PINNED_QUIET_S, one at a time, and an edit made while one runs makes its result outdated (not shown: the newer
+        # edit's check follows). The page sends every event ("multiple", no concurrency limit: each waits in `latest`,
+        # not in Gradio's queue, so a newer edit can tell an older waiting one that it is not the last). An edit or a
+        # blur that leaves everything as the last check scored it gets that check's report (recheck_pinned); the button
+        # scores anew, and the named endpoint above answers an API caller every time.
+        latest = LatestOnly()
+
+        def latest_only(fn, quiet_s: float):
+            def check(request: gr.Request, state, pinned, *values):  # (Gradio gives the request by its type)
+                session = getattr(request, "session_hash", None) or ""
+                n = latest.ask(session)
+                if not latest.turn(session, n, quiet_s):
+                    return gr.skip(), gr.skip()
+                try:
+                    shown = fn(state, pinned, *values)
+                finally:
+                    latest.done()
+                return shown if latest.current(session, n) else (gr.skip(), gr.skip())
+            return check
+
+        for trigger, fn, quiet_s, api in ((self.code.blur, recheck_pinned, 0.0, None),
+                                          (self.pinned.change, recheck_pinned, PINNED_QUIET_S, "pinned_edited"),
+                                          (self.check.click, run_pinned, 0.0, None)):
+            trigger(latest_only(fn, quiet_s), inputs=pinned_inputs, outputs=pinned_outputs, api_name=api or fn.__name__,
+                    api_visibility="public" if api else "private", trigger_mode="multiple", concurrency_limit=None,
+                    concurrency_id="pinned-check")
         # What the check scored with: the model's tokenizer, the data's columns and format, the rewards; and the table,
-        # which is not a trigger (its edits are checked at once, above, and it has two change handlers already).
+        # whose edit shows the line at once, while its check waits for the edits to pause (the table's change has one
+        # "always_last" handler, this one: the check's and the save's are "multiple", derived.py).
         pinned_fields = form.model_tab.inputs[:1] + form.data_tab.inputs + self.inputs
-        self.pinned_outdated.watch(form.derived, [self.pinned] + pinned_fields, triggers=pinned_fields)
+        self.pinned_outdated.watch(form.derived, [self.pinned] + pinned_fields)
 
     # ---- the form ----------------------------------------------------------------------------------
 
@@ -450,12 +474,7 @@ class RewardsTab:
         not parse leaves the table as it was: which functions it defines is unknown until it does, and a person mid-edit
         must not lose the choices they made (Start then names the syntax error, with its line)."""
         result = check_source(code or "", columns or ())
-        previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
-        if syntax_problem(code or ""):
-            table = [[_truthy(r[0]), str(r[1]), r[2]] for r in previous.values()]
-        else:
-            table = [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0]
-                     for n in result["functions"]]
+        table = function_rows(code, user_table)
         if result["problems"]:
             message = "\n\n".join("⚠️ " + p.replace("\n", "  \n") for p in result["problems"])
         elif result["functions"]:
@@ -467,6 +486,28 @@ class RewardsTab:
         else:
             message = "No functions yet."
         return message, table
+
+
+def function_rows(code: str | None, user_table) -> list[list]:
+    """The functions table for `code`: a row per public top-level function (found by parsing, nothing runs), keeping the
+    ticks and weights of functions still defined. Code that does not parse leaves the table as it was: which functions
+    it defines is unknown until it does, and a person mid-edit must not lose the choices they made (Start then names the
+    syntax error, with its line)."""
+    previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
+    try:
+        names = public_function_names(code or "", runs.REWARDS_FILE)
+    except RewardError:
+        return [[_truthy(r[0]), str(r[1]), r[2]] for r in previous.values()]
+    return [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0] for n in names]
+
+
+def functions_now(code: str | None, user_table):
+    """The functions table as the code in the editor defines it, on every edit (an undo included: it happens inside the
+    editor, so waiting for the person to leave it left the table speaking of code no longer there); skipped when it
+    already lists those functions, so ticks and weights being edited are never sent back."""
+    rows = function_rows(code, user_table)
+    same = [str(r[1]) for r in rows] == [str(r[1]) for r in _rows(user_table) if len(r) >= 3]
+    return gr.skip() if same else rows
 
 
 def preview_timeout(cfg: RunConfig) -> float:

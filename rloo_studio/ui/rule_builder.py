@@ -4,7 +4,8 @@ The person picks a block (its one-line explanation and worked example show as it
 table — block, function name, weight, parameters as JSON, as the builtins table has them — and picks how the blocks
 combine (sum, all-of, any-of). The reward file the rule set becomes (`rules.build_file`) is shown beside it as Python,
 re-generated on every change; *Use this reward* puts it in the code editor and ticks its functions, after which it is
-an ordinary code reward the person may edit. Nothing here runs the code.
+an ordinary code reward the person may edit. Nothing here runs the code. The blocks are kept as a draft on every
+change (DRAFT_RULES) and come back after a reload.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import gradio as gr
 from ..errors import StudioError
 from ..rewards import rules
 from .pinned_rows import _rows as dataframe_rows
-from .workspace import REPLACED_CODE
+from .workspace import DRAFT_RULES, REPLACED_CODE
 
 BLOCK_HEADERS = ["block", "function name", "weight", "parameters (JSON)"]
 COMBINE_CHOICES = [(f"{key}: {why}", key) for key, why in rules.COMBINES.items()]
@@ -141,6 +142,18 @@ def used_rows(code: str) -> list[list]:
     return [[True, fn, float(w)] for fn, w in read_header(code).get("weights", {}).items()]
 
 
+def saved_rules(draft: dict | None) -> list:
+    """[blocks table, combine, name] from the builder's draft (`refresh` keeps it), each as it was; skipped when there
+    is none or a part no longer fits (a block the builder no longer has is left out)."""
+    if not draft:
+        return [gr.skip()] * 3
+    rows = [list(r) for r in draft.get("blocks") or [] if isinstance(r, list) and len(r) == len(BLOCK_HEADERS)
+            and str(r[0] or "") in rules.BLOCKS]
+    combine = draft.get("combine") if draft.get("combine") in rules.COMBINES else gr.skip()
+    name = draft["name"] if isinstance(draft.get("name"), str) else gr.skip()
+    return [rows, combine, name]
+
+
 class RuleBuilder:
     """The builder's widgets (inside the Rewards tab, closed by default) and their events."""
 
@@ -166,13 +179,19 @@ class RuleBuilder:
                     self.code = gr.Code("", language="python", label="Generated Python", interactive=False, lines=16,
                                         elem_id="rule-code")
 
-    def wire(self, editor: gr.Code, functions: gr.Dataframe, workspace) -> None:
+    def wire(self, demo: gr.Blocks, editor: gr.Code, functions: gr.Dataframe, workspace) -> None:
         self.block.change(block_markdown, inputs=self.block, outputs=self.about, api_visibility="private", show_progress="hidden")
         self.add.click(add_block, inputs=[self.table, self.block], outputs=self.table, api_name="rule_add_block")
 
         def refresh(table, combine, name):
+            # Kept on every change (in the handler the change already has: a second one would restart it, derived.py)
+            # and put back when the page loads: a reload kept the blocks only until now.
+            workspace.write_json(DRAFT_RULES, {"blocks": _rows(table), "combine": combine, "name": name})
             code, line = generated(table, combine, name)
             return code, line, blocks_markdown(table)
+
+        demo.load(lambda: saved_rules(workspace.read_json(DRAFT_RULES)), outputs=[self.table, self.combine, self.name],
+                  api_name="load_rules")
 
         for trigger in (self.table.change, self.combine.change, self.name.change):
             trigger(refresh, inputs=[self.table, self.combine, self.name], outputs=[self.code, self.status, self.explained],

@@ -235,9 +235,13 @@ _LOCAL_MODEL_AND = re.compile(r"the model is the local folder `[^`]*`; downloads
 
 
 def preset_notes_for(notes: str | None, model: str | None) -> str | None:
-    """The preset's note for the model now chosen: a local folder is not downloaded, so the note names the folder."""
+    """The preset's note for the model now chosen: a local folder is not downloaded, so the note names the folder. No
+    note yet (a change event read the notes before the page's load wrote them): skipped, so that its answer, coming
+    after the load's, does not wipe them."""
     if not notes:
-        return notes
+        import gradio as gr  # (only here: the rest of this module is words)
+
+        return gr.skip()
     notes = _LOCAL_MODEL.sub(lambda m: f"Downloads {m.group(1)} {m.group(2) or ''}once", notes)
     notes = _LOCAL_MODEL_AND.sub(lambda m: f"downloads the model and {m.group(1)} once", notes)
     folder = (model or "").strip()

@@ -582,7 +582,10 @@ PROGRESS_EVERY_S = 1.0  # how often the page's line counts the trial's seconds
 def progress_markdown(now: "trial.Progress | None", waited_s: float) -> str:
     """The running trial's line on the page: its stage and seconds; before the trial's first look at its folder (while
     its worker is being started), the seconds since the click."""
-    return f"**Measuring:** {now.words() if now else f'starting the trial run ({waited_s:.0f} s)…'}"
+    return f"{MEASURING} {now.words() if now else f'starting the trial run ({waited_s:.0f} s)…'}"
+
+
+MEASURING = "**Measuring:**"  # how the trial's progress line starts: a result kept for a reload never does (app.py)
 
 
 def time_markdown(m: "trial.Measurement", est=None, device: str | None = None, minutes: float | None = None) -> str:

@@ -19,6 +19,9 @@ DRAFT_REWARDS = "draft-rewards.py"
 DRAFT_PINNED = "draft-pinned.json"  # the pinned examples, kept with the reward code
 REPLACED_CODE = "replaced-rewards.py"  # the editor's code that a library reward or a rule reward replaced (*Use*)
 DRAFT_JUDGE = "draft-judge.json"  # the Rewards tab's judge section (never an API key: only its variable's name)
+DRAFT_RULES = "draft-rules.json"  # the rule builder's blocks, how they combine and the reward's name
+DRAFT_PAGE = "draft-page.json"  # the tab the page showed last
+# The results that took a run of their own (freshness.Outdated.keep) are kept as result-ELEM_ID.json beside these.
 
 
 def plain(value):

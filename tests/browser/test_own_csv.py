@@ -287,7 +287,7 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     expect(page.locator("#train-status")).to_contain_text(re.compile(r"— (starting|training)"), timeout=180_000)
     run_dir = wait_for_run(runs_dir)
 
-    # 10 · A reload opens tab 1: a banner says a run is training, and leads to it.
+    # 10 · A reload (it opens on the tab the person was on): a banner says a run is training, and leads to it.
     page.reload()
     banner = page.locator("#run-banner")
     expect(banner).to_be_visible(timeout=120_000)

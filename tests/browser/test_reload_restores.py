@@ -4,8 +4,10 @@ One served app and one page for the module (Playwright driving Debian's Chromium
 choosing a file instead of the demo's data unticks the builtins the demo ticked and removes its pinned example, and
 the page says so; Stop cannot be pressed with nothing training. Then a person's own form — a non-demo preset with a
 model folder of their own, a CSV with extra columns (question, order_id, ref) whose answer column is `ref`, builtin
-weights and parameters changed (one ticked, one not), a judge rubric of their own, a changed step count — comes back
-after a reload field by field, read from the page, with the reward panel still listing the data's columns.
+weights and parameters changed (one ticked, one not), a judge rubric of their own, a rule-builder block, a changed step
+count — comes back after a reload field by field, read from the page, with the reward panel still listing the data's
+columns, on the tab the person was on, with the data check and Estimate time's answer each marked with when it was made
+(the data check, made before its columns were chosen, also outdated).
 Screenshots go to test-artifacts/browser/reload-*.png.
 """
 
@@ -23,6 +25,7 @@ pytestmark = BROWSER_MARKS
 
 ROWS = [(f"Where is order {1000 + i}?", f"A-{1000 + i}", f"Order A-{1000 + i} ships today.") for i in range(30)]
 OWN_RUBRIC = "One short polite sentence that names the order number."
+ESTIMATED = "is not a model folder"  # Estimate time's answer for a model folder with no model in it
 # Rows of the builtin table (rloo_studio.rewards.BUILTIN_REWARDS' order): what the demo ticks, and two the test changes.
 NUMERIC_ANSWER, THINK_FORMAT, THINK_LENGTH, LENGTH_PENALTY = 0, 3, 4, 6
 
@@ -163,17 +166,29 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#judge-rubric textarea")).not_to_have_value("")  # ticking fills in the first template
     page.locator("#judge-rubric textarea").fill(OWN_RUBRIC)
     expect(page.locator("#judge-rubric-template input")).to_have_value("(your own rubric)")
+    # The rule builder: a block added.
+    page.locator("#rule-builder").get_by_text("Build a reward from rules").click()
+    page.locator("#rule-block input").click()
+    page.get_by_role("option", name="Reply contains a column's value").click()
+    page.locator("#rule-add").click()
+    expect(page.locator("#rule-blocks")).to_contain_text("contains")
 
     # Train: a step count of the person's own.
     _tab(page, "4 · Train")
     steps = page.locator("#rloo-max-steps input")
     steps.fill("37")
     steps.press("Tab")
+    page.locator("#estimate-time").click()  # (the model folder holds no model: it says so at once)
+    expect(page.locator("#time-estimate")).to_contain_text(ESTIMATED)
     _shot(page, "2-before")
 
     _saved(studio, str(model), '"answer-column": "ref"', '"target_tokens\\": 40', "2.5", OWN_RUBRIC, '"rloo-max-steps": 37')
     page.reload()
     expect(page.locator("#preset-notes")).to_contain_text("The form shows your last settings", timeout=120_000)
+    # It opens where the person was, with the results they had, each saying when it was computed.
+    expect(page.get_by_role("tab", name="4 · Train")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#time-estimate")).to_contain_text(ESTIMATED)
+    expect(page.locator("#time-estimate-outdated")).to_contain_text("before this page was loaded")
     expect(page.locator("#preset-notes")).to_contain_text("cpu-small-real")
     expect(page.locator("#model-name input")).to_have_value(str(model))
     expect(page.locator("#preset input")).to_have_value(re.compile(r"^cpu-small-real"))
@@ -183,6 +198,9 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(str(data))
     expect(page.locator("#prompt-column input")).to_have_value("question")
     expect(page.locator("#answer-column input")).to_have_value("ref")
+    expect(page.locator("#data-summary")).to_contain_text("order_id")  # the data check, made before the columns were set:
+    expect(page.locator("#data-summary-outdated")).to_contain_text("before this page was loaded")
+    expect(page.locator("#data-summary-outdated")).to_contain_text("Outdated")  # so it says they changed since
 
     _tab(page, "3 · Rewards")
     expect(page.locator("#reward-receives")).to_contain_text("order_id")
@@ -196,6 +214,8 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#judge-use input")).to_be_checked()
     expect(page.locator("#judge-rubric textarea")).to_have_value(OWN_RUBRIC)
     expect(page.locator("#judge-rubric-template input")).to_have_value("(your own rubric)")
+    page.locator("#rule-builder").get_by_text("Build a reward from rules").click()
+    expect(page.locator("#rule-blocks")).to_contain_text("contains")
 
     _tab(page, "4 · Train")
     expect(page.locator("#rloo-max-steps input")).to_have_value("37")

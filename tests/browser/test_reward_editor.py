@@ -22,8 +22,13 @@ REWARD = ("import time\n\ndef brief(completions, **kwargs):\n"
 PIN = ["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 100.0]
 
 
-def test_edit_check_tick_and_preview_a_reward(runs_dir):
+def test_edit_check_tick_and_preview_a_reward(runs_dir, monkeypatch):
     from playwright.sync_api import expect
+
+    from rloo_studio.ui import rewards_tab
+
+    real_score, scored = rewards_tab.score_written, []  # the pinned checks that scored (each a scoring child's run)
+    monkeypatch.setattr(rewards_tab, "score_written", lambda request, timeout_s: scored.append(request) or real_score(request, timeout_s))
 
     with opened_page(runs_dir) as page:
         page.get_by_role("tab", name="3 · Rewards").click()
@@ -52,20 +57,22 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         page.locator("#preview-table").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "6-reward-preview.png"), full_page=True)
 
-        # A pinned example typed cell by cell: each edit is saved, and the edits made while a check runs are checked
-        # once, together, when it ends (each check is a process, and a judge's calls), the last values last.
+        # A pinned example typed cell by cell: each edit is saved, and checked once the edits pause, one check at a time;
+        # a check overtaken by an edit is not shown (each check is a process, and a judge's calls): counted in
+        # tests/ui/test_pinned_checks.py.
         config = page.evaluate("fetch('config').then(r => r.json())")
         ids = {c["props"].get("elem_id"): c["id"] for c in config["components"] if c.get("props", {}).get("elem_id")}
         on_edit = {d["id"] for d in config["dependencies"] if [ids["pinned"], "change"] in d["targets"]}
         check = {d["id"] for d in config["dependencies"] if d["id"] in on_edit and ids["pinned-result"] in d["outputs"]}
-        assert len(check) == 1 and len(on_edit) == 2, (on_edit, check)  # the check, and the save
+        assert len(check) == 1 and len(on_edit) == 3, (on_edit, check)  # the check, the save, the form's change event
         # An edit and leaving the code editor give the last check's report when nothing changed (ui.rewards_tab.PinnedChecks,
         # tested in tests/unit/test_preview.py); *Check the code* scores again.
         checks_of = {tuple(t): d["api_name"] for d in config["dependencies"] if ids["pinned-result"] in d["outputs"]
                      for t in d["targets"]}
         assert [checks_of[(ids[e], event)].rstrip("_0123456789") for e, event in
                 (("pinned", "change"), ("reward-code", "blur"), ("check-code", "click"))] == \
-            ["recheck_pinned", "recheck_pinned", "run_pinned"], checks_of
+            ["pinned_edited", "recheck_pinned", "run_pinned"], checks_of
+        scored.clear()  # (the checks asked by leaving the editor and by Check the code answered while the preview ran)
         asked: list[int] = []
         page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("fn_index"))
                 if r.url.split("?")[0].endswith("/queue/join") else None)
@@ -76,11 +83,39 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir):
         typed = re.compile(r"1/1 pinned examples pass\s+✅ <think>2\+2</think>4 → total [0-9.]+ \(expected 0\.0–100\.0\)")
         expect(page.locator("#pinned-result")).to_contain_text(typed, timeout=180_000)
         page.wait_for_timeout(1000)
-        checks, saves = asked.count(*check), sum(asked.count(i) for i in on_edit - check)
+        save = {d["id"] for d in config["dependencies"] if d["id"] in on_edit and d.get("api_name") == "save_pinned"}
+        checks, saves = len(scored), sum(asked.count(i) for i in save)
         assert saves >= len(PIN), f"{saves} saves for {len(PIN)} edited cells: an edit was not kept"
         saved = json.loads((runs_dir / ".studio" / DRAFT_PINNED).read_text())
         assert saved[0][:3] == PIN[:3] and [float(v) for v in saved[0][3:]] == PIN[3:], saved
         # A check per change event would be two per cell (the page sends one as the cell's editor opens, one as it
-        # closes: 10 were counted so), each waiting for the one before. The first edit's check runs CHECK_S while the
-        # other edits are typed, so two or three checks answer for all of them; fewer than one per cell, even slowly.
+        # closes: 10 were counted so), each waiting for the one before. Checked once the edits pause, fewer than one per
+        # cell answer for all of them, even typed slowly (the first check runs CHECK_S while the next cells are typed).
         assert 1 <= checks < len(PIN), f"{checks} pinned checks for {len(PIN)} edited cells"
+
+
+def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs_dir):
+    """A 200-character line wraps inside the editor (the end of a line is never out of sight), and Ctrl+Z takes a typed
+    function out of the functions table at once: the table follows the code in the editor, not the last time the
+    person left it (an undo happens inside the editor, with no leaving to check on)."""
+    from playwright.sync_api import expect
+
+    with opened_page(runs_dir) as page:
+        page.get_by_role("tab", name="3 · Rewards").click()
+        editor = page.locator("#reward-code .cm-content")
+        editor.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.insert_text("\n\n# " + "long " * 40 + "\n")
+        widths = page.evaluate("() => { const s = document.querySelector('#reward-code .cm-scroller');"
+                               " return [s.scrollWidth, s.clientWidth]; }")
+        assert widths[0] <= widths[1], f"the editor scrolls sideways: {widths[0]} px of text in {widths[1]} px"
+
+        functions = page.locator("#user-rewards")
+        page.keyboard.insert_text("def extra(completions, **kwargs):\n    return [0.0 for _ in completions]\n")
+        page.locator("#code-lint").click()  # leaving the editor checks the code
+        expect(functions).to_contain_text("extra", timeout=60_000)
+        editor.click()
+        page.keyboard.press("Control+Z")
+        expect(editor).not_to_contain_text("def extra")
+        expect(functions).not_to_contain_text("extra", timeout=60_000)
+        expect(functions).to_contain_text("short_answer")

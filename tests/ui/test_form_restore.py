@@ -112,3 +112,20 @@ def test_a_saved_field_goes_back_only_where_it_fits():
     saved[0][2] = 0.5
     merged = merged_builtin_rows(rows, json.loads(json.dumps(saved)))
     assert merged[0][2] == 0.5 and merged[1:] == rows[1:]
+
+
+def test_a_kept_result_says_when_it_was_made_only_while_it_is_the_one_shown():
+    from rloo_studio.ui.freshness import made_line
+
+    made = {"at": 1_700_000_000.0, "stamp": ["1"]}
+    assert made_line(made, ["1"]).startswith("🕘 Computed at ") and "before this page was loaded" in made_line(made, ["1"])
+    assert made_line(made, ["2"]) == ""  # a result computed since the reload
+    assert made_line(None, ["1"]) == ""
+
+
+def test_the_rule_builders_draft_comes_back_without_blocks_it_no_longer_has():
+    from rloo_studio.ui.rule_builder import saved_rules
+
+    draft = {"blocks": [["contains", "has_id", 1.0, "{}"], ["gone", "old", 1.0, "{}"]], "combine": "sum", "name": "mine"}
+    assert saved_rules(draft) == [[["contains", "has_id", 1.0, "{}"]], "sum", "mine"]
+    assert saved_rules(None) == [gr.skip()] * 3
