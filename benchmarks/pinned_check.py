@@ -4,7 +4,7 @@ model's tokenizer while the person edited.
 
     python benchmarks/pinned_check.py [--repeats 4] [--edit-seconds 8]
 
-Runs the functions the page runs (`workers.scoring.score`, with and without the pinned examples' standby child `scoring.WRITTEN`) on one pinned
+Runs the functions the page runs (`workers.scorer.score`, with and without the pinned examples' standby child `scorer.WRITTEN`) on one pinned
 row scored by the demo preset's `numeric_answer` and a function of the editor's code that reads `completion_ids`
 (so the tokenizer is needed), with `--edit-seconds` between checks as the person's typing. Times each check from call
 to result. Writes benchmarks/results/pinned_check.json.
@@ -23,7 +23,7 @@ from _common import ROOT, machine, save, table  # noqa: E402
 
 from rloo_studio.config import RunConfig  # noqa: E402
 from rloo_studio.rewards.preview import tokenizer_source  # noqa: E402
-from rloo_studio.workers import scoring  # noqa: E402
+from rloo_studio.workers import scorer  # noqa: E402
 
 CODE = "def short(completion_ids, **kwargs):\n    return [1.0 if len(ids) < 40 else 0.0 for ids in completion_ids]\n"
 
@@ -38,8 +38,8 @@ def main() -> int:
                "num_generations": 1, "conversational": False, "probes": False, "source": CODE,
                "rewards": [dict(s.__dict__) for s in cfg.rewards] + [{"file": "rewards.py", "function": "short"}],
                "tokenizer": tokenizer_source(cfg.model.name_or_path, cfg.base_dir)}
-    ways = {"a fresh child per check": lambda: scoring.score(request, timeout_s=60),
-            "the app's (child started after the last check)": lambda: scoring.score(request, timeout_s=60, standby=scoring.WRITTEN)}
+    ways = {"a fresh child per check": lambda: scorer.score(request, timeout_s=60),
+            "the app's (child started after the last check)": lambda: scorer.score(request, timeout_s=60, standby=scorer.WRITTEN)}
     rows = []
     for way, check in ways.items():
         for i in range(args.repeats):

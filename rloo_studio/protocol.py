@@ -3,7 +3,7 @@
 The app and its children (`procs.Child`) talk JSON; this module is the one place that says what
 each message holds, so that neither side builds or reads one by hand:
 
-- `ScoreRequest`: what the scoring child (`rewards.preview`) scores, sent by `workers.scoring.score`.
+- `ScoreRequest`: what the scoring child (`rewards.preview`) scores, sent by `workers.scorer.score`.
   Every road to the preview table builds one: completions sampled by the model (`rewards.preview.scoring_request`), pasted
   ones (the same, from a completions file), and written ones such as pinned examples
   (`ScoreRequest.written`, shaped as training shapes the data's rows).

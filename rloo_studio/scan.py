@@ -2,7 +2,7 @@
 
 For each training prompt (all, or `limit` chosen evenly) the scan samples k (= rloo.num_generations)
 completions with the run's model and settings and scores them with the run's rewards — the reward
-preview's own machinery (`engine.sampling.sample_groups`, `workers.scoring.score`), one
+preview's own machinery (`engine.sampling.sample_groups`, `workers.scorer.score`), one
 generation batch of a training step at a time. Per prompt it keeps the totals, their mean and
 whether the group has any spread, and sorts the prompt into one bucket (`difficulty_bucket`, the
 one rule). It saves `scan.jsonl` (one line per prompt) and a summary in a scan folder under the
@@ -30,7 +30,7 @@ from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
 from .rewards.asks import check_asks
-from .workers import scoring
+from .workers import scorer
 
 ALWAYS_SOLVED, NEVER_SOLVED, MIXED = "always solved", "never solved", "mixed"
 BUCKETS = (ALWAYS_SOLVED, MIXED, NEVER_SOLVED)
@@ -108,7 +108,7 @@ def eta_words(event: dict) -> str:
 
 
 def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir: str | Path, limit: int | None = None,
-             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = scoring.SCORE_TIMEOUT_S,
+             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = scorer.SCORE_TIMEOUT_S,
              seed: int = 0) -> Path:
     """Scan the config's training prompts; returns the scan folder (scan.jsonl + summary).
 
@@ -130,15 +130,15 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     batches = [chosen[i:i + batch] for i in range(0, len(chosen), batch)]
     progress({"event": "plan", "prompts": len(chosen), "of": len(train), "k": k, "batches": len(batches)})
     records, probes, functions = [], [], {}
-    scorer, first = None, None
+    child, first = None, None
     try:
         for number, indices in enumerate(batches):
             # Each batch's scoring child starts while the model samples: its start-up (imports) costs no waiting.
-            scorer = scoring.start_scorer()
+            child = scorer.start_scorer()
             sampled = sample([train[i] for i in indices], seed + number)
             request = scoring_request(cfg, sampled, source)
             request.probes = number == 0  # the hack probes once: they are about the rewards, not the prompts
-            result = scoring.score(request, timeout_s=timeout_s, proc=scorer)
+            result = scorer.score(request, timeout_s=timeout_s, proc=child)
             _add_batch(records, indices, train, result)
             if number == 0:
                 probes = result.get("probes", [])
@@ -151,9 +151,9 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
             progress({"event": "progress", "done": done, "total": len(chosen), "elapsed_s": round(now - started, 1),
                       "eta_s": round(rate * (len(chosen) - done), 1)})
     finally:
-        if scorer is not None and scorer.poll() is None:  # sampling failed: the waiting child is not needed
-            scorer.kill()
-            scorer.wait()
+        if child is not None and child.poll() is None:  # sampling failed: the waiting child is not needed
+            child.kill()
+            child.wait()
     folder = save_scan(cfg, records, runs_dir, of=len(train), probes=probes, seconds=time.time() - started,
                        functions={n: statistics.fmean(v for v in means if v is not None) if any(v is not None for v in means)
                                   else None for n, means in functions.items()})

@@ -294,7 +294,7 @@ def _positive_minutes(value: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..workers.scoring import SCORE_TIMEOUT_S
+    from ..workers.scorer import SCORE_TIMEOUT_S
     from ..workers.trial import DEFAULT_MINUTES
 
     parser = argparse.ArgumentParser(prog="rloo-studio", description="RLOO fine-tuning of language models (Unsloth + TRL).")

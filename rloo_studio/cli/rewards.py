@@ -22,7 +22,7 @@ def _cell(value, width: int = 8) -> str:
 def cmd_preview(args: argparse.Namespace) -> int:
     from ..config import RewardSpec, RunConfig
     from ..rewards.preview import probes_line, scoring_request
-    from ..workers import scoring
+    from ..workers import scorer
 
     quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
@@ -58,7 +58,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
         request = scoring_request(cfg, sampled, source)
         groups, k = request.groups, request.num_generations
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
-        result = scoring.score(request, timeout_s=args.timeout)
+        result = scorer.score(request, timeout_s=args.timeout)
     except StudioError as exc:
         return fail(exc)
     if result.get("problems"):
@@ -185,7 +185,7 @@ def rewards_import(args: argparse.Namespace) -> int:
     """Check a reward file (header, size, the config's data columns, its pinned examples in the scoring child) and
     copy it into the library only when all of that passes."""
     from ..rewards import library
-    from ..workers import scoring
+    from ..workers import scorer
 
     reward = library.read(args.file)
     cfg, problems = None, []
@@ -195,7 +195,7 @@ def rewards_import(args: argparse.Namespace) -> int:
 
         cfg = RunConfig.load(args.config)
         problems = library.column_problems(reward, load_rows(cfg.data, cfg.base_dir).columns)
-    checked = scoring.check_examples(reward, cfg, timeout_s=args.timeout) if not problems else None
+    checked = scorer.check_examples(reward, cfg, timeout_s=args.timeout) if not problems else None
     passed = checked is not None and checked["passed"]
     saved = library.save(reward, replace=args.replace) if passed else None
     if args.json:

@@ -6,7 +6,7 @@ path training takes: the same prompt tokens (chat template, system prompt, the r
 `rloo.chat_template_kwargs`), end tokens and generation settings (temperature, top-p, top-k,
 min-p, repetition penalty from the run's config). Each group keeps its completions' token ids,
 so rewards get the `completion_ids` TRL would give them. Scoring is not done here:
-`workers.scoring.score` runs the person's reward code in its own process.
+`workers.scorer.score` runs the person's reward code in its own process.
 """
 
 from __future__ import annotations

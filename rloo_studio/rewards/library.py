@@ -6,7 +6,7 @@ values its code reads from `REWARD["parameters"]`), default weights per function
 completion, columns, the expected total's range) — the tests travel with the reward. The header is read with
 `ast.literal_eval`, never by running the file; `parse` checks everything that needs no running (size, syntax,
 header, functions, weights, columns); `examples_request` and `examples_report` are the two ends of checking the pinned
-examples, which `workers.scoring.check_examples` scores in the scoring child between them, the same road the Rewards
+examples, which `workers.scorer.check_examples` scores in the scoring child between them, the same road the Rewards
 tab's pinned checks take. The content hash (`content_hash`)
 names a version: a run records the hash of every reward file it trained with (`record_run_rewards`, rewards.json).
 
@@ -493,7 +493,7 @@ def example_verdicts(reward: RewardFile, result: dict) -> list[dict]:
 
 def examples_report(reward: RewardFile, result: dict, cfg=None) -> dict:
     """The pinned examples' report from the scoring child's `result` for `examples_request(reward, cfg)` (scored by
-    workers.scoring.check_examples): {"verdicts", "passed", "problems", "tokens"}. Without a run config,
+    workers.scorer.check_examples): {"verdicts", "passed", "problems", "tokens"}. Without a run config,
     `completion_ids` are one id per character (no tokenizer is at hand): said in "tokens"."""
     if result.get("problems"):
         return {"verdicts": [], "passed": False, "problems": result["problems"], "tokens": None}

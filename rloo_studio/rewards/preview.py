@@ -12,7 +12,7 @@ The person's reward code runs in a child process, never in the app's: this modul
 (`python -m rloo_studio.rewards.preview`: one request on stdin, its answer as the last stdout line, a CALLING NAME /
 RETURNED pair on stderr around each reward call) and sets the child's own memory limit on Linux
 (PREVIEW_MEMORY_LIMIT_GIB). The app's side of it (starting it, its time limits, the children kept waiting) is
-`workers.scoring`; everything here is pure scoring but that entry point. Return
+`workers.scorer`; everything here is pure scoring but that entry point. Return
 values get exactly training's check (`runtime.check_reward_values`), so the verdicts and messages match. Functions are called exactly as TRL 1.15 calls them, with the keyword arguments `data.reward_kwargs` builds: `prompts`,
 `completions` (plain text or `[{"role": "assistant", "content": ...}]` for chat prompts),
 `completion_ids` (the sampled ids, end token included, when the group brings them; see
@@ -117,7 +117,7 @@ def tokenizer_source(model: str, base_dir: str | Path = ".") -> str:
 
 
 def _call(fn, kwargs: dict):
-    # The parent times each call from CALLING to RETURNED (workers.scoring): imports and loading do not count.
+    # The parent times each call from CALLING to RETURNED (workers.scorer): imports and loading do not count.
     print(f"CALLING {getattr(fn, '__name__', 'reward')}", file=sys.stderr, flush=True)
     try:
         result = fn(**kwargs)
@@ -165,7 +165,7 @@ def _error_detail(exc: BaseException, name: str, filename: str | None, completio
     return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
 
 
-# In a standby scoring child started with a tokenizer (`workers.scoring.start_scorer(tokenizer=...)`): that tokenizer,
+# In a standby scoring child started with a tokenizer (`workers.scorer.start_scorer(tokenizer=...)`): that tokenizer,
 # loaded while the child waited for its request.
 _preloaded: dict = {}
 PRELOAD_ARG = "--preload-tokenizer"

@@ -6,7 +6,7 @@ kept in the workspace, `REPLACED_CODE`) with its functions ticked at their defau
 into the Pinned examples table. The run then copies the editor's text as rewards.py, whose content hash — the library
 entry's, while the code is unchanged — the run records (rewards.json). Importing, by upload or path, and saving the
 editor's reward check the file (library.parse), its columns against the data, and score its pinned examples in the
-preview's scoring child (workers.scoring.check_examples, in the reward sandbox where there is one); the page shows each
+preview's scoring child (workers.scorer.check_examples, in the reward sandbox where there is one); the page shows each
 example's verdict, and the file is kept only when all pass. Refusals are the library's StudioError in the page's words.
 Which entries' examples passed is remembered per version for the app's life (`Verdicts`); the list says when an
 entry has not been checked since the app started.
@@ -25,7 +25,7 @@ import gradio as gr
 from ..errors import StudioError
 from ..rewards import library
 from ..runs import slugify
-from ..workers import scoring
+from ..workers import scorer
 from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row
 from .workspace import REPLACED_CODE
 
@@ -110,7 +110,7 @@ def import_reward(reward: library.RewardFile, data_columns: list[str], cfg, verd
         return ("⛔ Not imported: " + "; ".join(problems) + ".  \nWhy: TRL passes each data column to the reward by name; "
                 "a missing one fails the first step.  \nWhat to do: add the column to the data (Data tab), or use a reward "
                 "that reads one the data has."), False
-    checked = scoring.check_examples(reward, cfg)
+    checked = scorer.check_examples(reward, cfg)
     verdicts.remember(reward, checked)
     report = verdict_markdown(reward, checked)
     if checked["problems"] or not checked["passed"]:
@@ -292,7 +292,7 @@ class LibraryPanel:
             except StudioError as exc:
                 return gr.skip(), page_message(exc)
             cfg, _, _ = config_and_columns(state, values, None)
-            checked = scoring.check_examples(reward, cfg)
+            checked = scorer.check_examples(reward, cfg)
             verdicts.remember(reward, checked)
             return listing(query, verdicts)[0], verdict_markdown(reward, checked)
 

@@ -6,12 +6,12 @@ The person's code is arbitrary Python, so the app's own process never runs it: o
 is only parsed (syntax with line and column, undefined names: `rewards.lint`); loading and the
 signature check run in a child process (`rewards.check`); the preview samples completions in a
 child process (the inference worker) and scores them in another one with a time limit
-(`workers.scoring`). The code is kept as a draft on every change and copied into each run as
+(`workers.scorer`). The code is kept as a draft on every change and copied into each run as
 rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
 and the pinned examples to the whole form (they score with the form's rewards and model).
 
 Over 500 lines: the tab's widgets, preview tables and pinned checks are one page (its scoring children, and the ones
-kept waiting, are workers.scoring's).
+kept waiting, are workers.scorer's).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ..rewards.templates import TEMPLATES, template
 from ..rewards.user import public_function_names
 from ..scan import warmup_offer
 from . import text
-from ..workers import scoring
+from ..workers import scorer
 from ..workers.commands import run_cli
 from .freshness import LatestOnly, Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
@@ -756,7 +756,7 @@ class PinnedChecks:
 
     The page sends the table's change twice for one edited cell (as the cell's editor opens and as it closes), and
     leaving the code editor sends a blur, changed or not. A check of what the last check scored would start a process
-    for the same verdict, use up the child that has loaded the tokenizer for the next edit (`scoring.WRITTEN`), and hold
+    for the same verdict, use up the child that has loaded the tokenizer for the next edit (`scorer.WRITTEN`), and hold
     the queue that the next edit's check waits in: such a check (`again` False) gets the last scores instead."""
 
     def __init__(self):
@@ -778,7 +778,7 @@ class PinnedChecks:
             # The scores, not the report: the expected ranges are not part of what is scored (an edited bound is judged
             # against the same scores, and the report says the new bound).
             return pinned_verdict(groups, last["result"])
-        result = scoring.score(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)), standby=scoring.WRITTEN)
+        result = scorer.score(request, timeout_s=max(PINNED_TIMEOUT_S, preview_timeout(cfg)), standby=scorer.WRITTEN)
         self.scored += 1
         # A check that could not score (a time limit, a server that did not answer) is tried again on the next event.
         self.last = {} if result.get("problems") else {"key": key, "result": result}
@@ -800,16 +800,16 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
                      answer: str | None = None, timeout_s: float = 30, progress=lambda fraction, desc: None,
                      seed: int = 0, guard=None) -> dict:
     """*Sample and score* as the page runs it: completions are sampled in the inference worker, which keeps
-    the model loaded between previews, then scored in a child process with a time limit (`workers.scoring.score`).
+    the model loaded between previews, then scored in a child process with a time limit (`workers.scorer.score`).
 
-    The result is `scoring.score`'s, plus `worker` (its pid and how many times it loaded a preview model).
+    The result is `scorer.score`'s, plus `worker` (its pid and how many times it loaded a preview model).
     `guard()` may refuse (e.g. a run is training and holds the memory)."""
     request = PreviewRequest(config=cfg.to_dict(), base_dir=str(cfg.base_dir), num_prompts=num_prompts, prompt=prompt,
                              answer=answer, seed=seed)
     sampled = None
     # A scoring child started after the previous preview (or now, while the worker samples) waits for
     # the request; its time limit counts from the request, so a slow start never eats the rewards' time.
-    scoring.PREVIEWS.warm()
+    scorer.PREVIEWS.warm()
     for event in worker.preview(request, guard=guard):
         if isinstance(event, Progress):
             stage = event.message.removeprefix("[preview]").strip()
@@ -817,6 +817,6 @@ def sample_and_score(worker, cfg: RunConfig, num_prompts: int | None = None, pro
         elif isinstance(event, Done):
             sampled = event.result or {}
     progress(0.9, desc="scoring with the reward functions")
-    result = scoring.score(scoring_request(cfg, sampled), timeout_s=timeout_s, standby=scoring.PREVIEWS)
+    result = scorer.score(scoring_request(cfg, sampled), timeout_s=timeout_s, standby=scorer.PREVIEWS)
     result["worker"] = {"pid": sampled.get("pid"), "loads": sampled.get("loads")}
     return result

@@ -15,7 +15,7 @@ import sys
 from helpers import ROOT, cli_in_process, run_cli
 
 
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 
 PRESET = ROOT / "presets" / "cpu-demo.yaml"
 
@@ -136,7 +136,7 @@ def test_numbers_as_answers_are_fine(tmp_path):
     result = run_cli("estimate", PRESET, f"data.source={tmp_path / 'ints.jsonl'}", "--gpu-gb", "8", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     groups = [{"prompt": r["prompt"], "row": {"answer": r["answer"]}, "completions": [str(r["answer"]), "0"]} for r in rows[:2]]
-    scored = scoring.score({"groups": groups, "num_generations": 2, "rewards": [{"name": "numeric_answer"}]})
+    scored = scorer.score({"groups": groups, "num_generations": 2, "rewards": [{"name": "numeric_answer"}]})
     assert [r["total"] for r in scored["rows"]] == [1.0, 0.0, 1.0, 0.0]
 
 
@@ -168,7 +168,7 @@ def test_a_model_folder_without_a_tokenizer(tmp_path):
     assert f"model.name_or_path: the model folder {folder} has no tokenizer (it holds config.json, model.safetensors)" in err
     assert "copy the tokenizer files of the model these weights came from into the folder" in err
     # The preview's scoring child, given that folder for completion_ids, says the same instead of a loader error.
-    result = scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
+    result = scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
                              "rewards": [{"name": "think_format"}], "tokenizer": str(folder)})
     assert result["problems"][0].startswith(f"the model folder {folder} has no tokenizer (it holds config.json, model.safetensors)")
     assert "Why: training and the reward preview turn text into tokens with the tokenizer" in result["problems"][0]
@@ -231,7 +231,7 @@ def test_bad_reward_files_in_training(tmp_path, source, expected):
 
 
 def _score(source: str, completions=("ab", "abc"), timeout_s: float = 20) -> dict:
-    return scoring.score({"groups": [{"prompt": "p", "row": {"answer": "1"}, "completions": list(completions)}],
+    return scorer.score({"groups": [{"prompt": "p", "row": {"answer": "1"}, "completions": list(completions)}],
                            "num_generations": len(completions), "source": source, "rewards": [{"file": "rewards.py"}]},
                           timeout_s=timeout_s)
 
@@ -286,7 +286,7 @@ def test_a_reward_allocating_20_gb_hits_the_preview_memory_limit_and_the_others_
 
     source = ("def greedy(completions, **kwargs):\n    buffer = bytearray(20 * 2**30)\n    return [1.0] * len(completions)\n\n"
               "def modest(completions, **kwargs):\n    return [float(len(c)) for c in completions]\n")
-    result = scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
+    result = scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
                              "source": source, "rewards": [{"file": "rewards.py", "function": "greedy"},
                                                            {"file": "rewards.py", "function": "modest"}],
                              "tokenizer": tokenizer_source("demo")},  # transformers and torch load under the limit too
@@ -343,8 +343,8 @@ def test_an_interrupted_wait_ends_the_scoring_child_and_removes_the_copy(tmp_pat
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     children, ticks = [], []
-    start = scoring.start_scorer
-    monkeypatch.setattr(scoring, "start_scorer", lambda **kw: children.append(start(**kw)) or children[-1])
+    start = scorer.start_scorer
+    monkeypatch.setattr(scorer, "start_scorer", lambda **kw: children.append(start(**kw)) or children[-1])
 
     def clock():  # the wait's look at the time limits: interrupted once the reward has been running a while
         if threading.current_thread() is threading.main_thread():
@@ -353,7 +353,7 @@ def test_an_interrupted_wait_ends_the_scoring_child_and_removes_the_copy(tmp_pat
                 raise KeyboardInterrupt
         return time.time()
 
-    monkeypatch.setattr(scoring, "time", SimpleNamespace(time=clock))
+    monkeypatch.setattr(scorer, "time", SimpleNamespace(time=clock))
     with pytest.raises(KeyboardInterrupt):
         _score("import time\ndef r(completions, **kwargs):\n    time.sleep(3600)\n", timeout_s=600)
     assert len(children) == 1 and children[0].poll() is not None, "the scoring child still runs"
@@ -369,7 +369,7 @@ def test_a_slow_start_is_not_blamed_on_the_reward():
 
 
 def test_a_reward_file_that_hangs_while_loading_is_stopped():
-    result = scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
+    result = scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
                              "source": "import time\ntime.sleep(3600)\ndef r(completions, **kwargs):\n    return [0.0]\n",
                              "rewards": [{"file": "rewards.py"}]}, timeout_s=2, load_timeout_s=8)
     problem = result["problems"][0]

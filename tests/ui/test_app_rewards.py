@@ -10,7 +10,7 @@ import pytest
 from helpers.app import Form, connect, served_app
 from rloo_studio.ui import rewards_tab as rewards_module
 from rloo_studio.ui import text
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 
 PINNED = {"headers": ["prompt", "completion", "answer", "min total", "max total"],
           "data": [["Ana has 47 apples and gets 28 more. How many now?", "<think>47+28</think>75", "75", 1.0, 10.0],
@@ -50,8 +50,8 @@ def test_pinned_examples_pass_and_fail_like_unit_tests(app):
     report = app.predict(PINNED, *form.values, api_name="/run_pinned")
     assert report.startswith("**1/2 pinned examples pass**")
     assert "✅ `<think>47+28</think>75` → total 1.300" in report and "❌ `<think>47+28</think>65` → total 0.300" in report
-    # The next check's child is waiting, loading the tokenizer meanwhile (workers.scoring.WRITTEN), and answers it.
-    standby = scoring.WRITTEN.waiting
+    # The next check's child is waiting, loading the tokenizer meanwhile (workers.scorer.WRITTEN), and answers it.
+    standby = scorer.WRITTEN.waiting
     assert standby is not None and standby.poll() is None
     assert app.predict(PINNED, *form.values, api_name="/run_pinned") == report
     assert standby.poll() is not None

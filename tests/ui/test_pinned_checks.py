@@ -28,10 +28,9 @@ def served(tmp_path_factory):
         patch.setattr(rewards_tab, "PINNED_QUIET_S", QUIET_S)
         with served_app(tmp_path_factory.mktemp("pinned-app") / "runs") as url:
             yield url
-    standby = rewards_tab._standby_written.pop("proc", None)
-    if standby is not None:
-        standby.kill()
-        standby.wait()
+    from rloo_studio.workers import scorer as scoring_children
+
+    scoring_children.WRITTEN.end()
 
 
 @pytest.fixture
@@ -62,14 +61,16 @@ def wait_until(predicate, what: str) -> None:
 @pytest.fixture
 def scoring(monkeypatch):
     """The checks that scored (each a scoring child's run), and an event set as each starts."""
-    real, calls, started = rewards_tab.score_written, [], threading.Event()
+    from rloo_studio.workers import scorer as scoring_children
 
-    def counted(request, timeout_s):
+    real, calls, started = scoring_children.score, [], threading.Event()
+
+    def counted(request, *args, **kwargs):
         calls.append(request)
         started.set()
-        return real(request, timeout_s)
+        return real(request, *args, **kwargs)
 
-    monkeypatch.setattr(rewards_tab, "score_written", counted)
+    monkeypatch.setattr(scoring_children, "score", counted)
     return calls, started
 
 

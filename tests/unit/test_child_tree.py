@@ -35,9 +35,9 @@ def _pids(path: Path) -> list[int]:
 
 
 def _score(source: str, timeout_s: float = 60) -> dict:
-    from rloo_studio.workers import scoring
+    from rloo_studio.workers import scorer
 
-    return scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
+    return scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["ab", "abc"]}], "num_generations": 2,
                            "source": source, "rewards": [{"file": "rewards.py"}]}, timeout_s=timeout_s)
 
 

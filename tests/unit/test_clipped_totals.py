@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 from rloo_studio.rewards.runtime import SampleRecorder
 from rloo_studio.rewards.scoring import clipped_totals, leave_one_out_advantages
 
@@ -31,7 +31,7 @@ def test_the_preview_clips_the_totals_and_its_advantages_follow():
     request = {"groups": [{"prompt": "p", "row": {}, "completions": ["a" * 3, "a" * 1, "a" * 2]}], "num_generations": 3,
                "source": LENGTH, "rewards": [{"file": "rewards.py", "weight": 0.5}], "reward_clip_range": [0.0, 1.0],
                "probes": False}
-    result = scoring.score(request)
+    result = scorer.score(request)
     # 0.5 x length: 1.5, 0.5, 1.0, clipped to 1.0, 0.5, 1.0, as training goes on with them.
     assert [r["total"] for r in result["rows"]] == [1.0, 0.5, 1.0]
     assert [r["advantage"] for r in result["rows"]] == [0.25, -0.5, 0.25]

@@ -61,7 +61,7 @@ def test_seed_0_splits_the_data_in_training_the_preview_and_the_scan(tmp_path, m
         seen.extend(rows)
         raise Sampled
 
-    monkeypatch.setattr("rloo_studio.workers.scoring.start_scorer", lambda: None)
+    monkeypatch.setattr("rloo_studio.workers.scorer.start_scorer", lambda: None)
     with pytest.raises(Sampled):
         scan.run_scan(cfg, sample, tmp_path / "runs", limit=1)
     assert seen and all(row in expected.train for row in seen), "the scan sampled a held-out row"

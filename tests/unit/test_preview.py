@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 from rloo_studio.rewards.scoring import leave_one_out_advantages
 
 PROMPT = "Ana has 47 apples and gets 28 more. How many now?"
@@ -22,7 +22,7 @@ def request(source: str, completions_per_prompt: list[list[str]], rewards=None, 
 
 def test_worked_example_rewards_1_0_0_give_advantages_1_and_minus_half():
     source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
-    result = scoring.score(request(source, [["a", "b", "c"]]))
+    result = scorer.score(request(source, [["a", "b", "c"]]))
     assert [r["advantage"] for r in result["rows"]] == [1.0, -0.5, -0.5]
     assert [r["baseline"] for r in result["rows"]] == [0.0, 0.5, 0.5]
     assert [r["total"] for r in result["rows"]] == [1.0, 0.0, 0.0]
@@ -31,7 +31,7 @@ def test_worked_example_rewards_1_0_0_give_advantages_1_and_minus_half():
 def test_none_is_skipped_as_trl_does():
     assert leave_one_out_advantages([1.0, None, 0.0], 3) == [1.0, 0.0, -1.0]
     source = ("def partial(completions, **kwargs):\n    return [None if c == 'skip' else float(len(c)) for c in completions]\n")
-    result = scoring.score(request(source, [["aa", "skip", "a"]]))
+    result = scorer.score(request(source, [["aa", "skip", "a"]]))
     assert [r["total"] for r in result["rows"]] == [2.0, None, 1.0]
     assert [r["advantage"] for r in result["rows"]] == [1.0, 0.0, -1.0]
     assert result["functions"]["partial"]["none"] == 1 and result["functions"]["partial"]["mean"] == 1.5
@@ -41,7 +41,7 @@ def test_weights_and_several_functions_make_the_total():
     source = ("def one(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
               "def length(completions, **kwargs):\n    return [float(len(c)) for c in completions]\n")
     rewards = [{"file": "rewards.py", "function": "one", "weight": 2.0}, {"file": "rewards.py", "function": "length", "weight": 0.5}]
-    result = scoring.score(request(source, [["ab", "abcd"]], rewards))
+    result = scorer.score(request(source, [["ab", "abcd"]], rewards))
     assert [r["total"] for r in result["rows"]] == [3.0, 4.0]
     assert result["functions"]["one"]["weight"] == 2.0 and result["functions"]["length"]["max"] == 4.0
 
@@ -52,7 +52,7 @@ def test_a_reward_that_raises_names_the_function_the_completion_and_the_line():
               "    for c in completions:\n"
               "        out.append(1.0 / (len(c) - 3))\n"
               "    return out\n")
-    result = scoring.score(request(source, [["abcd", "abc", "ab"]]))
+    result = scorer.score(request(source, [["abcd", "abc", "ab"]]))
     error = result["functions"]["careful"]["errors"][0]
     assert error["function"] == "careful" and error["error"] == "ZeroDivisionError: float division by zero"
     assert error["completion"] == "abc"                      # the first completion it fails on
@@ -67,13 +67,13 @@ def test_a_reward_that_raises_names_the_function_the_completion_and_the_line():
     ("return [1.0, float('-inf')]", "reward function `bad` returned -inf for completion #1. Why: rewards must be finite"),
 ])
 def test_wrong_return_values_are_explained(body, message):
-    result = scoring.score(request(f"def bad(completions, **kwargs):\n    {body}\n", [["a", "b"]]))
+    result = scorer.score(request(f"def bad(completions, **kwargs):\n    {body}\n", [["a", "b"]]))
     assert message in result["functions"]["bad"]["errors"][0]["error"]
 
 
 def test_nan_counts_as_none_as_in_training():
     # TRL turns None into NaN and combines rewards with nansum/nanmean: a NaN is "does not apply", like None.
-    result = scoring.score(request("def some(completions, **kwargs):\n    return [float('nan'), 1.0]\n", [["a", "b"]]))
+    result = scorer.score(request("def some(completions, **kwargs):\n    return [float('nan'), 1.0]\n", [["a", "b"]]))
     summary = result["functions"]["some"]
     assert summary["errors"] == [] and summary["none"] == 1 and summary["mean"] == 1.0
     assert [r["rewards"]["some"] for r in result["rows"]] == [None, 1.0]
@@ -82,13 +82,13 @@ def test_nan_counts_as_none_as_in_training():
 def test_a_reward_that_never_returns_is_stopped_in_time():
     source = "def stuck(completions, **kwargs):\n    while True:\n        pass\n"
     started = time.time()
-    result = scoring.score(request(source, [["a", "b"]]), timeout_s=8)
+    result = scorer.score(request(source, [["a", "b"]]), timeout_s=8)
     assert time.time() - started < 30
     assert result["problems"][0].startswith("reward function `stuck` did not return within 8 s")
 
 
 def test_sys_exit_in_a_reward_is_reported_not_obeyed():
-    result = scoring.score(request("import sys\ndef quits(completions, **kwargs):\n    sys.exit(3)\n", [["a", "b"]]))
+    result = scorer.score(request("import sys\ndef quits(completions, **kwargs):\n    sys.exit(3)\n", [["a", "b"]]))
     assert "SystemExit: 3" in result["functions"]["quits"]["errors"][0]["error"]
 
 
@@ -102,7 +102,7 @@ def test_async_rewards_columns_completion_ids_and_trainer_state_work():
         "    assert trainer_state.global_step == 0\n"
         "    return [float(len(ids) + difficulty[i]) for i, ids in enumerate(completion_ids)]\n")
     # A generous limit: the scoring child imports transformers for the tokenizer, slow on a busy machine.
-    result = scoring.score(request(source, [["it is 75", "no idea"], ["75!", "x"]], tokenizer="assets/demo-model"), timeout_s=600)
+    result = scorer.score(request(source, [["it is 75", "no idea"], ["75!", "x"]], tokenizer="assets/demo-model"), timeout_s=600)
     assert [r["rewards"]["slow_check"] for r in result["rows"]] == [1.0, 0.0, 1.0, 0.0]
     # The demo tokenizer is character-level: one id per character, plus the end token a finished completion ends
     # with in TRL's completion_ids (a written completion counts as finished); difficulty is the group index.
@@ -115,20 +115,20 @@ def test_sampled_completion_ids_reach_rewards_as_they_were_generated():
     source = "def token_count(completions, completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n"
     req = request(source, [["ab", "abc"]], tokenizer="assets/demo-model")
     req["groups"][0]["completion_ids"] = [[40, 41, 7, 2], [40, 41, 42]]  # the first ended (with an end token), the second was cut off
-    result = scoring.score(req, timeout_s=600)
+    result = scorer.score(req, timeout_s=600)
     assert [r["rewards"]["token_count"] for r in result["rows"]] == [4.0, 3.0]
 
 
 def test_conversational_completions_arrive_as_messages():
     source = ("def sees_messages(completions, **kwargs):\n"
               "    return [1.0 if c[0]['role'] == 'assistant' and c[0]['content'] else 0.0 for c in completions]\n")
-    result = scoring.score(request(source, [["hi", "there"]], conversational=True))
+    result = scorer.score(request(source, [["hi", "there"]], conversational=True))
     assert [r["total"] for r in result["rows"]] == [1.0, 1.0]
 
 
 def test_learnability_counts_groups_without_signal():
     source = "def binary(completions, **kwargs):\n    return [1.0 if '75' in c else 0.0 for c in completions]\n"
-    result = scoring.score(request(source, [["75", "70"], ["1", "2"], ["3", "4"], ["75", "75"]]))
+    result = scorer.score(request(source, [["75", "70"], ["1", "2"], ["3", "4"], ["75", "75"]]))
     learn = result["learnability"]
     assert learn["no_signal_groups"] == 3 and learn["groups"] == 4 and learn["no_signal_share"] == 0.75
     assert "graded reward" in learn["verdict"] and "more completions" in learn["verdict"]
@@ -140,10 +140,10 @@ def test_probes_catch_a_gameable_reward_and_pass_a_sound_one():
              "def exact(completions, answer, **kwargs):\n"
              "    return [1.0 if re.fullmatch(r'<think>[^<]+</think>' + a, c) else 0.0 for c, a in zip(completions, answer)]\n")
     real = [["<think>47+28</think>75", "<think>47 + 28</think>65", "<think>47+28, carry 1</think>76"]]
-    flagged = scoring.score(request(gameable, real))["probes"]
+    flagged = scorer.score(request(gameable, real))["probes"]
     assert {p["probe"] for p in flagged} >= {"rambling", "answer repeated"}
     assert all(p["function"] == "longer_is_better" for p in flagged)
-    assert scoring.score(request(sound, real))["probes"] == []
+    assert scorer.score(request(sound, real))["probes"] == []
 
 
 TRL_DOCS_REWARD = '''
@@ -171,7 +171,7 @@ def test_rewards_from_trl_and_unsloth_documentation_work_unchanged():
     groups = [{"prompt": [{"role": "user", "content": PROMPT}], "row": {"answer": "75"}, "completions": completions[0]}]
     for source, name, expected in ((TRL_DOCS_REWARD, "format_reward_func", [1.0, 0.0]),
                                    (UNSLOTH_STYLE_REWARD, "correctness_reward_func", [2.0, 0.0])):
-        result = scoring.score({"groups": groups, "num_generations": 2, "conversational": True, "source": source,
+        result = scorer.score({"groups": groups, "num_generations": 2, "conversational": True, "source": source,
                                  "rewards": [{"file": "rewards.py"}]})
         assert "problems" not in result, result.get("problems")
         assert [r["rewards"][name] for r in result["rows"]] == expected
@@ -185,7 +185,7 @@ def test_every_template_is_clean_and_scores_real_completions(name):
     source = template(name)
     assert syntax_problem(source) is None and undefined_names(source) == []
     completions = [["<think>47+28 is 75 because of the carry</think>75", "<think>47+28</think>65", '{"name": "x", "age": 3}']]
-    result = scoring.score(request(source, completions))
+    result = scorer.score(request(source, completions))
     assert "problems" not in result, result.get("problems")
     for summary in result["functions"].values():
         assert summary["errors"] == [] and summary["none"] == 0
@@ -204,19 +204,19 @@ def test_lint_finds_syntax_errors_with_line_and_column_and_undefined_names():
 
 def test_numpy_results_are_accepted_as_in_training():
     source = "import numpy as np\ndef arr(completions, **kwargs):\n    return np.array([float(len(c)) for c in completions])\n"
-    result = scoring.score(request(source, [["ab", "abc"]]))
+    result = scorer.score(request(source, [["ab", "abc"]]))
     assert result["functions"]["arr"]["errors"] == [] and [r["total"] for r in result["rows"]] == [2.0, 3.0]
 
 
 def test_the_preview_result_says_what_training_adds_to_the_advantages():
     source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
-    plain = scoring.score(request(source, [["a", "b"]], beta=0.0, normalize_advantages=False))
+    plain = scorer.score(request(source, [["a", "b"]], beta=0.0, normalize_advantages=False))
     assert plain["advantage_note"] is None
-    with_kl = scoring.score(request(source, [["a", "b"]], beta=0.05, normalize_advantages=True))
+    with_kl = scorer.score(request(source, [["a", "b"]], beta=0.05, normalize_advantages=True))
     assert "beta = 0.05" in with_kl["advantage_note"] and "Normalise advantages" in with_kl["advantage_note"]
     # Both together: where groups tie on reward, normalising blows their KL-only differences up to full size.
     assert "trained on noise" in with_kl["advantage_note"]
-    assert "trained on noise" not in scoring.score(request(source, [["a", "b"]], beta=0.05))["advantage_note"]
+    assert "trained on noise" not in scorer.score(request(source, [["a", "b"]], beta=0.05))["advantage_note"]
     from rloo_studio.ui.rewards_tab import preview_tables
 
     assert "Advantages in training" in preview_tables(with_kl)[2] and "Advantages in training" not in preview_tables(plain)[2]
@@ -240,9 +240,9 @@ def test_the_completions_table_leaves_out_an_empty_thinking_column_and_sizes_eve
     from rloo_studio.ui.rewards_tab import preview_column_widths, preview_tables
 
     source = "def numeric_answer(completions, **kwargs):\n    return [0.5 for c in completions]\n"
-    plain = preview_tables(scoring.score(request(source, [["72", "seventy-two"]])))[0]
+    plain = preview_tables(scorer.score(request(source, [["72", "seventy-two"]])))[0]
     assert plain["headers"][:3] == ["#", "prompt", "answer"] and [row[2] for row in plain["data"]] == ["72", "seventy-two"]
-    thought = preview_tables(scoring.score(request(source, [["<think>9*8</think>72", "72"]])))[0]
+    thought = preview_tables(scorer.score(request(source, [["<think>9*8</think>72", "72"]])))[0]
     assert thought["headers"][:4] == ["#", "prompt", "thinking", "answer"] and [row[2] for row in thought["data"]] == ["9*8", ""]
     widths = dict(zip(thought["headers"], preview_column_widths(thought["headers"])))
     # A number column is as wide as its header's longest word (14 characters here), the text columns share the rest.
@@ -262,14 +262,14 @@ def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_on
                           num_generations=1, probes=False, tokenizer=str(DEMO_MODEL_DIR),
                           source="def short(completion_ids, **kwargs):\n    return [float(len(ids)) for ids in completion_ids]\n",
                           rewards=[{"file": "rewards.py", "function": "short"}, {"name": "numeric_answer"}])
-    scoring.WRITTEN.end()  # another test's, in this process
+    scorer.WRITTEN.end()  # another test's, in this process
     with warm_children():
         try:
-            first = scoring.score(pinned, timeout_s=60, standby=scoring.WRITTEN)
-            standby = scoring.WRITTEN.waiting
-            second = scoring.score(pinned, timeout_s=60, standby=scoring.WRITTEN)
+            first = scorer.score(pinned, timeout_s=60, standby=scorer.WRITTEN)
+            standby = scorer.WRITTEN.waiting
+            second = scorer.score(pinned, timeout_s=60, standby=scorer.WRITTEN)
         finally:
-            scoring.WRITTEN.end()
+            scorer.WRITTEN.end()
     assert first["tokenizer_loaded"] == "on request" and second["tokenizer_loaded"] == "before the request"
     assert standby.poll() is not None  # the second check ran in it
     # The same ids either way: the demo tokenizer's tokens of the text and its end token.
@@ -296,7 +296,7 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
     with warm_children():
         try:
             first = checks.report(groups, "", cfg, again=False)
-            standby = scoring.WRITTEN.waiting
+            standby = scorer.WRITTEN.waiting
             assert checks.report(groups, "", cfg, again=False) == first and checks.scored == 1
             # A bound edited alone is judged against the same scores, and the report says the new bound (before, the last
             # report came back as it was: "1/1 … (expected 0.0–10.0)").
@@ -310,7 +310,7 @@ def test_a_pinned_check_of_what_the_last_one_scored_gives_its_report_without_sco
             edited = checks.report(rewards_tab.pinned_groups([["What is 2 + 2?", "<think>2+2</think>5", "4", 0.0, 10.0]]),
                                    "", cfg, again=False)
         finally:
-            scoring.WRITTEN.end()
+            scorer.WRITTEN.end()
     assert checks.scored == 4
     # numeric_answer 1 or 0, plus 0.01 (then 0.02) per character of the 19-character completion
     assert "total 1.190" in first and "total 1.380" in changed and "total 0.380" in edited, (first, changed, edited)
@@ -340,7 +340,7 @@ def test_a_pinned_example_reaches_the_rewards_in_the_shape_training_gives_them(t
                                            "rewards": [{"file": "rewards.py", "function": "shape"}]})
                 reports[prompt_format] = rewards_tab.PinnedChecks().report(groups, source, cfg, again=True)
         finally:
-            scoring.WRITTEN.end()
+            scorer.WRITTEN.end()
     # Two messages in the prompt (the system prompt, the question); the completion one assistant message.
     assert "1/1 pinned examples pass" in reports["auto"] and "total 2.000" in reports["auto"], reports["auto"]
     assert "1/1 pinned examples pass" in reports["plain"] and "total -1.000" in reports["plain"], reports["plain"]
@@ -349,7 +349,7 @@ def test_a_pinned_example_reaches_the_rewards_in_the_shape_training_gives_them(t
 def test_a_functions_std_is_the_sample_std_that_training_logs():
     """TRL logs `rewards/<name>/std` as the sample std (Bessel's correction): the preview's summary says the same number."""
     source = "def first_wins(completions, **kwargs):\n    return [1.0 if c == 'a' else 0.0 for c in completions]\n"
-    result = scoring.score(request(source, [["a", "b"]], probes=False))
+    result = scorer.score(request(source, [["a", "b"]], probes=False))
     assert result["functions"]["first_wins"]["std"] == pytest.approx(0.5 ** 0.5)  # values 1, 0; not the population 0.5
 
 
@@ -391,7 +391,7 @@ def test_one_pinned_example_that_makes_a_reward_raise_fails_alone(tmp_path):
         try:
             report = rewards_tab.PinnedChecks().report(groups, source, cfg, again=True)
         finally:
-            scoring.WRITTEN.end()
+            scorer.WRITTEN.end()
     assert "1/2 pinned examples pass" in report, report
     friday = next(line for line in report.splitlines() if "We are open" in line)
     assert friday.startswith("- ✅") and "raised" not in friday, report

@@ -124,7 +124,7 @@ def test_pinned_examples_pass_every_column_the_prompt_column_included(tmp_path):
     from rloo_studio.config import RunConfig
     from rloo_studio.paths import DEMO_MODEL_DIR
     from rloo_studio.ui import rewards_tab
-    from rloo_studio.workers import scoring
+    from rloo_studio.workers import scorer
 
     csv = _person_csv(tmp_path)
     keys_file = tmp_path / "keys.jsonl"
@@ -142,7 +142,7 @@ def test_pinned_examples_pass_every_column_the_prompt_column_included(tmp_path):
         try:
             report = rewards_tab.PinnedChecks().report(groups, POLITE, cfg, again=True)
         finally:
-            scoring.WRITTEN.end()
+            scorer.WRITTEN.end()
     assert "3/3 pinned examples pass" in report, report
     [call] = recorded(keys_file)
     assert call["keys"] == EXPECTED

@@ -10,7 +10,7 @@ import pytest
 
 from rloo_studio.errors import RewardError
 from rloo_studio.rewards import library, rules, templates
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 
 EXAMPLES = [{"prompt": "2+2?", "completion": "<think>2+2</think>4", "columns": {"answer": "4"}, "total": [1.0, 1.0]},
             {"prompt": "2+2?", "completion": "<think>2+2</think>5", "columns": {"answer": "4"}, "total": [0.0, 0.0]}]
@@ -44,7 +44,7 @@ def test_a_unicode_header_reads_back_as_written(shelf):
     saved = library.save(library.parse(text))
     again = library.read(saved)
     assert (again.name, again.examples) == (name, examples) and again.source == text
-    assert scoring.check_examples(again)["passed"]
+    assert scorer.check_examples(again)["passed"]
 
 
 PLAIN = '''"""Rewards for the arithmetic task.
@@ -70,7 +70,7 @@ def test_plain_reward_code_becomes_a_reward_file():
     assert (reward.description, reward.columns) == ("Rewards for the arithmetic task.", ["answer"])  # bonus has a default
     assert reward.weights == {"right": 1.0, "short": 0.5} and reward.tags == ["math"]
     assert text.count('"""') == 2 and "def right(" in text  # one docstring: the header's replaces the code's
-    assert scoring.check_examples(reward)["passed"]
+    assert scorer.check_examples(reward)["passed"]
     renamed = library.parse(library.from_code(text, "arithmetic 2", examples=examples))  # a file with a header keeps it
     assert (renamed.name, renamed.weights, renamed.description) == ("arithmetic 2", reward.weights, reward.description)
 
@@ -177,7 +177,7 @@ def test_the_library_folder_follows_the_platform(monkeypatch, tmp_path):
 
 def test_pinned_examples_are_scored_in_the_scoring_child():
     passing = library.parse(_rule_file())
-    result = scoring.check_examples(passing)
+    result = scorer.check_examples(passing)
     assert result["passed"] and result["problems"] == []
     assert [v["total"] for v in result["verdicts"]] == [1.0, 0.0]
     assert "one per character" in result["tokens"]  # no config: what the token counts are is said
@@ -187,9 +187,9 @@ def test_pinned_examples_are_scored_in_the_scoring_child():
     wrong = library.parse(_rule_file(examples=[EXAMPLES[0], {**EXAMPLES[1], "total": [1.0, None]}]))
     raising = library.parse(_rule_file().replace('    texts = [_text(c) for c in completions]',
                                                  '    texts = [_text(c) for c in completions]\n    1 / 0', 1))
-    [first, second] = scoring.check_examples(wrong)["verdicts"]
+    [first, second] = scorer.check_examples(wrong)["verdicts"]
     assert first["ok"] and not second["ok"] and "outside the expected 1.0..None" in second["why"]
-    verdicts = scoring.check_examples(raising)["verdicts"]
+    verdicts = scorer.check_examples(raising)["verdicts"]
     assert not any(v["ok"] for v in verdicts) and "ZeroDivisionError" in verdicts[0]["why"]
 
 
@@ -197,7 +197,7 @@ def test_every_bundled_template_is_a_reward_file_whose_pinned_examples_pass():
     for reward in library.bundled():
         assert reward.examples and reward.source.startswith(f'"""{reward.name}:')
         assert reward.source.split(f"{library.HEADER} = ", 1)[1].split("\n}\n", 1)[1].strip() in templates.template(reward.name)
-        result = scoring.check_examples(reward)
+        result = scorer.check_examples(reward)
         assert result["passed"], (reward.name, result)
 
 

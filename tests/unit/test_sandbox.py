@@ -119,7 +119,7 @@ def test_training_calls_a_reward_file_in_the_sandbox_with_what_trl_passes(tmp_pa
 @needs_sandbox
 def test_the_check_and_the_preview_run_reward_code_in_the_sandbox(tmp_path):
     from rloo_studio.rewards.check import check_source
-    from rloo_studio.workers import scoring
+    from rloo_studio.workers import scorer
 
     leak = tmp_path / "leak.txt"
     at_load = f"open({str(leak)!r}, 'w').write('x')\n\ndef r(completions, **kwargs):\n    return [0.0 for _ in completions]\n"
@@ -127,7 +127,7 @@ def test_the_check_and_the_preview_run_reward_code_in_the_sandbox(tmp_path):
     assert any("Read-only file system" in p for p in checked["problems"]), checked
     in_call = ("import socket\n\ndef r(completions, **kwargs):\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
                "    return [0.0 for _ in completions]\n")
-    scored = scoring.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
+    scored = scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2,
                              "source": in_call, "rewards": [{"file": "rewards.py"}]}, timeout_s=60)
     assert "Network is unreachable" in str(scored), scored
     assert not leak.exists()
@@ -135,14 +135,14 @@ def test_the_check_and_the_preview_run_reward_code_in_the_sandbox(tmp_path):
 
 @needs_sandbox
 def test_a_reward_entry_that_opts_out_runs_outside_the_sandbox_in_the_preview(tmp_path):
-    from rloo_studio.workers import scoring
+    from rloo_studio.workers import scorer
 
     mark = tmp_path / "ran-outside.txt"
     source = f"def r(completions, **kwargs):\n    open({str(mark)!r}, 'w').write('x')\n    return [1.0 for _ in completions]\n"
     request = {"groups": [{"prompt": "p", "row": {}, "completions": ["a", "b"]}], "num_generations": 2, "source": source}
-    boxed = scoring.score({**request, "rewards": [{"file": "rewards.py"}]}, timeout_s=60)
+    boxed = scorer.score({**request, "rewards": [{"file": "rewards.py"}]}, timeout_s=60)
     assert not mark.exists() and "Read-only file system" in str(boxed), boxed
-    outside = scoring.score({**request, "rewards": [{"file": "rewards.py", "sandbox": False}]}, timeout_s=60)
+    outside = scorer.score({**request, "rewards": [{"file": "rewards.py", "sandbox": False}]}, timeout_s=60)
     assert mark.exists() and not outside.get("problems"), outside
 
 

@@ -146,7 +146,7 @@ def test_a_script_runs_as_main_with_its_folder_first_and_its_arguments(tmp_path)
 @pytest.mark.usefixtures("outside_the_sandbox")  # a sandboxed child starts as itself, not forked: the forking is what is tested here
 def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(tmp_path):
     """`rloo-studio preview` and `scan`, run as warm children, start the reward preview's scoring child themselves
-    (workers.scoring.start_scorer): it is forked from the same starter too, and answers as a fresh one does."""
+    (workers.scorer.start_scorer): it is forked from the same starter too, and answers as a fresh one does."""
     import json
 
     from rloo_studio.paths import DEMO_MODEL_DIR
@@ -155,7 +155,7 @@ def test_a_warm_childs_scoring_child_is_forked_from_the_same_starter_and_scores(
     request = {"groups": [{"prompt": "What is 2 + 2?", "completions": ["<think>2+2</think>4"], "row": {"answer": "4"}}],
                "num_generations": 1, "conversational": False, "probes": False, "rewards": [{"name": "numeric_answer"}],
                "tokenizer": str(DEMO_MODEL_DIR)}
-    code = ("import json, os, sys; from rloo_studio.workers import scoring; proc = scoring.start_scorer(); "
+    code = ("import json, os, sys; from rloo_studio.workers import scorer; proc = scorer.start_scorer(); "
             "proc.give_input(sys.argv[1]); proc.wait(); "
             "print(json.dumps({'kind': type(proc.proc).__name__, 'returncode': proc.returncode, 'my_parent': os.getppid(), "
             "'answer': json.loads(proc.out_lines[-1])}))")

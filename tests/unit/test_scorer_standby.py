@@ -1,23 +1,23 @@
-"""The scoring children kept waiting (workers.scoring.Standby): one at a time, for the request they can serve."""
+"""The scoring children kept waiting (workers.scorer.Standby): one at a time, for the request they can serve."""
 
 from __future__ import annotations
 
 import pytest
 
-from rloo_studio.workers import scoring
+from rloo_studio.workers import scorer
 
 
 @pytest.fixture
 def started(monkeypatch):
     """Every child a Standby starts, recorded (real scoring children, waiting for a request they never get)."""
     children = []
-    start = scoring.start_scorer
+    start = scorer.start_scorer
 
     def recorded(tokenizer=None, specs=()):
         children.append((tokenizer, start(tokenizer, specs)))
         return children[-1][1]
 
-    monkeypatch.setattr(scoring, "start_scorer", recorded)
+    monkeypatch.setattr(scorer, "start_scorer", recorded)
     yield children
     for _, child in children:
         child.kill()
@@ -25,7 +25,7 @@ def started(monkeypatch):
 
 
 def test_a_child_that_loaded_another_tokenizer_is_ended_not_used(started, tmp_path):
-    written = scoring.Standby(preload=True)
+    written = scorer.Standby(preload=True)
     written.refill("model-a")
     [(tokenizer, child)] = started
     assert tokenizer == "model-a" and written.waiting is child
@@ -36,7 +36,7 @@ def test_a_child_that_loaded_another_tokenizer_is_ended_not_used(started, tmp_pa
 
 
 def test_one_child_waits_at_a_time_and_a_preview_child_loads_no_tokenizer(started):
-    previews = scoring.Standby()
+    previews = scorer.Standby()
     previews.warm("model-a")
     first = previews.waiting
     previews.warm("model-a")  # one is waiting already: none is started
