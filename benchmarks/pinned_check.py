@@ -52,9 +52,7 @@ def main() -> int:
                 sys.exit(f"check failed: {result['problems'][0]}")
             rows.append({"way": way, "check": i + 1, "wall_s": round(wall, 2), "tokenizer_loaded": result["tokenizer_loaded"]})
             print(f"{way}, check {i + 1}: {wall:.2f} s (tokenizer loaded {result['tokenizer_loaded']})", flush=True)
-    standby = rewards_tab._standby_written.pop("proc", None)
-    if standby is not None:
-        standby.kill()
+    scorer.WRITTEN.end()
     # The machine's load while measuring: on a shared, busy machine every time here is longer than a person's.
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
