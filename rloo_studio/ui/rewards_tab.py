@@ -504,8 +504,12 @@ def function_rows(code: str | None, user_table) -> list[list]:
 def functions_now(code: str | None, user_table):
     """The functions table as the code in the editor defines it, on every edit (an undo included: it happens inside the
     editor, so waiting for the person to leave it left the table speaking of code no longer there); skipped when it
-    already lists those functions, so ticks and weights being edited are never sent back."""
+    already lists those functions, so ticks and weights being edited are never sent back. Code with no function at all
+    leaves the table as it is too: that is the moment between select-all + delete and the paste of the new code, and
+    the functions the paste brings back keep their ticks (Check the code still lists what the code holds)."""
     rows = function_rows(code, user_table)
+    if not rows:
+        return gr.skip()
     same = [str(r[1]) for r in rows] == [str(r[1]) for r in _rows(user_table) if len(r) >= 3]
     return gr.skip() if same else rows
 

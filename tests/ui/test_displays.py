@@ -107,3 +107,17 @@ def test_a_run_whose_weights_never_moved_says_so_in_its_status():
     assert "The weights have not changed" in weights_unchanged_line(flat) and "all 20 logged steps" in weights_unchanged_line(flat)
     assert weights_unchanged_line(flat[:-1] + [{"step": 20, "grad_norm": 0.02}]) is None
     assert weights_unchanged_line([{"step": 1, "reward": 0.5}]) is None  # nothing to go on: nothing said
+
+
+def test_replacing_the_whole_code_keeps_the_ticks_of_the_functions_it_brings_back():
+    """Select-all + delete, then paste: between the two the editor holds no function. The table followed it and came
+    back with every function unticked (a walk in Chromium: Start then ran without the person's reward)."""
+    import gradio as gr
+
+    from rloo_studio.ui.rewards_tab import functions_now
+
+    table = [[True, "polite", 2.0]]
+    assert functions_now("", table) == gr.skip()
+    assert functions_now("def polite(completions, **kwargs):\n    return [1.0] * len(completions)\n", table) == gr.skip()
+    assert functions_now("def other(completions, **kwargs):\n    return [0.0] * len(completions)\n", table) == \
+        [[False, "other", 1.0]]
