@@ -25,10 +25,16 @@ PIN = ["What is 2 + 2?", "<think>2+2</think>4", "4", 0.0, 100.0]
 def test_edit_check_tick_and_preview_a_reward(runs_dir, monkeypatch):
     from playwright.sync_api import expect
 
-    from rloo_studio.ui import rewards_tab
+    from rloo_studio.workers import scorer
 
-    real_score, scored = rewards_tab.score_written, []  # the pinned checks that scored (each a scoring child's run)
-    monkeypatch.setattr(rewards_tab, "score_written", lambda request, timeout_s: scored.append(request) or real_score(request, timeout_s))
+    real_score, scored = scorer.score, []  # the pinned checks that scored (each a scoring child's run)
+
+    def counted(request, *args, **kwargs):
+        if kwargs.get("standby") is scorer.WRITTEN:
+            scored.append(request)
+        return real_score(request, *args, **kwargs)
+
+    monkeypatch.setattr(scorer, "score", counted)
 
     with opened_page(runs_dir) as page:
         page.get_by_role("tab", name="3 · Rewards").click()
