@@ -196,17 +196,8 @@ def choose(page, elem_id: str, option: str) -> None:
     page.get_by_role("option", name=option, exact=True).click()
 
 
-def fill(page, elem_id: str, value) -> None:
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Tab")
-
-
-def type_code(page, code: str) -> None:
-    page.locator("#reward-code .cm-content").click()
-    page.keyboard.press("Control+A")
-    page.keyboard.press("Delete")
-    page.keyboard.insert_text(code)
+from helpers.browser import fill_field as fill  # noqa: E402 (the browser tests' own ways of typing)
+from helpers.browser import type_code  # noqa: E402
 
 
 def cut_off_shares(summary: str) -> dict | None:

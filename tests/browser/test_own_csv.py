@@ -22,6 +22,8 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
+from helpers.browser import fill_field as _fill
+from helpers.browser import type_code as _type_code
 
 from rloo_studio import runs
 from rloo_studio.ui.export_tab import FORMAT_CHOICES
@@ -113,19 +115,6 @@ def _type_path(page, path: Path) -> None:
     """The file's path typed into the path box (the other way to choose a file)."""
     page.locator("#data-path input, #data-path textarea").first.fill(str(path))
     page.locator("#preview-data").click()
-
-
-def _fill(page, elem_id: str, value) -> None:
-    box = page.locator(f"#{elem_id} input").first
-    box.fill(str(value))
-    box.press("Tab")
-
-
-def _type_code(page, code: str) -> None:
-    page.locator("#reward-code .cm-content").click()
-    page.keyboard.press("Control+A")
-    page.keyboard.press("Delete")
-    page.keyboard.insert_text(code)
 
 
 @pytest.fixture(scope="module")

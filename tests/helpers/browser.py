@@ -91,6 +91,21 @@ def coloured_pixels(png: bytes) -> int:
     return sum(1 for r, g, b in image.getdata() if max(r, g, b) - min(r, g, b) > 60)
 
 
+def fill_field(page, elem_id: str, value) -> None:
+    """Type `value` into the form field `#elem_id` and leave it (Tab), as a person does."""
+    box = page.locator(f"#{elem_id} input").first
+    box.fill(str(value))
+    box.press("Tab")
+
+
+def type_code(page, code: str) -> None:
+    """Replace the reward editor's code with `code`: select all, delete, then the new text."""
+    page.locator("#reward-code .cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+
+
 def fill_cell(page, table: str, row: int, column: int, value) -> None:
     """Type `value` into a table's cell as a person does (double-click, select all, type, Enter) until the cell shows it.
 
