@@ -374,18 +374,26 @@ def setup_fast_generation(extras: str = "") -> None:
     print(plan.describe(), flush=True)
     if not plan.ok:
         sys.exit(f"[setup] fast generation is not offered here: {plan.why}. Training works without it.")
-    python = venv_python(FAST_VENV_DIR)
+    python = install_fast_environment(FAST_VENV_DIR, extras)
+    self_check(python)
+    _say(f"fast-generation environment ready: runs whose model.fast_generation is auto or on start from {FAST_VENV_DIR}")
+
+
+def install_fast_environment(folder: Path, extras: str = "") -> Path:
+    """Install vLLM, its torch and this project (torch held at vLLM's pin) into the virtualenv `folder`, made if absent;
+    its Python. No check of the machine: setup_fast_generation decides where it is offered (and
+    benchmarks/fast_env_install.py installs it on any Linux machine, to show the pins install together)."""
+    python = venv_python(folder)
     if not python.exists():
-        _say(f"creating the fast-generation environment in {FAST_VENV_DIR}")
-        venv.EnvBuilder(with_pip=True).create(FAST_VENV_DIR)
+        _say(f"creating the fast-generation environment in {folder}")
+        venv.EnvBuilder(with_pip=True).create(folder)
     _pip(python, "--upgrade", "pip")
     _pip(python, *FAST_PACKAGES)
     # The project's own torch range (<2.15) admits 2.13.0; the constraint keeps pip from moving it while resolving.
-    constraints = FAST_VENV_DIR / "constraints.txt"
+    constraints = folder / "constraints.txt"
     constraints.write_text("\n".join(FAST_PACKAGES) + "\n", encoding="utf-8")
     _pip(python, "-c", str(constraints), "-e", f"{ROOT}[{extras}]" if extras else str(ROOT))
-    self_check(python)
-    _say(f"fast-generation environment ready: runs whose model.fast_generation is auto or on start from {FAST_VENV_DIR}")
+    return python
 
 
 def current_plan(override: str | None = None) -> InstallPlan:
