@@ -1,7 +1,7 @@
 """Running an `rloo-studio` command for a tab: its stderr lines go to a callback as they come, its stdout is collected.
 
-Tabs run commands with `--events` and move their progress bars by the JSON event lines only (`event_of`): the
-other stderr lines are the libraries' warnings and logs, not progress.
+Tabs run commands with `--events` and move their progress bars by the JSON event lines only (`event_of`, which reads
+each as the command's protocol.CommandEvent): the other stderr lines are the libraries' warnings and logs, not progress.
 
 Both pipes are read as the command writes (`procs.Child`): reading one to its end before the other would
 stall both processes as soon as the command's answer (a JSON document, e.g. eval's per-prompt records) outgrows the
@@ -16,7 +16,9 @@ import json
 import sys
 from dataclasses import dataclass
 
+from ..errors import StudioError
 from ..procs import Child
+from ..protocol import CommandEvent, command_event
 
 
 @dataclass
@@ -30,15 +32,24 @@ class Finished:
         return "\n".join(self.stderr_tail).split("error:", 1)[-1].strip() or fallback
 
 
-def event_of(line: str) -> dict | None:
-    """The progress event an `--events` line holds (a JSON object with an "event" key); None for any other line."""
+def event_of(line: str, command: str) -> CommandEvent | None:
+    """The progress event a line of `rloo-studio COMMAND --events` holds (a JSON object with an "event" key), as its
+    type; None for any other line. An event line this app cannot read raises StudioError: the command comes from the
+    same install, so it means a defect, and a bar moved by a guess would say a wrong thing."""
     if not line.startswith("{"):
         return None
     try:
-        event = json.loads(line)
+        data = json.loads(line)
     except ValueError:
         return None
-    return event if isinstance(event, dict) and "event" in event else None
+    if not isinstance(data, dict) or "event" not in data:
+        return None
+    try:
+        return command_event(command, data)
+    except ValueError as exc:
+        raise StudioError(f"`rloo-studio {command}` printed a progress event this app cannot read ({exc})",
+                          "the command and the app come from different versions of RLOO Studio",
+                          "restart the app, so that both come from one installation") from None
 
 
 def run_cli(args: list[str], on_line=lambda line: None, cwd: str | None = None, tail_lines: int = 40) -> Finished:
