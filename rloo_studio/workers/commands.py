@@ -7,7 +7,8 @@ Both pipes are read as the command writes (`procs.Child`): reading one to its en
 stall both processes as soon as the command's answer (a JSON document, e.g. eval's per-prompt records) outgrows the
 pipe's buffer (64 KiB on Linux). The command runs to its end even if the page that asked for it is closed (an
 evaluation or export is finished and saved, not lost); an exception in the caller's callback (called on the thread
-that reads the pipes) kills it and everything it started. Nothing here loads a model.
+that reads the pipes) kills it and everything it started, and a StudioError from it is the command's failure
+(`Finished.error_text`). Nothing here loads a model.
 """
 
 from __future__ import annotations
@@ -67,5 +68,11 @@ def run_command(argv: list[str], on_line=lambda line: None, cwd: str | None = No
         on_line(line)
 
     child = Child(argv, stdout=out.append, stderr=stderr_line, cwd=cwd)
-    code = child.wait()
+    try:
+        code = child.wait()
+    except StudioError as exc:
+        # The caller refused a line (an event it cannot read) and the command was ended for it: that is how the
+        # command failed, said as a command says it, so the tab reports a failed command, not one never started.
+        return Finished(child.returncode if child.returncode not in (None, 0) else 1, "\n".join(out),
+                        tail + [f"error: {exc.message()}"])
     return Finished(code, "\n".join(out), tail)

@@ -56,3 +56,19 @@ def test_an_event_line_the_app_cannot_read_is_refused_not_guessed():
         event_of(_line(event="side", side="base", validation=False, done=1, totl=4), "eval")  # a misspelt key
     with pytest.raises(StudioError, match="cannot read"):
         event_of(_line(event="step", text="[export] merging"), "eval")  # an export's event is no evaluation's
+
+
+def test_a_command_ended_for_an_unreadable_event_says_so_as_its_failure():
+    from rloo_studio.workers.commands import event_of
+
+    # The tab's callback refuses the line; the command is ended and answers as a failed command, in its own words
+    # (the tabs then show "Evaluation failed: …", not "Not started").
+    import sys
+
+    from rloo_studio.workers.commands import run_command
+
+    bad = _line(event="side", side="base", validation=False, done=1, totl=4)
+    finished = run_command([sys.executable, "-c", f"import sys, time; print({bad!r}, file=sys.stderr, flush=True); time.sleep(60)"],
+                           on_line=lambda line: event_of(line, "eval"))
+    assert finished.returncode != 0
+    assert "cannot read" in finished.error_text("") and "different versions" in finished.error_text("")
