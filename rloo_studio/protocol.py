@@ -14,6 +14,10 @@ each message holds, so that neither side builds or reads one by hand:
   `Reply`, `Done`, `Failed`: one JSON line each, tagged by `event`), written and read by
   `workers.inference` on the app's side and `engine.inference_worker` on the worker's.
   `inference_request` and `worker_event` read a line's dict back as its type.
+- The progress events of the long commands (`EvalPlan`, `EvalSkip`, `EvalSide`, `EvalDone`; `ScanPlan`,
+  `ScanProgress`, `ScanDone`; `ExportStep`: tagged by `event`, each command its own kinds), sent by
+  `engine.evaluate`, `scan` and the export command, printed by the CLI (`cli.exits.progress_printer`: the JSON form
+  with `--events`, else `line()`) and read back by the app's tabs (`workers.commands.event_of`, `command_event`).
 
 `to_dict` gives the JSON form; `from_dict` reads it back and refuses a key it does not know (a
 misspelt key would otherwise be dropped without a word and the child would score something else).
@@ -290,3 +294,122 @@ WORKER_EVENTS: dict[str, type] = {c.tag: c for c in (Ready, Progress, TextDelta,
 def worker_event(data: dict) -> WorkerEvent:
     """An event line's dict as its type; ValueError for an unknown `event` or key."""
     return _read_tagged(data, WORKER_EVENTS, "event")
+
+
+# ---- the commands' progress events (`rloo-studio eval|scan|export --events`: one JSON line each on stderr) ----------
+
+class CommandEvent(_Tagged):
+    """A step of a long command, tagged by `event`. `--events` prints `to_dict()` as one JSON line; without it the
+    command prints `line()`, the same event in one terminal line. Each command has its own kinds (`COMMAND_EVENTS`):
+    "plan" and "done" mean one thing to the evaluation and another to the scan."""
+    TAG_KEY = "event"
+
+    def line(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass
+class EvalPlan(CommandEvent):
+    """First: how many held-out prompts, and the checkpoints that will be evaluated (the base side comes on top)."""
+    tag = "plan"
+    prompts: int
+    checkpoints: list[str]
+
+    def line(self) -> str:
+        return f"[eval] plan prompts={self.prompts} checkpoints={','.join(self.checkpoints)}"
+
+
+@dataclass
+class EvalSkip(CommandEvent):
+    """A checkpoint left out, and why (no weights, a torn file)."""
+    tag = "skip"
+    name: str
+    why: str
+
+    def line(self) -> str:
+        return f"[eval] skip {self.name}: {self.why}"
+
+
+@dataclass
+class EvalSide(CommandEvent):
+    """One side (base, or a checkpoint; `validation`: its pass on the selection's split) has `done` of its `total`
+    completions: at 0 when it starts, then after every generated batch."""
+    tag = "side"
+    side: str
+    validation: bool
+    done: int
+    total: int
+
+    def line(self) -> str:
+        return f"[eval] {'validation ' if self.validation else ''}{self.side} {self.done}/{self.total}"
+
+
+@dataclass
+class EvalDone(CommandEvent):
+    """Last: the evaluation's seconds and the eval.json written."""
+    tag = "done"
+    seconds: float
+    file: str
+
+    def line(self) -> str:
+        return f"[eval] done seconds={self.seconds} file={self.file}"
+
+
+@dataclass
+class ScanPlan(CommandEvent):
+    """First: `prompts` of the `of` training prompts are scanned, `k` completions each, in `batches` batches."""
+    tag = "plan"
+    prompts: int
+    of: int
+    k: int
+    batches: int
+
+    def line(self) -> str:
+        return f"[scan] plan prompts={self.prompts} of={self.of} k={self.k} batches={self.batches}"
+
+
+@dataclass
+class ScanProgress(CommandEvent):
+    """After each batch: prompts scanned so far, seconds since the start, and the seconds left at the rate of the
+    batches after the first (which also loads the model)."""
+    tag = "progress"
+    done: int
+    total: int
+    elapsed_s: float
+    eta_s: float | None = None
+
+    def line(self) -> str:
+        eta = f" eta={self.eta_s:.0f}s" if self.eta_s is not None else ""
+        return f"[scan] {self.done}/{self.total} prompts elapsed={self.elapsed_s:.0f}s{eta}"
+
+
+@dataclass
+class ScanDone(CommandEvent):
+    """Last: the scan's seconds and its folder."""
+    tag = "done"
+    seconds: float
+    folder: str
+
+    def line(self) -> str:
+        return f"[scan] done seconds={self.seconds} folder={self.folder}"
+
+
+@dataclass
+class ExportStep(CommandEvent):
+    """A step of an export in words, as the export says it ("[export] merging the adapter into the base model")."""
+    tag = "step"
+    text: str
+
+    def line(self) -> str:
+        return self.text
+
+
+EVAL_EVENTS: dict[str, type] = {c.tag: c for c in (EvalPlan, EvalSkip, EvalSide, EvalDone)}
+SCAN_EVENTS: dict[str, type] = {c.tag: c for c in (ScanPlan, ScanProgress, ScanDone)}
+EXPORT_EVENTS: dict[str, type] = {c.tag: c for c in (ExportStep,)}
+COMMAND_EVENTS: dict[str, dict[str, type]] = {"eval": EVAL_EVENTS, "scan": SCAN_EVENTS, "export": EXPORT_EVENTS}
+
+
+def command_event(command: str, data: dict) -> CommandEvent:
+    """An `--events` line's dict from `rloo-studio COMMAND` as its type; ValueError for an unknown `event` or key."""
+    return _read_tagged(data, COMMAND_EVENTS[command], "event")

@@ -29,6 +29,7 @@ from typing import Callable
 from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
+from .protocol import CommandEvent, ScanDone, ScanPlan, ScanProgress
 from .rewards.asks import check_asks
 from .workers import scorer
 
@@ -88,27 +89,15 @@ def groups_per_step(cfg: RunConfig) -> int:
 
 # ---- running a scan --------------------------------------------------------------------------------
 
-def progress_text(event: dict) -> str:
-    """The line `rloo-studio scan` prints for one progress event."""
-    kind = event["event"]
-    if kind == "plan":
-        return f"[scan] plan prompts={event['prompts']} of={event['of']} k={event['k']} batches={event['batches']}"
-    if kind == "progress":
-        eta = f" eta={event['eta_s']:.0f}s" if event.get("eta_s") is not None else ""
-        return f"[scan] {event['done']}/{event['total']} prompts elapsed={event['elapsed_s']:.0f}s{eta}"
-    return f"[scan] done seconds={event['seconds']} folder={event['folder']}"
-
-
-def eta_words(event: dict) -> str:
+def eta_words(event: ScanProgress) -> str:
     """A progress event in the page's words: "24/64 prompts scanned, about 1 min 10 s left"."""
-    done, total = event.get("done", 0), event.get("total", 0)
-    eta = event.get("eta_s")
+    done, total, eta = event.done, event.total, event.eta_s
     left = "" if eta is None else f", about {int(eta // 60)} min {int(eta % 60)} s left" if eta >= 60 else f", about {eta:.0f} s left"
     return f"{done}/{total} prompts scanned{left}"
 
 
 def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir: str | Path, limit: int | None = None,
-             progress: Callable[[dict], None] = lambda event: None, source: str | None = None, timeout_s: float = scorer.SCORE_TIMEOUT_S,
+             progress: Callable[[CommandEvent], None] = lambda event: None, source: str | None = None, timeout_s: float = scorer.SCORE_TIMEOUT_S,
              seed: int = 0) -> Path:
     """Scan the config's training prompts; returns the scan folder (scan.jsonl + summary).
 
@@ -128,7 +117,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     k = int(cfg.rloo_value("num_generations"))
     batch = groups_per_step(cfg)  # one step's generation batch: memory training needs anyway
     batches = [chosen[i:i + batch] for i in range(0, len(chosen), batch)]
-    progress({"event": "plan", "prompts": len(chosen), "of": len(train), "k": k, "batches": len(batches)})
+    progress(ScanPlan(prompts=len(chosen), of=len(train), k=k, batches=len(batches)))
     records, probes, functions = [], [], {}
     child, first = None, None
     try:
@@ -148,8 +137,8 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
             # The first batch also loads the model: once a second batch is done, the rate leaves the loading out.
             first = first or (now, done)
             rate = (now - first[0]) / (done - first[1]) if done > first[1] else (now - started) / done
-            progress({"event": "progress", "done": done, "total": len(chosen), "elapsed_s": round(now - started, 1),
-                      "eta_s": round(rate * (len(chosen) - done), 1)})
+            progress(ScanProgress(done=done, total=len(chosen), elapsed_s=round(now - started, 1),
+                                  eta_s=round(rate * (len(chosen) - done), 1)))
     finally:
         if child is not None and child.poll() is None:  # sampling failed: the waiting child is not needed
             child.kill()
@@ -157,7 +146,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
     folder = save_scan(cfg, records, runs_dir, of=len(train), probes=probes, seconds=time.time() - started,
                        functions={n: statistics.fmean(v for v in means if v is not None) if any(v is not None for v in means)
                                   else None for n, means in functions.items()})
-    progress({"event": "done", "seconds": round(time.time() - started, 1), "folder": str(folder)})
+    progress(ScanDone(seconds=round(time.time() - started, 1), folder=str(folder)))
     return folder
 
 

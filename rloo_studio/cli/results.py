@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import runs
 from ..errors import StudioError
-from .exits import EXIT_OK, fail, fail_unexpected
+from ..protocol import ExportStep
+from .exits import EXIT_OK, fail, fail_unexpected, progress_printer
 
 
 def _fmt_time(ts) -> str:
@@ -81,14 +82,10 @@ def _num(value) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     try:
-        from ..engine.evaluate import evaluate_run, progress_text
+        from ..engine.evaluate import evaluate_run
 
-        # Progress goes to stderr even with --json (stdout then holds only the JSON document); --events makes each
-        # event one JSON line, which the app reads.
-        def progress(event: dict) -> None:
-            print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
-
-        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress, checkpoint=args.checkpoint,
+        report = evaluate_run(args.run_dir, split=args.split, limit=args.limit, progress=progress_printer(args.events),
+                              checkpoint=args.checkpoint,
                               decoding=args.decoding, samples=args.samples, base_max_new_tokens=args.base_max_new_tokens,
                               select_split=args.select_split, max_new_tokens=args.max_new_tokens)
     except StudioError as exc:
@@ -197,8 +194,10 @@ def _print_checkpoint_table(report: dict, run_dir) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..engine.export import export_run, list_files
 
-    def progress(message: str) -> None:  # on stderr even with --json, as eval's; --events: one JSON object a line
-        print(json.dumps({"event": "step", "text": message}) if args.events else message, file=sys.stderr, flush=True)
+    printer = progress_printer(args.events)
+
+    def progress(message: str) -> None:  # the export's steps are said in words all the way down (gguf_check, ...)
+        printer(ExportStep(text=message))
 
     started = time.time()
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import runs
 from ..errors import StudioError
-from .exits import EXIT_FAILED, EXIT_OK, fail, fail_unexpected
+from .exits import EXIT_FAILED, EXIT_OK, fail, fail_unexpected, progress_printer
 
 
 def _cell(value, width: int = 8) -> str:
@@ -121,11 +121,7 @@ def _preview_exit(result: dict) -> int:
 
 def cmd_scan(args: argparse.Namespace) -> int:
     from ..config import RunConfig
-    from ..scan import check_limit, parse_band, progress_text, read_scan, run_scan, summary_lines, write_filtered
-    from ..scan import override_line
-
-    def progress(event: dict) -> None:  # on stderr even with --json, as eval's
-        print(json.dumps(event) if args.events else progress_text(event), file=sys.stderr, flush=True)
+    from ..scan import check_limit, override_line, parse_band, read_scan, run_scan, summary_lines, write_filtered
 
     try:
         check_limit(args.limit)
@@ -135,7 +131,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
         quiet = lambda msg: None  # noqa: E731 - the scan's own progress lines say enough
         folder = run_scan(cfg, lambda rows, seed: sample_groups(cfg, rows, quiet, seed), args.runs_dir or cfg.output.runs_dir,
-                          limit=args.limit, progress=progress, timeout_s=args.timeout, seed=args.seed)
+                          limit=args.limit, progress=progress_printer(args.events), timeout_s=args.timeout, seed=args.seed)
         filtered = write_filtered(folder, band) if (args.write_filtered or band) else None
     except StudioError as exc:
         return fail(exc)

@@ -24,8 +24,8 @@ by hand; eval.json is written atomically. Plain transformers + PEFT are used for
 whatever backend trained the run. Which checkpoints exist is the run directory's business
 (`runs.evaluable_checkpoints`, no torch).
 
-Progress events (sent to `progress` as dicts; the CLI prints each as the line below on stderr, or as
-one JSON object per line with `--events`, which is what the app reads):
+Progress events (sent to `progress` as protocol.EvalPlan, EvalSkip, EvalSide, EvalDone; the CLI prints each as
+its `line()` on stderr, or as one JSON object per line with `--events`, which is what the app reads):
 
     {"event": "plan", "prompts": 24, "checkpoints": ["checkpoint-2", "checkpoint-4", "final"]}
         [eval] plan prompts=24 checkpoints=checkpoint-2,checkpoint-4,final
@@ -50,11 +50,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .. import runs, stats
 from ..config import RunConfig
 from ..data import answer_column, data_columns, reference_cell, reward_kwargs
 from ..errors import StudioError
+from ..protocol import CommandEvent, EvalDone, EvalPlan, EvalSide, EvalSkip
 from ..rewards import build_rewards
 from ..rewards.builtin import numeric_answer, think_format
 from ..rewards.preview import TrainerStateStub
@@ -314,21 +316,9 @@ def _check_options(decoding: str, samples: int, base_max_new_tokens: int | None)
                           "give a positive number, e.g. 4 times the run's max_completion_length")
 
 
-def progress_text(event: dict) -> str:
-    """The line `rloo-studio eval` prints for one progress event (see the module docstring)."""
-    kind = event["event"]
-    if kind == "plan":
-        return f"[eval] plan prompts={event['prompts']} checkpoints={','.join(event['checkpoints'])}"
-    if kind == "skip":
-        return f"[eval] skip {event['name']}: {event['why']}"
-    if kind == "side":
-        return f"[eval] {'validation ' if event.get('validation') else ''}{event['side']} {event['done']}/{event['total']}"
-    return f"[eval] done seconds={event['seconds']} file={event['file']}"
-
-
-def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None, progress=lambda event: None,
-                 checkpoint: str | None = runs.FINAL, batch_size: int | None = None, decoding: str = GREEDY,
-                 samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None,
+def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | None = None,
+                 progress: Callable[[CommandEvent], None] = lambda event: None, checkpoint: str | None = runs.FINAL,
+                 batch_size: int | None = None, decoding: str = GREEDY, samples: int = 1, base_max_new_tokens: int | None = None, select_split: str | None = None,
                  max_new_tokens: int | None = None) -> dict:
     """Evaluate base vs `checkpoint` (final | checkpoint-N | all) of a run; write and return eval.json's content.
 
@@ -353,9 +343,9 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     cfg = RunConfig.load(run_dir / runs.CONFIG_FILE)
     rows = _test_rows(cfg, run_dir, split, limit)
     select_rows = _test_rows(cfg, run_dir, select_split, None) if select_split and len(selected) > 1 else None
-    progress({"event": "plan", "prompts": len(rows), "checkpoints": [c.name for c in selected]})
+    progress(EvalPlan(prompts=len(rows), checkpoints=[c.name for c in selected]))
     for s in skipped:
-        progress({"event": "skip", "name": s["name"], "why": s["why"]})
+        progress(EvalSkip(name=s["name"], why=s["why"]))
 
     from ..data import to_trl_dataset, use_chat_format
     from ..rewards.thinking import prompt_opens_think
@@ -391,7 +381,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         n, total = len(side_prompts), len(side_prompts) * samples
 
         def moved(done: int) -> None:
-            progress({"event": "side", "side": name, "validation": validation, "done": done, "total": total})
+            progress(EvalSide(side=name, validation=validation, done=done, total=total))
 
         moved(0)
         texts, sample_totals, sample_values = [[] for _ in range(n)], [[] for _ in range(n)], [dict() for _ in range(n)]
@@ -444,7 +434,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                 raise
             why = f"its weights could not be loaded ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
             skipped.append({"name": ck.name, "step": ck.step, "why": why})
-            progress({"event": "skip", "name": ck.name, "why": why})
+            progress(EvalSkip(name=ck.name, why=why))
             continue
         sides.append(run_side(model, ck.name, ck.step, max_new_tokens))
         if select_prompts:
@@ -513,7 +503,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "created_at": time.time(),
     }
     runs.write_json_atomic(run_dir / runs.EVAL_FILE, report)
-    progress({"event": "done", "seconds": report["seconds"], "file": str(run_dir / runs.EVAL_FILE)})
+    progress(EvalDone(seconds=report["seconds"], file=str(run_dir / runs.EVAL_FILE)))
     return report
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from .. import runs
 from ..errors import StudioError
+from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
@@ -226,18 +227,16 @@ class EvalProgress:
 
     def feed(self, line: str) -> tuple[float, str] | None:
         """(fraction, description) when the line moves the bar; None for any other line (warnings, logs)."""
-        event = event_of(line)
-        if event is None:
-            return None
-        if event.get("event") == "plan":
-            checkpoints = len(event.get("checkpoints") or [])
+        event = event_of(line, "eval")
+        if isinstance(event, EvalPlan):
+            checkpoints = len(event.checkpoints)
             self.sides = 1 + checkpoints * (2 if self.choosing and checkpoints > 1 else 1)
             return None
-        if event.get("event") != "side":
+        if not isinstance(event, EvalSide):
             return None
-        side = ("validation " if event.get("validation") else "") + str(event["side"])
-        self.done[side] = int(event["done"]) / max(1, int(event["total"]))
-        return min(0.99, sum(self.done.values()) / self.sides), f"{side}: {event['done']}/{event['total']} completions"
+        side = ("validation " if event.validation else "") + event.side
+        self.done[side] = event.done / max(1, event.total)
+        return min(0.99, sum(self.done.values()) / self.sides), f"{side}: {event.done}/{event.total} completions"
 
 
 class EvalTab:

@@ -16,6 +16,7 @@ import gradio as gr
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
+from ..protocol import ExportStep
 from ..workers.inference import InferenceWorker
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
@@ -118,9 +119,9 @@ class ExportTab:
             args += ["--checkpoint", checkpoint]
         progress(0.05, desc=f"Exporting {fmt}…")
         def on_line(line: str) -> None:
-            event = event_of(line)
-            if event and event.get("event") == "step":  # the export's own steps; the libraries' warnings are not progress
-                progress(0.5, desc=str(event.get("text", "")).removeprefix("[export] ")[:120])
+            event = event_of(line, "export")
+            if isinstance(event, ExportStep):  # the export's own steps; the libraries' warnings are not progress
+                progress(0.5, desc=event.text.removeprefix("[export] ")[:120])
 
         def command():
             return run_cli(args, on_line, cwd=str(self.runs_dir.parent))

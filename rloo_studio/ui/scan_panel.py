@@ -18,7 +18,7 @@ import gradio as gr
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
-from ..protocol import Done, PreviewRequest
+from ..protocol import CommandEvent, Done, PreviewRequest, ScanPlan, ScanProgress
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, warmup_offer, write_filtered
 from . import text
 from .pickers import busy_message
@@ -107,11 +107,11 @@ class ScanPanel:
                     raise StudioError("the model worker ended the batch without completions", "", "press Scan the data again")
                 return result
 
-            def moved(event: dict) -> None:
-                if event["event"] == "plan":
-                    progress(0.01, desc=f"Scanning {event['prompts']} prompts: loading the model…")
-                elif event["event"] == "progress":
-                    progress(min(0.99, event["done"] / max(1, event["total"])), desc=eta_words(event))
+            def moved(event: CommandEvent) -> None:
+                if isinstance(event, ScanPlan):
+                    progress(0.01, desc=f"Scanning {event.prompts} prompts: loading the model…")
+                elif isinstance(event, ScanProgress):
+                    progress(min(0.99, event.done / max(1, event.total)), desc=eta_words(event))
 
             try:
                 scan_cfg = RunConfig.load(folder / runs.CONFIG_FILE)

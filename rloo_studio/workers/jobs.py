@@ -94,13 +94,13 @@ def _start_run(cfg: RunConfig, runs_dir: str | Path, reward_source: str | None, 
     _refuse_if_busy(runs_dir)
     name = cfg.output.run_name or Path(cfg.model.name_or_path.rstrip("/")).name or "run"
     run_dir = runs.create_run_dir(runs_dir, name)
-    cfg = RunConfig.from_dict(cfg.to_dict(), base_dir=cfg.base_dir)
-    cfg.output.runs_dir = str(runs_dir)
     if reward_source is not None and any(s.file == runs.REWARDS_FILE for s in cfg.rewards):
         (run_dir / runs.REWARDS_FILE).write_text(reward_source, encoding="utf-8")
     # Relative paths (data files, model folders) were chosen relative to the app's folder: make
     # them absolute so the worker, started inside runs/, finds them; reward files live in the run.
+    # The run's own copy: the caller's config is left as it was.
     cfg = cfg.with_absolute_paths(run_dir, keep=(runs.REWARDS_FILE,))
+    cfg.output.runs_dir = str(runs_dir)
     config_path = run_dir / runs.CONFIG_FILE
     cfg.save(config_path)
     runs.update_status(run_dir, state="queued", step=0, max_steps=cfg.rloo_value("max_steps"), model=cfg.model.name_or_path,

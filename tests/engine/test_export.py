@@ -15,6 +15,7 @@ from helpers import ROOT, only_run_dir, run_cli, run_code
 
 from rloo_studio import stats
 from rloo_studio.errors import StudioError
+from rloo_studio.protocol import ExportStep
 from rloo_studio.workers.commands import event_of
 
 pytestmark = pytest.mark.slow
@@ -115,9 +116,9 @@ def test_exports_of_a_checkpoint_go_to_their_own_folder(trained_run, tmp_path):
     report = json.loads(result.stdout)
     out = Path(report["out"])
     # --events (what the Export tab runs): every step of the export is a JSON event on stderr, none is a bare line.
-    steps = [event_of(line) for line in result.stderr.splitlines() if event_of(line)]
-    assert steps and all(e["event"] == "step" and e["text"].startswith("[export] ") for e in steps), result.stderr
-    assert any(f"copying the adapter from {run_dir / 'checkpoints' / 'checkpoint-2'}" in e["text"] for e in steps), steps
+    steps = [event_of(line, "export") for line in result.stderr.splitlines() if event_of(line, "export")]
+    assert steps and all(isinstance(e, ExportStep) and e.text.startswith("[export] ") for e in steps), result.stderr
+    assert any(f"copying the adapter from {run_dir / 'checkpoints' / 'checkpoint-2'}" in e.text for e in steps), steps
     assert not [line for line in result.stderr.splitlines() if line.startswith("[export]")], result.stderr
     assert out == (run_dir / "exports" / "adapter-checkpoint-2").resolve()
     assert (out / "adapter_model.safetensors").read_bytes() == (run_dir / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors").read_bytes()

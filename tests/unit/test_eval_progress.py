@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from rloo_studio.engine.evaluate import progress_text
+import pytest
+
+from rloo_studio.errors import StudioError
+from rloo_studio.protocol import EvalPlan, EvalSide, EvalSkip, ExportStep
 from rloo_studio.ui.eval_tab import EvalProgress
 
 
@@ -30,18 +33,42 @@ def test_without_a_validation_split_each_checkpoint_is_one_side():
 
 
 def test_the_terminal_lines_say_the_same_events():
-    assert progress_text({"event": "plan", "prompts": 24, "checkpoints": ["checkpoint-2", "final"]}) == \
+    assert EvalPlan(prompts=24, checkpoints=["checkpoint-2", "final"]).line() == \
         "[eval] plan prompts=24 checkpoints=checkpoint-2,final"
-    assert progress_text({"event": "side", "side": "checkpoint-2", "validation": True, "done": 10, "total": 10}) == \
-        "[eval] validation checkpoint-2 10/10"
-    assert progress_text({"event": "side", "side": "base", "validation": False, "done": 0, "total": 24}) == "[eval] base 0/24"
-    assert progress_text({"event": "skip", "name": "checkpoint-3", "why": "cut off"}) == "[eval] skip checkpoint-3: cut off"
+    assert EvalSide(side="checkpoint-2", validation=True, done=10, total=10).line() == "[eval] validation checkpoint-2 10/10"
+    assert EvalSide(side="base", validation=False, done=0, total=24).line() == "[eval] base 0/24"
+    assert EvalSkip(name="checkpoint-3", why="cut off").line() == "[eval] skip checkpoint-3: cut off"
 
 
 def test_only_json_event_lines_are_progress():
     from rloo_studio.workers.commands import event_of
 
-    assert event_of(_line(event="step", text="[export] merging")) == {"event": "step", "text": "[export] merging"}
+    assert event_of(_line(event="step", text="[export] merging"), "export") == ExportStep(text="[export] merging")
     # A library's warning, a JSON value that is not an event, a broken line: none of them moves a bar.
     for line in ("[export] merging", "UserWarning: {x}", "{not json", _line(done=1), "[1, 2]", ""):
-        assert event_of(line) is None, line
+        assert event_of(line, "export") is None, line
+
+
+def test_an_event_line_the_app_cannot_read_is_refused_not_guessed():
+    from rloo_studio.workers.commands import event_of
+
+    with pytest.raises(StudioError, match="different versions"):
+        event_of(_line(event="side", side="base", validation=False, done=1, totl=4), "eval")  # a misspelt key
+    with pytest.raises(StudioError, match="cannot read"):
+        event_of(_line(event="step", text="[export] merging"), "eval")  # an export's event is no evaluation's
+
+
+def test_a_command_ended_for_an_unreadable_event_says_so_as_its_failure():
+    from rloo_studio.workers.commands import event_of
+
+    # The tab's callback refuses the line; the command is ended and answers as a failed command, in its own words
+    # (the tabs then show "Evaluation failed: …", not "Not started").
+    import sys
+
+    from rloo_studio.workers.commands import run_command
+
+    bad = _line(event="side", side="base", validation=False, done=1, totl=4)
+    finished = run_command([sys.executable, "-c", f"import sys, time; print({bad!r}, file=sys.stderr, flush=True); time.sleep(60)"],
+                           on_line=lambda line: event_of(line, "eval"))
+    assert finished.returncode != 0
+    assert "cannot read" in finished.error_text("") and "different versions" in finished.error_text("")
