@@ -1,6 +1,6 @@
 """The answer column is a setting of the data, kept in the config (data.answer_column): one rule decides it
 (data.answer_column(cfg)), the rewards that compare with an answer read it unless their own params name one
-(rewards.reward_specs), the loaded data is checked for it. The person's
+(rewards.reward_specs), the loaded data is checked for it, and the Data tab writes it and reads it back. The person's
 scenario: a CSV `question,order_id` whose reference is `order_id`, and no builtin that checks answers."""
 
 from __future__ import annotations
@@ -119,6 +119,40 @@ def test_preflight_refuses_an_answer_column_the_data_lacks_before_anything_runs(
     [problem] = caught.value.problems
     assert "no column `order` (data.answer_column)" in problem and "its columns are: question, order_id" in problem, problem
 
+
+# ---- the Data tab: the form -> config path and back ----------------------------------------------------
+
+
+def _data_values(answer: str) -> list:
+    from rloo_studio.ui import text
+
+    return [text.SOURCE_CHOICES[1], "orders.csv", "", "", "train", "question", answer, "", "", 0.0, None, "auto"]
+
+
+def test_the_data_tab_writes_its_answer_column_into_the_config_and_reads_it_back():
+    from rloo_studio.ui.data_tab import NO_ANSWER, DataTab
+
+    cfg = {"rewards": [{"file": "rewards.py"}]}  # no reward that compares with an answer
+    DataTab.apply(cfg, _data_values("order_id"))
+    assert cfg["data"]["answer_column"] == "order_id" and cfg["rewards"] == [{"file": "rewards.py"}]
+    assert DataTab.values_from(RunConfig.from_dict(cfg))[6] == "order_id"
+    cleared = {"rewards": [{"file": "rewards.py"}]}
+    DataTab.apply(cleared, _data_values(NO_ANSWER))
+    assert cleared["data"]["answer_column"] is None
+
+
+
+def test_the_data_check_of_a_new_file_chooses_its_answer_column_instead_of_refusing_the_last_files(tmp_path):
+    """The form still holds the last file's answer column when a new file is checked: the check chooses one of the new
+    file's columns and says so, rather than listing the config's refusal of the old one as a problem too."""
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "qa.csv").write_text("question,answer\nWhat is 2+2?,4\n", encoding="utf-8")
+    last = config({"source": "qa.csv", "answer_column": "order_id"}).data
+    summary, _rows, columns, _prompt, answer, _count = DataTab.preview(last, str(tmp_path), "order_id", [])
+    assert columns == ["question", "answer"] and answer == "answer"
+    assert "was `order_id`, which this data does not have: it is now `answer`" in summary
+    assert "no column `order_id`" not in summary, summary
 
 # ---- the warm-up --------------------------------------------------------------------------------------
 
