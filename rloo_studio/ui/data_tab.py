@@ -205,7 +205,9 @@ class DataTab:
         # The answer column is a setting of the data (evaluation and a new page read it from there, whatever the rewards),
         # and the answer-checking rewards' parameter, which the Rewards tab shows; a judge's (its reference answer) when it
         # is not `answer`, which a judge reads by default where the data has it (a judge needs no answer to score).
-        data["answer_column"] = answer if answer and answer != NO_ANSWER else None
+        # `answer` is the default's own column (None: `answer` where the data has it): a source the check has not read
+        # yet (a hub id typed in) is not refused for a column the person never chose.
+        data["answer_column"] = answer if answer not in ("", NO_ANSWER, "answer") else None
         for spec in cfg.get("rewards", []):
             judged = spec.get("judge") is not None and answer != "answer"
             if (spec.get("name") in ANSWER_REWARDS or judged) and answer and answer != NO_ANSWER:

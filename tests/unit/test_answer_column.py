@@ -136,9 +136,11 @@ def test_the_data_tab_writes_its_answer_column_into_the_config_and_reads_it_back
     DataTab.apply(cfg, _data_values("order_id"))
     assert cfg["data"]["answer_column"] == "order_id" and cfg["rewards"] == [{"file": "rewards.py"}]
     assert DataTab.values_from(RunConfig.from_dict(cfg))[6] == "order_id"
-    cleared = {"rewards": [{"file": "rewards.py"}]}
-    DataTab.apply(cleared, _data_values(NO_ANSWER))
-    assert cleared["data"]["answer_column"] is None
+    for unset in (NO_ANSWER, "answer", ""):  # `answer`: the default, which a file without that column is not refused for
+        cleared = {"rewards": [{"file": "rewards.py"}]}
+        DataTab.apply(cleared, _data_values(unset))
+        assert cleared["data"]["answer_column"] is None, unset
+        assert DataTab.values_from(RunConfig.from_dict(cleared))[6] == "answer"
 
 
 
