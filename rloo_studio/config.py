@@ -163,6 +163,13 @@ class DataConfig:
     config_name: str | None = _help("Hub dataset configuration (subset) name, if it has several.", "Subset (configuration)", default=None)
     split: str = _help("Split used for training.", "Training split", default="train")
     prompt_column: str = _help("Column holding the prompt text (or a list of chat messages).", "Prompt column", default="prompt")
+    # One setting for every reader of the reference answer (data.answer_column): the answer-checking builtins and a judge,
+    # evaluation's reference, the pinned examples' answer cell, the warm-up's replies. A person's own reward that reads
+    # another column needs it here too, else evaluation and a new page fall back to `answer`.
+    answer_column: str | None = _help("Column holding the reference answers: numeric_answer, exact_match and a judge compare "
+                                      "with it, evaluation shows it beside each reply. Empty = the column named `answer`, if "
+                                      "any. A reward's own params.answer_column wins for that reward.",
+                                      "Answer column (for answer-checking rewards)", default=None)
     system_prompt: str | None = _help("A system message put before every prompt, e.g. the answer format you expect.",
                                       "System prompt (optional)", default=None)
     prompt_format: str = _help("`auto` (chat when the tokenizer has a chat template), `chat`, or `plain` text.", "Prompt format",
@@ -345,8 +352,9 @@ class FormatWarmup:
     source: str = _help("Where the replies come from: `answer_column` (the data's answer put into `template`), `pinned` "
                         "(the pinned examples expected to score above 0), or `table` (the replies in `examples`).",
                         default="answer_column")
-    answer_column: str = _help("The data column whose value `template` puts into the target format (source answer_column).",
-                               default="answer")
+    answer_column: str | None = _help("The data column whose value `template` puts into the target format (source "
+                                      "answer_column); empty = the data's answer column (data.answer_column, else `answer`).",
+                                      default=None)
     template: str = _help("The target reply, with {answer} where the column's value goes (source answer_column), "
                           "e.g. <answer>{answer}</answer>.", default="<answer>{answer}</answer>")
     examples: list = _help("For source `table`: a list of {prompt: ..., reply: ...} written by hand.", default_factory=list)
@@ -364,8 +372,9 @@ class FormatWarmup:
             if ANSWER_SLOT not in self.template:
                 problems.append(f"warmup.template: {self.template!r} has no {ANSWER_SLOT} — the column's value would be left "
                                 f"out of every reply; write where it goes, e.g. <answer>{ANSWER_SLOT}</answer>")
-            if not str(self.answer_column or "").strip():
-                problems.append("warmup.answer_column: empty — name the data column that holds the answers (e.g. answer)")
+            if self.answer_column is not None and not str(self.answer_column).strip():
+                problems.append("warmup.answer_column: empty — name the data column that holds the answers (e.g. answer), "
+                                "or leave it out to use the data's answer column")
         if self.source == "table":
             if not self.examples:
                 problems.append("warmup.examples: source `table` needs replies written by hand — add a few "
@@ -605,6 +614,9 @@ class RunConfig:
             problems.append("data.source: empty; give `demo`, a file path or a hub dataset id")
         if not str(d.prompt_column).strip():
             problems.append("data.prompt_column: empty; name the column that holds the prompts")
+        if d.answer_column is not None and not str(d.answer_column).strip():
+            problems.append("data.answer_column: empty; name the column that holds the reference answers (e.g. answer), "
+                            "or leave it out")
         _check_choice(problems, "data.prompt_format", d.prompt_format, PROMPT_FORMATS)
         if not (0 <= d.test_fraction < 1):
             problems.append(f"data.test_fraction: {d.test_fraction} is outside [0, 1)")

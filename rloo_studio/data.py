@@ -265,11 +265,18 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
 
 
 def _check_prompts(rows: list[dict], cfg: DataConfig, what: str) -> list[str]:
-    """The rows' columns; raises when the prompt column is missing or some prompts are empty."""
+    """The rows' columns; raises when the prompt column or the answer column the config names is missing, or some
+    prompts are empty."""
     columns = list(dict.fromkeys(k for row in rows[:1000] for k in row))
     if cfg.prompt_column not in columns:
         raise DataError(f"{what} has no column `{cfg.prompt_column}`{did_you_mean(cfg.prompt_column, columns)}",
                         f"its columns are: {', '.join(columns)}", "set data.prompt_column to the column that holds the prompts")
+    answer = str(cfg.answer_column or "").strip()
+    if answer and answer not in columns:
+        raise DataError(f"{what} has no column `{answer}` (data.answer_column){did_you_mean(answer, columns)}",
+                        f"its columns are: {', '.join(columns)}",
+                        "set data.answer_column to the column that holds the reference answers, or leave it out when the "
+                        "data has none")
     empty = [i + 1 for i, row in enumerate(rows) if _is_empty(row.get(cfg.prompt_column))]
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
@@ -326,8 +333,11 @@ def unpassed_columns(columns: Iterable[str]) -> dict[str, str]:
 
 
 def answer_column(cfg) -> str:
-    """The column a hand-written plain answer fills (a RunConfig's): the one its rewards compare answers with (the
-    `answer_column` parameter of a reward that has one), else `answer`."""
+    """The column that holds a RunConfig's reference answers, the one place it is decided: `data.answer_column` when set;
+    else (a config written before that setting) the `answer_column` parameter of a reward that has one; else `answer`.
+    Evaluation's reference, a hand-written plain answer (pinned examples, a typed prompt) and the page read it here."""
+    if str(cfg.data.answer_column or "").strip():
+        return str(cfg.data.answer_column).strip()
     return next((str(s.params["answer_column"]) for s in cfg.rewards if s.params.get("answer_column")), "answer")
 
 

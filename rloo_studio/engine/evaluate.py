@@ -57,7 +57,7 @@ from ..config import RunConfig
 from ..data import answer_column, data_columns, reference_cell, reward_kwargs
 from ..errors import StudioError
 from ..protocol import CommandEvent, EvalDone, EvalPlan, EvalSide, EvalSkip
-from ..rewards import build_rewards
+from ..rewards import build_rewards, reward_specs
 from ..rewards.builtin import numeric_answer, think_format
 from ..rewards.preview import TrainerStateStub
 from ..rewards.runtime import guard
@@ -362,7 +362,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
     select_prompts = list(to_trl_dataset(select_rows, cfg.data, tokenizer)["prompt"]) if select_rows else None
     # A thinking template opens <think> in the prompt: the rewards, the accuracy and the format rate read it (rewards.thinking).
     opened = prompt_opens_think(prompts, tokenizer, chat_template_kwargs(cfg))
-    rewards = build_rewards(cfg.rewards, run_dir, tokenizer, data_columns(rows), chat_template_kwargs=chat_template_kwargs(cfg),
+    rewards = build_rewards(reward_specs(cfg), run_dir, tokenizer, data_columns(rows), chat_template_kwargs=chat_template_kwargs(cfg),
                             prompt_opens_think=opened)
     weights = [r.weight for r in rewards]
     answer_name = next((r.name for r in rewards if r.name in ANSWER_REWARDS), None)
@@ -489,7 +489,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "reward_weights": {r.name: r.weight for r in rewards},
         # A format warm-up trained the adapter before RLOO: the tuned side includes it, the base side has no adapter.
         "warmup": summary_line(read_record(run_dir)),
-        # The reference beside each prompt: the answer column the rewards compare with (the Data tab's), where the rows
+        # The reference beside each prompt: the run's answer column (data.answer_column, the Data tab's), where the rows
         # have it; else what else the rows hold (a column such as order_id), so an example is never shown without one.
         "answer_column": reference if reference in rows[0] else None,
         "per_prompt": [

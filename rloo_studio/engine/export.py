@@ -275,8 +275,11 @@ def _export_gguf(run_dir: Path, src: _Source, cfg: RunConfig, tmp: Path, progres
 def _export_script(run_dir: Path, cfg: RunConfig, tmp: Path, progress) -> dict:
     from .. import data as data_module
     from ..machine.distributed import accelerate_config_yaml, launch_command
+    from ..rewards import reward_specs
 
     out = RunConfig.from_dict(cfg.to_dict(), base_dir=tmp)
+    # train.py builds the builtins from their params alone: the data's answer column goes into those that read it.
+    out.rewards = reward_specs(out)
     # The bundled demo model is 3 MB: copy it, so the folder trains anywhere.
     if cfg.model.name_or_path == "demo" or Path(cfg.model.name_or_path).resolve() == DEMO_MODEL_DIR.resolve():
         progress("[export] copying the bundled demo model")

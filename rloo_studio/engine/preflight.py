@@ -35,7 +35,7 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
         problems.append(f"data: {exc.what}" + (f" ({exc.why})" if exc.why else "") + (f" — {exc.fix}" if exc.fix else ""))
     # Reward files are loaded in the sandbox (where there is one): the check runs the file's top-level code.
     problems.extend(check_reward_specs(cfg.rewards, cfg.base_dir, rows.columns if rows else None, rows.train if rows else None,
-                                       boxed_in=()))
+                                       boxed_in=(), answer_column=cfg.data.answer_column))
     if rows is not None and not problems:
         problems.extend(too_few_prompts(len(rows.train), cfg.batch_plan(num_processes)))
     if problems:

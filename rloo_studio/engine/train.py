@@ -522,7 +522,7 @@ def _record_failure(run_dir: Path, exc: BaseException, stack, log_file, cfg: Run
 
 
 def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool, stop_flag: dict) -> Path:
-    from ..rewards import build_rewards
+    from ..rewards import build_rewards, reward_specs
     from ..rewards.runtime import SampleRecorder, guard
     from ..rewards.thinking import prompt_opens_think
     from ..data import to_trl_dataset
@@ -584,7 +584,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
-    rewards = build_rewards(cfg.rewards, cfg.base_dir, loaded.tokenizer, train_ds.column_names,
+    rewards = build_rewards(reward_specs(cfg), cfg.base_dir, loaded.tokenizer, train_ds.column_names,
                             chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [],
                             prompt_opens_think=prompt_opens_think(train_ds["prompt"], loaded.tokenizer, chat_template_kwargs(cfg)))
     if any(r.source_file for r in rewards):

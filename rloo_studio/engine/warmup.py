@@ -45,6 +45,7 @@ from pathlib import Path
 
 from .. import runs, stats
 from ..config import ANSWER_SLOT, RunConfig
+from ..data import answer_column
 from ..errors import DataError, StudioError
 from .warmup_record import RECORD_FILE, WARMUP_DIR, read_record, scan_words, summary_line  # noqa: F401 (read from here too)
 
@@ -142,12 +143,13 @@ def build_pairs(cfg: RunConfig, train_rows: list[dict], held_back: int = 0,
     warm = cfg.warmup
     column = cfg.data.prompt_column
     if warm.source == "answer_column":
+        answer = warm.answer_column or answer_column(cfg)  # unset: the data's answer column
         rows = train_rows[:len(train_rows) - held_back] if held_back else train_rows
-        pairs = [{"prompt": row[column], "row": row, "reply": target_reply(warm.template, row[warm.answer_column])}
-                 for row in rows if row.get(warm.answer_column) not in (None, "")]
+        pairs = [{"prompt": row[column], "row": row, "reply": target_reply(warm.template, row[answer])}
+                 for row in rows if row.get(answer) not in (None, "")]
         if not pairs:
             columns = sorted({c for row in train_rows for c in row})
-            raise DataError(f"warmup.source answer_column: no training row has a value in column `{warm.answer_column}`",
+            raise DataError(f"warmup.source answer_column: no training row has a value in column `{answer}`",
                             f"the warm-up's replies are that column's values put into warmup.template; the data's columns "
                             f"are {', '.join(columns)}",
                             "set warmup.answer_column to the column that holds the answers, or use source table with "

@@ -2,13 +2,16 @@
 
 `build_rewards` is the single entry point the training worker and the reward preview use:
 it resolves every `RewardSpec` — builtin name with params, a function from a user file, a
-reward model or an LLM judge — into a named callable in TRL's contract plus its weight. `check_reward_specs`
-reports every problem with those specs without loading a model, for the pre-flight check.
-This package never imports torch at module level.
+reward model or an LLM judge — into a named callable in TRL's contract plus its weight. `reward_specs` gives a config's
+specs as they are built: a reward that compares with an answer and names no column reads the data's
+(`data.answer_column`). `check_reward_specs` reports every problem with those specs without loading a model, for the
+pre-flight check. This package never imports torch at module level.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -70,6 +73,29 @@ def _builtin(spec: RewardSpec, tokenizer, check_only: bool, prompt_opens_think: 
         raise RewardError(f"reward `{spec.name}`: {exc}", describe_builtin(spec.name), "fix its `params:`") from None
     except ValueError as exc:
         raise RewardError(f"reward `{spec.name}`: {exc}", "", "fix its `params:`") from None
+
+
+def compares_with_answer(spec: RewardSpec) -> bool:
+    """A reward that reads the reference answer's column: a builtin with an `answer_column` parameter, or a judge (its
+    {reference})."""
+    if spec.judge is not None:
+        return True
+    return spec.name in BUILTIN_REWARDS and "answer_column" in inspect.signature(BUILTIN_REWARDS[spec.name]).parameters
+
+
+def with_answer_column(spec: RewardSpec, answer_column: str | None) -> RewardSpec:
+    """`spec` with the data's answer column (`data.answer_column`) as its `answer_column` when it compares with an answer
+    and its own params name none (a reward's own param wins); else `spec` itself. The one rule of which column it reads."""
+    answer = str(answer_column or "").strip()
+    if not answer or not compares_with_answer(spec) or "answer_column" in spec.params:
+        return spec
+    return dataclasses.replace(spec, params={**spec.params, "answer_column": answer})
+
+
+def reward_specs(cfg) -> list[RewardSpec]:
+    """A RunConfig's reward entries as their rewards are built (training, evaluation, the preview, the scan): each with
+    the data's answer column where `with_answer_column` gives it one. The config itself is left as written."""
+    return [with_answer_column(spec, cfg.data.answer_column) for spec in cfg.rewards]
 
 
 def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", tokenizer=None,
@@ -136,13 +162,17 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
 
 def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
                        dataset_columns: Sequence[str] | None = None, rows: Sequence[dict] | None = None,
-                       boxed_in: Sequence[str | Path] | None = None) -> list[str]:
+                       boxed_in: Sequence[str | Path] | None = None, answer_column: str | None = None) -> list[str]:
     """Every problem with the reward specs (names, params, files, functions, columns) — no model needed.
     With the training `rows`: an answer column that is empty in every row (every completion would score 0).
-    `boxed_in`: load reward files in the sandbox, as `build_rewards` does (the training process's check)."""
+    `boxed_in`: load reward files in the sandbox, as `build_rewards` does (the training process's check).
+    `answer_column`: the data's (`data.answer_column`), which the specs read as `with_answer_column` says; a problem with
+    a column it gave names that setting."""
     problems: list[str] = []
     names: list[str] = []
-    for i, spec in enumerate(specs):
+    for i, written in enumerate(specs):
+        spec = with_answer_column(written, answer_column)
+        setting = "data.answer_column" if spec is not written else "params.answer_column"
         try:
             checked = build_rewards([spec], base_dir, None, dataset_columns or (), check_only=True, boxed_in=boxed_in)
             names.extend(r.name for r in checked)
@@ -155,11 +185,11 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
             column = "answer"
         if column and dataset_columns is not None and column not in dataset_columns:
             problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{did_you_mean(column, dataset_columns)}"
-                            f" (columns: {', '.join(dataset_columns)}) — set params.answer_column")
+                            f" (columns: {', '.join(dataset_columns)}) — set {setting}")
         elif column and rows and spec.name and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
             problems.append(f"rewards[{i}] ({spec.label()}): the column `{column}` is empty in all {len(rows)} training rows, "
                             f"so {spec.label()} would score every completion 0 and RLOO would learn nothing — fill in the "
-                            "answers, point params.answer_column at the column that holds them, or use a reward that needs no answer")
+                            f"answers, point {setting} at the column that holds them, or use a reward that needs no answer")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         problems.append(f"rewards: two rewards have the same name: {', '.join(duplicates)} — training logs each reward under "
@@ -195,4 +225,4 @@ def builtin_default_params(name: str) -> dict:
     return params
 
 
-__all__ = ["LoadedReward", "builtin_default_params", "build_rewards", "check_reward_specs", "close_boxes", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]
+__all__ = ["LoadedReward", "builtin_default_params", "build_rewards", "check_reward_specs", "reward_specs", "close_boxes", "builtin_catalog", "think_end_token_id", "BUILTIN_REWARDS"]

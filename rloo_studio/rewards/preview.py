@@ -206,11 +206,13 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreReque
     `num_generations` there wins over the config's, for pasted completions),
     `source` the editor's reward code, if any. The run's β, normalisation and chat-template options
     come along, so the preview says what training will add to these advantages."""
+    from . import reward_specs
+
     return ScoreRequest(
         groups=sampled["groups"], num_generations=int(sampled.get("num_generations") or cfg.rloo_value("num_generations")),
         conversational=bool(sampled.get("conversational")), tokenizer=sampled.get("tokenizer"),
         think_end_token_id=sampled.get("think_end_token_id"), prompt_opens_think=sampled.get("prompt_opens_think"),
-        prompt_column=cfg.data.prompt_column, rewards=[dict(s.__dict__) for s in cfg.rewards], base_dir=str(cfg.base_dir),
+        prompt_column=cfg.data.prompt_column, rewards=[dict(s.__dict__) for s in reward_specs(cfg)], base_dir=str(cfg.base_dir),
         source=source, chat_template_kwargs=cfg.chat_template_kwargs(), beta=cfg.rloo_value("beta"),
         normalize_advantages=cfg.rloo_value("normalize_advantages"), reward_clip_range=cfg.rloo_value("reward_clip_range"),
         system_prompt=cfg.data.system_prompt)  # for the prompt <-> reward check: pasted prompts come without it
@@ -220,8 +222,10 @@ def written_request(cfg, groups: list, source: str | None, columns: Sequence[str
     """The request for hand-written prompts and completions (pinned examples: one completion a group), shaped as
     `cfg`'s training shapes its data (chat or plain, its system prompt, its tokenizer's ids): the pinned road's
     `scoring_request`. `columns`: the data's columns, which reach the rewards by name as in training."""
+    from . import reward_specs
+
     return ScoreRequest(
-        groups=groups, num_generations=1, rewards=[dict(s.__dict__) for s in cfg.rewards], base_dir=str(cfg.base_dir),
+        groups=groups, num_generations=1, rewards=[dict(s.__dict__) for s in reward_specs(cfg)], base_dir=str(cfg.base_dir),
         source=source, columns=list(columns), prompt_column=cfg.data.prompt_column,
         written=WrittenShape(prompt_format=cfg.data.prompt_format, system_prompt=cfg.data.system_prompt),
         chat_template_kwargs=cfg.chat_template_kwargs(), probes=False,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
-from ..data import HEADERLESS_WHAT, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
+from ..data import HEADERLESS_WHAT, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from . import text
 from .freshness import Outdated
 from .pinned_rows import _rows
@@ -202,8 +202,12 @@ class DataTab:
         data["max_train_samples"] = int(max_train) if max_train else None
         data["prompt_format"] = fmt or "auto"
         answer = (answer_col or "").strip()
-        # The answer column is a parameter of the answer-checking rewards, and of a judge (its reference answer) when it
+        # The answer column is a setting of the data (evaluation and a new page read it from there, whatever the rewards),
+        # and the answer-checking rewards' parameter, which the Rewards tab shows; a judge's (its reference answer) when it
         # is not `answer`, which a judge reads by default where the data has it (a judge needs no answer to score).
+        # `answer` is the default's own column (None: `answer` where the data has it): a source the check has not read
+        # yet (a hub id typed in) is not refused for a column the person never chose.
+        data["answer_column"] = answer if answer not in ("", NO_ANSWER, "answer") else None
         for spec in cfg.get("rewards", []):
             judged = spec.get("judge") is not None and answer != "answer"
             if (spec.get("name") in ANSWER_REWARDS or judged) and answer and answer != NO_ANSWER:
@@ -214,7 +218,7 @@ class DataTab:
     def values_from(cfg: RunConfig) -> list:
         d = cfg.data
         kind = source_kind(d.source)
-        answer = next((s.params.get("answer_column", "answer") for s in cfg.rewards if s.name in ANSWER_REWARDS), "answer")
+        answer = answer_column(cfg)
         return [kind, d.source if kind == text.SOURCE_CHOICES[1] else "", d.source if kind == text.SOURCE_CHOICES[2] else "",
                 d.config_name or "", d.split, d.prompt_column, answer, d.system_prompt or "", d.test_split or "", d.test_fraction,
                 d.max_train_samples or 0, d.prompt_format]
@@ -225,6 +229,8 @@ class DataTab:
         """(summary markdown, rows, columns, prompt column, answer column) for the preview; hub sources are read in a child
         process. A prompt or answer column the data does not have is replaced by a likely one, and the summary says so."""
         read = (lambda c: peek_in_child(c, base_dir)) if is_hub_source(data_cfg.source, base_dir) else (lambda c: peek(c, base_dir))
+        # The answer column is chosen here, from the columns read (below): the form's may be the last file's.
+        data_cfg = dataclasses.replace(data_cfg, answer_column=None)
         result = read(data_cfg)
         cols = result["columns"]
         notes = []

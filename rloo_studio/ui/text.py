@@ -79,7 +79,7 @@ HUB_CONFIG_INFO = "Only for datasets with several, e.g. `main` for openai/gsm8k.
 SPLIT = field_label("data", "split")
 PROMPT_COLUMN = field_label("data", "prompt_column")
 PROMPT_COLUMN_INFO = field_help("data", "prompt_column")
-ANSWER_COLUMN = "Answer column (for answer-checking rewards)"
+ANSWER_COLUMN = field_label("data", "answer_column")
 ANSWER_COLUMN_INFO = ("The builtin rewards that check answers (numeric_answer, exact_match) compare the model's answer with this "
                       "column: their answer_column in the Rewards tab follows it. Every column reaches your reward functions by name.")
 SYSTEM_PROMPT = field_label("data", "system_prompt")

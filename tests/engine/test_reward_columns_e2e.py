@@ -80,7 +80,14 @@ def roads(tmp_path_factory, tiny_model_dir, module_outside_the_sandbox) -> dict[
     road("scan", "scan", config, "--limit", "2", "--runs-dir", folder / "scans", "--json")
     road("train", "train", config)
     road("eval", "eval", only_run_dir(folder / "runs"), "--limit", "2")
-    found["eval.json"] = json.loads((only_run_dir(folder / "runs") / "eval.json").read_text())
+    run_dir = only_run_dir(folder / "runs")
+    found["eval.json"] = json.loads((run_dir / "eval.json").read_text())
+    # The same run with its answer column set (data.answer_column, as the Data tab now writes it), evaluated again.
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    saved["data"]["answer_column"] = "order_id"
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    road("eval with an answer column", "eval", run_dir, "--limit", "1")
+    found["eval.json with an answer column"] = json.loads((run_dir / "eval.json").read_text())
     return found
 
 
@@ -101,6 +108,15 @@ def test_an_evaluation_shows_each_examples_reference_from_the_rows(roads):
     for example in report["examples"] + report["per_prompt"]:
         assert example["answer"] == f"order_id={example['prompt'].split()[-1][:-1]}", example
     assert report["answer_column"] is None
+
+
+def test_an_evaluation_names_the_answer_column_the_data_sets(roads):
+    """A run whose config sets data.answer_column (no reward compares with it): each example's reference is that column's
+    value and the report names the column (the Examples table's header); it was None, and the row's other columns shown."""
+    report = roads["eval.json with an answer column"]
+    assert report["answer_column"] == "order_id"
+    for example in report["examples"] + report["per_prompt"]:
+        assert example["answer"] == example["prompt"].split()[-1][:-1], example
 
 
 def test_preview_exits_1_when_a_reward_fails_and_warns_of_one_that_scores_none(tmp_path):

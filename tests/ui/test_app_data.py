@@ -110,6 +110,25 @@ def test_the_answer_column_chosen_in_the_data_tab_is_the_builtins_answer_column(
     assert app.predict("question", agreed, api_name="/builtin_answer_column_edited") == SKIPPED  # they agree
 
 
+def test_the_answer_column_is_kept_in_the_config_when_no_builtin_reads_it(app, tmp_path):
+    """A person's own reward reads `order_id` and no builtin compares answers: the Data tab's answer column lived only in
+    the answer-checking builtins' parameters, so the config the page built had none, and `rloo-studio train`, Evaluate and
+    a new page went back to `answer`, which the file lacks."""
+    form = own_csv(app, tmp_path, "orders.csv", "question,order_id\nWhere is my order A-17?,A-17\nIs B-2 late?,B-2\n")
+    form[text.PROMPT_COLUMN], form[text.TEST_SPLIT] = "question", ""
+    table = form[text.BUILTIN_TABLE]
+    table["data"] = [[False] + row[1:] for row in table["data"]]  # no builtin ticked
+    form[text.BUILTIN_TABLE] = table
+    form[text.CODE] = "def polite(completions, order_id, **kwargs):\n    return [1.0 for _ in completions]\n"
+    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "polite", 1.0]]}
+    form[text.ANSWER_COLUMN] = "order_id"
+    cfg = yaml.safe_load(form.call("/show_config")[2])  # the config Start would run (kept as the config draft)
+    assert cfg["data"]["answer_column"] == "order_id", cfg["data"]
+    assert [r.get("file") for r in cfg["rewards"]] and not any("params" in r for r in cfg["rewards"])
+    # A new page with no draft of the form builds the form from that config: the column comes back, not `answer`.
+    assert Form(app)[text.ANSWER_COLUMN] == "order_id"
+
+
 def test_evaluate_examples_show_the_reference_from_the_chosen_column():
     """Evaluate → Examples showed the `answer` column only: empty for data whose reference column is `expected` or
     `order_id`. The evaluation takes the column the rewards compare with (the Data tab's, above) and names it."""

@@ -1,0 +1,192 @@
+"""The answer column is a setting of the data, kept in the config (data.answer_column): one rule decides it
+(data.answer_column(cfg)), the rewards that compare with an answer read it unless their own params name one
+(rewards.reward_specs), the loaded data is checked for it, and the Data tab writes it and reads it back. The person's
+scenario: a CSV `question,order_id` whose reference is `order_id`, and no builtin that checks answers."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from rloo_studio.config import RunConfig, field_help
+from rloo_studio.data import answer_column, load_rows
+from rloo_studio.errors import ConfigError, DataError
+
+
+def orders_csv(folder, name: str = "orders.csv"):
+    path = folder / name
+    path.write_text("question,order_id\nWhere is my order?,A-17\nIs B-2 late?,B-2\nCan I cancel?,C-3\n", encoding="utf-8")
+    return path
+
+
+def config(data: dict | None = None, rewards: list | None = None, base_dir=".") -> RunConfig:
+    return RunConfig.from_dict({"data": {"source": "orders.csv", "prompt_column": "question", **(data or {})},
+                                "rewards": rewards if rewards is not None else [{"file": "rewards.py"}]}, base_dir=str(base_dir))
+
+
+# ---- the config --------------------------------------------------------------------------------------
+
+
+def test_the_answer_column_is_kept_in_the_config_and_read_back():
+    cfg = config({"answer_column": "order_id"})
+    assert cfg.data.answer_column == "order_id"
+    saved = yaml.safe_load(cfg.to_yaml())
+    assert saved["data"]["answer_column"] == "order_id"
+    assert RunConfig.from_dict(saved).data.answer_column == "order_id"
+    assert config().data.answer_column is None  # unset: the column named `answer`, if any
+    assert "answer" in field_help("data", "answer_column") and "params" in field_help("data", "answer_column")
+
+
+def test_an_empty_answer_column_is_refused_by_validation():
+    problems = config({"answer_column": "  "}).validate()
+    assert any(p.startswith("data.answer_column: empty") for p in problems), problems
+
+
+# ---- the one rule ----------------------------------------------------------------------------------
+
+
+def test_the_datas_answer_column_decides_then_a_rewards_param_then_answer():
+    ticked = [{"name": "exact_match", "params": {"answer_column": "expected"}}]
+    assert answer_column(config({"answer_column": "order_id"})) == "order_id"
+    assert answer_column(config({"answer_column": "order_id"}, ticked)) == "order_id"  # the data's setting decides
+    assert answer_column(config({}, ticked)) == "expected"  # a config written before data.answer_column existed
+    assert answer_column(config()) == "answer"
+
+
+def test_rewards_that_compare_with_an_answer_read_the_datas_column_unless_their_params_name_one():
+    from rloo_studio.rewards import reward_specs
+
+    cfg = config({"answer_column": "order_id"}, [
+        {"name": "numeric_answer"}, {"name": "exact_match", "params": {"answer_column": "expected"}},
+        {"name": "think_format"}, {"judge": "demo", "rubric": "Names the order."}, {"file": "rewards.py"}])
+    specs = reward_specs(cfg)
+    assert [s.params.get("answer_column") for s in specs] == ["order_id", "expected", None, "order_id", None]
+    assert specs[2].params == {} and cfg.rewards[0].params == {}  # the config itself is left as written
+    assert [s.params for s in reward_specs(config({}, [{"name": "numeric_answer"}]))] == [{}]  # unset: the builtin's own default
+
+
+def test_a_builtin_built_from_the_config_compares_with_the_datas_column():
+    from rloo_studio.rewards import build_rewards, reward_specs
+
+    cfg = config({"answer_column": "order_id"}, [{"name": "exact_match"}])
+    [reward] = build_rewards(reward_specs(cfg), dataset_columns=["question", "order_id"])
+    assert reward.func(["A-17", "B-9"], order_id=["A-17", "A-17"]) == [1.0, 0.0]
+
+
+def test_the_reward_check_names_the_datas_setting_for_a_column_it_gave():
+    from rloo_studio.rewards import check_reward_specs
+
+    cfg = config({"answer_column": "order_id"}, [{"name": "exact_match"}])
+    rows = [{"question": "Where?", "order_id": ""}]
+    [problem] = check_reward_specs(cfg.rewards, dataset_columns=["question", "order_id"], rows=rows,
+                                   answer_column=cfg.data.answer_column)
+    assert "the column `order_id` is empty in all 1 training rows" in problem and "data.answer_column" in problem
+    assert "params.answer_column" not in problem
+
+
+# ---- the loaded data --------------------------------------------------------------------------------
+
+
+def test_an_answer_column_the_data_lacks_is_refused_naming_the_columns(tmp_path):
+    orders_csv(tmp_path)
+    with pytest.raises(DataError) as info:
+        load_rows(config({"answer_column": "order"}).data, tmp_path)
+    assert info.value.what == "the dataset has no column `order` (data.answer_column) — did you mean `order_id`?"
+    assert info.value.why == "its columns are: question, order_id"
+    assert "data.answer_column" in info.value.fix
+    assert load_rows(config({"answer_column": "order_id"}).data, tmp_path).columns == ["question", "order_id"]
+
+
+def test_a_held_out_file_without_the_answer_column_is_refused(tmp_path):
+    orders_csv(tmp_path)
+    (tmp_path / "held.csv").write_text("question,answer\nWhere is D-4?,D-4\n", encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        load_rows(config({"answer_column": "order_id", "test_split": "held.csv"}).data, tmp_path)
+    assert "no column `order_id`" in info.value.what and "held.csv" in info.value.what
+
+
+def test_preflight_refuses_an_answer_column_the_data_lacks_before_anything_runs(tmp_path):
+    from rloo_studio.engine.preflight import preflight
+    from rloo_studio.paths import DEMO_MODEL_DIR
+
+    orders_csv(tmp_path)
+    (tmp_path / "rewards.py").write_text("def polite(completions, order_id, **kwargs):\n    return [0.0 for _ in completions]\n")
+    cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                               "data": {"source": "orders.csv", "prompt_column": "question", "answer_column": "order"},
+                               "rewards": [{"file": "rewards.py"}]}, base_dir=str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        preflight(cfg)
+    [problem] = caught.value.problems
+    assert "no column `order` (data.answer_column)" in problem and "its columns are: question, order_id" in problem, problem
+
+
+# ---- the Data tab: the form -> config path and back ----------------------------------------------------
+
+
+def _data_values(answer: str) -> list:
+    from rloo_studio.ui import text
+
+    return [text.SOURCE_CHOICES[1], "orders.csv", "", "", "train", "question", answer, "", "", 0.0, None, "auto"]
+
+
+def test_the_data_tab_writes_its_answer_column_into_the_config_and_reads_it_back():
+    from rloo_studio.ui.data_tab import NO_ANSWER, DataTab
+
+    cfg = {"rewards": [{"file": "rewards.py"}]}  # no reward that compares with an answer
+    DataTab.apply(cfg, _data_values("order_id"))
+    assert cfg["data"]["answer_column"] == "order_id" and cfg["rewards"] == [{"file": "rewards.py"}]
+    assert DataTab.values_from(RunConfig.from_dict(cfg))[6] == "order_id"
+    for unset in (NO_ANSWER, "answer", ""):  # `answer`: the default, which a file without that column is not refused for
+        cleared = {"rewards": [{"file": "rewards.py"}]}
+        DataTab.apply(cleared, _data_values(unset))
+        assert cleared["data"]["answer_column"] is None, unset
+        assert DataTab.values_from(RunConfig.from_dict(cleared))[6] == "answer"
+
+
+
+def test_the_data_check_of_a_new_file_chooses_its_answer_column_instead_of_refusing_the_last_files(tmp_path):
+    """The form still holds the last file's answer column when a new file is checked: the check chooses one of the new
+    file's columns and says so, rather than listing the config's refusal of the old one as a problem too."""
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "qa.csv").write_text("question,answer\nWhat is 2+2?,4\n", encoding="utf-8")
+    last = config({"source": "qa.csv", "answer_column": "order_id"}).data
+    summary, _rows, columns, _prompt, answer, _count = DataTab.preview(last, str(tmp_path), "order_id", [])
+    assert columns == ["question", "answer"] and answer == "answer"
+    assert "was `order_id`, which this data does not have: it is now `answer`" in summary
+    assert "no column `order_id`" not in summary, summary
+
+# ---- the warm-up --------------------------------------------------------------------------------------
+
+
+def test_the_warmup_puts_the_datas_answer_column_into_its_replies_unless_it_names_one():
+    from rloo_studio.engine import warmup
+
+    rows = [{"question": "Where is my order?", "order_id": "A-17"}]
+
+    def replies(**warm) -> list[str]:
+        cfg = RunConfig.from_dict({"lora": {"r": 8}, "data": {"source": "orders.csv", "prompt_column": "question",
+                                                                "answer_column": "order_id"},
+                                   "rewards": [{"file": "rewards.py"}], "warmup": {"enabled": True, **warm}})
+        assert not [p for p in cfg.validate() if p.startswith("warmup")]
+        return [pair["reply"] for pair in warmup.build_pairs(cfg, rows)]
+
+    assert replies() == ["<answer>A-17</answer>"]
+    assert replies(answer_column="question") == ["<answer>Where is my order?</answer>"]  # its own setting wins
+
+
+def test_an_exported_script_compares_with_the_datas_answer_column(tmp_path):
+    """train.py builds the builtins from their params alone: the exported config gives them the data's column."""
+    from rloo_studio.engine.export import export_run
+    from rloo_studio.paths import PROJECT_ROOT
+
+    run_dir = tmp_path / "demo-run"
+    run_dir.mkdir()
+    demo = yaml.safe_load((PROJECT_ROOT / "presets" / "cpu-demo.yaml").read_text())
+    demo["data"]["answer_column"] = "answer"
+    demo["rewards"].append({"name": "exact_match", "params": {"answer_column": "prompt"}})
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(demo))
+    out = export_run(run_dir, "script", progress=lambda m: None)
+    exported = {r["name"]: r.get("params", {}) for r in yaml.safe_load((out / "config.yaml").read_text())["rewards"]}
+    assert exported["numeric_answer"] == {"answer_column": "answer"} and exported["exact_match"] == {"answer_column": "prompt"}
+    assert "answer_column" not in exported["think_format"]
