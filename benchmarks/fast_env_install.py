@@ -1,7 +1,8 @@
 """Does the fast-generation environment install in a clean virtualenv? Runs the installer `python launch.py
 --setup-fast-generation` uses (bootstrap.install_fast_environment: vLLM and its torch from the default index, then this
 project with torch held at vLLM's pin) into a new virtualenv in a temporary folder, then imports the stack there and
-writes what was installed to benchmarks/results/fast_env_install.json.
+trains two steps of the demo on the CPU with it (vLLM off), and writes what was installed and the run's outcome to
+benchmarks/results/fast_env_install.json.
 
     python benchmarks/fast_env_install.py             # needs the package index; downloads ~7 GB; 10-30 minutes
     python benchmarks/fast_env_install.py --keep DIR  # install into DIR and keep it (to try a run from it by hand)
@@ -54,6 +55,22 @@ def folder_gib(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) / 1024**3
 
 
+def demo_run(python: Path) -> dict:
+    """Two steps of the demo preset trained by the new environment's Python on this machine's CPU (vLLM off: it needs a
+    GPU): the training stack at vLLM's torch trains as the app's own environment does."""
+    with tempfile.TemporaryDirectory(prefix="rloo-fast-env-run-") as tmp:
+        run_dir = Path(tmp) / "run"
+        started = time.time()
+        done = subprocess.run([str(python), "-m", "rloo_studio.cli", "train", str(ROOT / "presets" / "cpu-demo.yaml"),
+                               "--run-dir", str(run_dir), "rloo.max_steps=2", "rloo.logging_steps=1", "rloo.save_steps=2",
+                               "model.fast_generation=off"], check=False, capture_output=True, text=True, cwd=ROOT)
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()] \
+            if (run_dir / "metrics.jsonl").exists() else []
+        steps = [r for r in rows if "step" in r and "loss" in r]
+        return {"exit": done.returncode, "seconds": round(time.time() - started), "steps": len(steps),
+                "reward": [r.get("reward") for r in steps], "error": done.stderr[-1500:] if done.returncode else None}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", metavar="DIR", help="install into DIR and keep it (default: a temporary folder, removed)")
@@ -74,6 +91,8 @@ def main() -> int:
             result = {"installed": True, "imports": False, "error": checked.stderr[-3000:]}
         else:
             result = {"installed": True, "imports": True, "versions": json.loads(checked.stdout.strip().splitlines()[-1])}
+        if result["imports"]:
+            result["demo_run"] = demo_run(python)
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], check=False, capture_output=True, text=True).stdout.splitlines()
         result.update(install_s=round(install_s), size_gib=round(folder_gib(target), 2), packages=len(frozen))
     finally:
@@ -86,7 +105,7 @@ def main() -> int:
     print(json.dumps(result, indent=1))
     path = save("fast_env_install", result)
     print(f"written {shown(path)}")
-    return 0 if result.get("imports") else 1
+    return 0 if result.get("imports") and result.get("demo_run", {}).get("exit") == 0 else 1
 
 
 if __name__ == "__main__":
