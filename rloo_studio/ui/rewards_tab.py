@@ -269,7 +269,8 @@ class RewardsTab:
             # With what it was computed from: the Outdated lines say when one of those fields changes (freshness.py).
             stamp = self.preview_outdated.stamp_from(preview_inputs, [state, prompts_n, typed_prompt, typed_answer, pasted, *values])
             shown = preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, list(values), progress)
-            return shown[:4] + [stamp, shown[4] if len(shown) > 4 else None]  # a failed preview offers no warm-up
+            # (the last: no "before this page was loaded" mark on a result computed now, even one that reads as the last)
+            return shown[:4] + [stamp, shown[4] if len(shown) > 4 else None, None]  # a failed preview offers no warm-up
 
         def preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, values: list, progress) -> list:
             clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
@@ -327,7 +328,8 @@ class RewardsTab:
         offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the preview
         previewed = self.preview_button.click(preview, inputs=preview_inputs,
                                               outputs=[self.preview_status, self.preview_table, self.preview_summary,
-                                                       self.preview_findings, self.preview_outdated.stamp, offer],
+                                                       self.preview_findings, self.preview_outdated.stamp, offer,
+                                                       self.preview_outdated.made],
                                               api_name="preview_rewards")
         form.train_tab.show_offer(previewed, offer)
         # The preview's own fields are kept as they change (only the person and the load below change them), so a reload
@@ -366,11 +368,11 @@ class RewardsTab:
 
         def run_pinned(state, pinned, *values):
             """*Check the code* and the named endpoint: the pinned examples scored now."""
-            return check_pinned(state, pinned, list(values), again=True), pinned_stamp(pinned, list(values))
+            return check_pinned(state, pinned, list(values), again=True), pinned_stamp(pinned, list(values)), None
 
         def recheck_pinned(state, pinned, *values):
             """An edit of the table or leaving the code editor: scored unless it is what the last check scored."""
-            return check_pinned(state, pinned, list(values), again=False), pinned_stamp(pinned, list(values))
+            return check_pinned(state, pinned, list(values), again=False), pinned_stamp(pinned, list(values)), None
 
         def pinned_question(cfg: RunConfig, code: str | None, draft: str | None) -> str | None:
             """Start's question when pinned examples (the saved ones, which the run keeps) fail with these settings:
@@ -397,7 +399,9 @@ class RewardsTab:
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
         pinned_inputs = [form.base, self.pinned] + form.inputs
-        pinned_outputs = [self.pinned_result, self.pinned_outdated.stamp]
+        # The report, its stamp, and no "before this page was loaded" mark (freshness.made_line): a check run now that
+        # says what the kept one said sends no change, and the mark would stay on a current report.
+        pinned_outputs = [self.pinned_result, self.pinned_outdated.stamp, self.pinned_outdated.made]
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=pinned_outputs, api_name="run_pinned")
@@ -417,12 +421,12 @@ class RewardsTab:
                 session = getattr(request, "session_hash", None) or ""
                 n = latest.ask(session)
                 if not latest.turn(session, n, quiet_s):
-                    return gr.skip(), gr.skip()
+                    return gr.skip(), gr.skip(), gr.skip()
                 try:
                     shown = fn(state, pinned, *values)
                 finally:
                     latest.done()
-                return shown if latest.current(session, n) else (gr.skip(), gr.skip())
+                return shown if latest.current(session, n) else (gr.skip(), gr.skip(), gr.skip())
             return check
 
         for trigger, fn, quiet_s, api in ((self.code.blur, recheck_pinned, 0.0, None),

@@ -86,6 +86,7 @@ def test_a_reload_puts_the_preview_back_as_it_was_and_marks_it_outdated_when_the
     assert kept_stamp == stamp
     lines = line_now(kept_stamp, made, *values)
     assert len(lines) == 2 and all(line.startswith("🕘 Computed at ") and MARK not in line for line in lines), lines
+    _no_mark_on_a_result_computed_now(page, "preview-status", save_dep)
     # The code changed since (before the reload or after it): both lines, above the table and above the findings, say so.
     for line in line_now(kept_stamp, made, *_with(fields, values, "reward-code", "def other(completions, **kw):\n    return [0.0]\n")):
         assert "🕘 Computed at " in line and f"{MARK} — “{text.CODE}” changed since" in line, line
@@ -107,6 +108,16 @@ def test_a_reload_puts_the_pinned_check_back_with_the_stamp_of_the_last_check_ev
     save(stamp_of(edited), made, REPORT)
     report, kept_stamp, made = restore()
     assert report == REPORT and MARK not in line_now(kept_stamp, made, *edited)
+    # A check run after the reload with nothing changed sends no change at all: it takes the mark off itself.
+    _no_mark_on_a_result_computed_now(page, "pinned-result", save_dep)
+
+
+def _no_mark_on_a_result_computed_now(page, elem_id: str, save_dep: dict) -> None:
+    made_id = save_dep["outputs"][0]
+    computing = [d for d in page.demo.config["dependencies"] if page.ids[elem_id] in d["outputs"]
+                 and page.demo.fns[d["id"]].fn.__name__ != "restore"]
+    assert computing and all(made_id in d["outputs"] for d in computing), \
+        f"a handler that computes #{elem_id} leaves the 'before this page was loaded' mark on it"
 
 
 def test_the_previews_own_fields_come_back_and_a_preview_outdated_before_the_reload_stays_marked(page):
