@@ -43,7 +43,7 @@ from .export_tab import ExportTab  # noqa: E402
 from .form import HardwareCache, PageForm  # noqa: E402
 from .model_tab import ModelTab  # noqa: E402
 from .poller import Poller  # noqa: E402
-from .rewards_tab import RewardsTab  # noqa: E402
+from .rewards_tab import RewardsTab, preview_shown  # noqa: E402
 from .runs_tab import RunsTab  # noqa: E402
 from .scan_panel import ScanPanel  # noqa: E402
 from .train_tab import MEASURING, TrainTab, resume_run  # noqa: E402
@@ -130,10 +130,14 @@ def build_app(runs_dir: str | Path = "runs", detect_hardware: bool = True, known
         keep_page(demo, workspace, tabs, [model_page, data_page, rewards_page, train_page, chat_page, eval_page, export_page,
                                           runs_page])
         # The results that took a run of their own come back after a reload, marked with when they were made (and
-        # outdated if a field changed since); the preview's and the pinned check's are not kept yet.
+        # outdated if a field changed since).
         train_tab.time_outdated.keep(demo, workspace, [train_tab.time_estimate, train_tab.time_measured],
                                      worth=lambda shown, measured: not str(shown or "").startswith(MEASURING))
         data_tab.summary_outdated.keep(demo, workspace, [data_tab.summary, data_tab.table], worth=lambda summary, table: bool(summary))
+        rewards_tab.preview_outdated.keep(demo, workspace, [rewards_tab.preview_status, rewards_tab.preview_table,
+                                                            rewards_tab.preview_summary, rewards_tab.preview_findings],
+                                          worth=lambda status, *rest: bool(status), shown=preview_shown)
+        rewards_tab.pinned_outdated.keep(demo, workspace, [rewards_tab.pinned_result], worth=bool)
 
         banner_now = functools.partial(banner_update, runs_dir)
         demo.load(banner_now, inputs=form.watched, outputs=[banner_row, banner, form.watched], api_name="run_banner")

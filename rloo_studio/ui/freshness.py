@@ -12,7 +12,8 @@ The comparison is pure (`stamp_of`, `changed`, `outdated_line`); `Outdated` is i
 `gr.State`, the line(s), and the rule registered with the form's change event. The line is its own component rather
 than a prefix of the result: a rule that rewrote the result could land after a newer result and put the old one back.
 `Outdated.keep` keeps a result with its stamp in the workspace, so a reload shows it again, with when it was computed,
-and outdated by the same rule if the fields changed since.
+and outdated by the same rule if the fields changed since (a result marked outdated before the reload stays marked: its
+stamp comes back with it, and the fields come back from their drafts).
 
 A result asked for on every edit (the pinned examples' check, on each edited cell) is run for the last edit only:
 `LatestOnly` waits until the edits pause, runs one check at a time, and drops a result whose edit is no longer the
@@ -139,11 +140,12 @@ class Outdated:
         derived.on(list(triggers if triggers is not None else fields) + [self.stamp, self.made], line_now,
                    inputs=[self.stamp, self.made] + self.fields, outputs=self.lines)
 
-    def keep(self, demo: gr.Blocks, workspace, results: list, worth=lambda *values: True) -> None:
+    def keep(self, demo: gr.Blocks, workspace, results: list, worth=lambda *values: True, shown=None) -> None:
         """Keep the result — `results`, its components, the first of which changes with every new result — in the
         workspace with its stamp, and put it back when a page loads (a reload), marked with when it was computed
         (`made_line`) and, by its stamp, outdated if the fields changed since. `worth(*values)`: whether what the
-        components show is a result to keep (not a progress line)."""
+        components show is a result to keep (not a progress line). `shown(*values)`: the kept values as the result's
+        handler sends them (e.g. a table with its columns' widths), when a value alone does not show it as it was."""
         name = f"result-{self.elem_id}.json"
 
         def save(stamp, made, *values):
@@ -151,21 +153,28 @@ class Outdated:
                 return gr.skip()
             kept = {"stamp": stamp, "values": kept_values(results, list(values))}
             before = workspace.read_json(name) or {}
-            # Compared by the stamp and the first component's value (a table comes back from the page in other types).
+            # One result is one stamp and one first value: what a reload put back, or the same result again, keeps its
+            # time. Its other parts are kept as they reach the page: a table's value can follow the first component's
+            # change (the preview's table came to its save empty, then whole on its own change).
             if before.get("stamp") == stamp and (before.get("values") or [None])[0] == kept["values"][0]:
-                return gr.skip()  # what a reload put back (its change), or the same result again: its time stays
+                if before.get("values") != kept["values"]:
+                    workspace.write_json(name, {**kept, "at": before.get("at")})
+                return gr.skip()
             workspace.write_json(name, {**kept, "at": time.time()})
             return None  # a new result: no "before this page was loaded" mark
 
-        results[0].change(save, inputs=[self.stamp, self.made] + results, outputs=self.made, api_visibility="private",
-                          show_progress="hidden", trigger_mode="multiple", concurrency_limit=1,
-                          concurrency_id=f"keep-{self.elem_id}")
+        # Every part's change, and the stamp's: a check of new fields can say what the last one said (the page sends no
+        # change of the result then), and the kept stamp must be the new one, or a reload would call it outdated.
+        gr.on([r.change for r in results] + [self.stamp.change], save, inputs=[self.stamp, self.made] + results,
+              outputs=self.made, api_visibility="private", show_progress="hidden", trigger_mode="multiple",
+              concurrency_limit=1, concurrency_id=f"keep-{self.elem_id}")
 
         def restore():
             kept = workspace.read_json(name)
             if not kept or not isinstance(kept.get("values"), list) or len(kept["values"]) != len(results):
                 return [gr.skip()] * (len(results) + 2)
-            return [*kept["values"], kept.get("stamp") or [], {"at": kept.get("at"), "stamp": kept.get("stamp")}]
+            values = list(shown(*kept["values"])) if shown else kept["values"]
+            return [*values, kept.get("stamp") or [], {"at": kept.get("at"), "stamp": kept.get("stamp")}]
 
         demo.load(restore, outputs=results + [self.stamp, self.made], api_visibility="private", show_progress="hidden")
 

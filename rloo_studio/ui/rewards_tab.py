@@ -8,7 +8,9 @@ signature check run in a child process (`rewards.check`); the preview samples co
 child process (the inference worker) and scores them in another one with a time limit
 (`workers.scorer`). The code is kept as a draft on every change and copied into each run as
 rewards.py, which the training worker loads unchanged. `wire` connects the check, the preview
-and the pinned examples to the whole form (they score with the form's rewards and model).
+and the pinned examples to the whole form (they score with the form's rewards and model). The preview's own fields are
+kept as a draft as the person sets them; the preview and the pinned check are kept across reloads with their stamps
+(freshness.Outdated.keep, in app.py beside the other kept results; `preview_shown` gives the table its widths back).
 
 Over 500 lines: the tab's widgets, preview tables and pinned checks are one page (its scoring children, and the ones
 kept waiting, are workers.scorer's).
@@ -47,7 +49,7 @@ from .library_panel import LibraryPanel
 from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row  # noqa: F401 (also read from here)
 from .pickers import busy_message
 from .rule_builder import RuleBuilder
-from .workspace import DRAFT_PINNED, DRAFT_REWARDS
+from .workspace import DRAFT_PINNED, DRAFT_PREVIEW, DRAFT_REWARDS
 
 if TYPE_CHECKING:
     from ..workers.inference import InferenceWorker
@@ -267,7 +269,8 @@ class RewardsTab:
             # With what it was computed from: the Outdated lines say when one of those fields changes (freshness.py).
             stamp = self.preview_outdated.stamp_from(preview_inputs, [state, prompts_n, typed_prompt, typed_answer, pasted, *values])
             shown = preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, list(values), progress)
-            return shown[:4] + [stamp, shown[4] if len(shown) > 4 else None]  # a failed preview offers no warm-up
+            # (the last: no "before this page was loaded" mark on a result computed now, even one that reads as the last)
+            return shown[:4] + [stamp, shown[4] if len(shown) > 4 else None, None]  # a failed preview offers no warm-up
 
         def preview_result(state, prompts_n, typed_prompt, typed_answer, pasted, values: list, progress) -> list:
             clicked = time.time()  # the wall time the person waits is reported, not the scoring time alone
@@ -325,9 +328,22 @@ class RewardsTab:
         offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the preview
         previewed = self.preview_button.click(preview, inputs=preview_inputs,
                                               outputs=[self.preview_status, self.preview_table, self.preview_summary,
-                                                       self.preview_findings, self.preview_outdated.stamp, offer],
+                                                       self.preview_findings, self.preview_outdated.stamp, offer,
+                                                       self.preview_outdated.made],
                                               api_name="preview_rewards")
         form.train_tab.show_offer(previewed, offer)
+        # The preview's own fields are kept as they change (only the person and the load below change them), so a reload
+        # puts them back with the kept preview (app.py), which is then outdated only if the person changed them. Each
+        # save runs ("multiple", in order: the last is the field's last value); their change's one "always_last"
+        # handler is the form's change event (derived.py), whose first runs at a page load would save the fields
+        # before the load below had put them back.
+        own = preview_inputs[1:5]
+        keys = [c.elem_id for c in own]
+        gr.on([c.change for c in own], lambda *values: workspace.write_json(DRAFT_PREVIEW, dict(zip(keys, values))) and None,
+              inputs=own, api_visibility="private", show_progress="hidden", trigger_mode="multiple", concurrency_limit=1,
+              concurrency_id="preview-fields")
+        demo.load(lambda: saved_preview_fields(workspace.read_json(DRAFT_PREVIEW), keys), outputs=own,
+                  api_visibility="private", show_progress="hidden")
         # What the preview depends on: the model, the data, the rewards and the sampling settings, and its own fields.
         train = form.train_tab.fields
         self.preview_outdated.watch(form.derived, preview_inputs[1:5] + form.model_tab.inputs + form.data_tab.inputs + self.inputs
@@ -352,11 +368,11 @@ class RewardsTab:
 
         def run_pinned(state, pinned, *values):
             """*Check the code* and the named endpoint: the pinned examples scored now."""
-            return check_pinned(state, pinned, list(values), again=True), pinned_stamp(pinned, list(values))
+            return check_pinned(state, pinned, list(values), again=True), pinned_stamp(pinned, list(values)), None
 
         def recheck_pinned(state, pinned, *values):
             """An edit of the table or leaving the code editor: scored unless it is what the last check scored."""
-            return check_pinned(state, pinned, list(values), again=False), pinned_stamp(pinned, list(values))
+            return check_pinned(state, pinned, list(values), again=False), pinned_stamp(pinned, list(values)), None
 
         def pinned_question(cfg: RunConfig, code: str | None, draft: str | None) -> str | None:
             """Start's question when pinned examples (the saved ones, which the run keeps) fail with these settings:
@@ -383,7 +399,9 @@ class RewardsTab:
         self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
         pinned_inputs = [form.base, self.pinned] + form.inputs
-        pinned_outputs = [self.pinned_result, self.pinned_outdated.stamp]
+        # The report, its stamp, and no "before this page was loaded" mark (freshness.made_line): a check run now that
+        # says what the kept one said sends no change, and the mark would stay on a current report.
+        pinned_outputs = [self.pinned_result, self.pinned_outdated.stamp, self.pinned_outdated.made]
         # The named endpoint first: events registered later with the same function get suffixed names.
         self.pinned_run = gr.Button(visible=False)
         self.pinned_run.click(run_pinned, inputs=pinned_inputs, outputs=pinned_outputs, api_name="run_pinned")
@@ -403,12 +421,12 @@ class RewardsTab:
                 session = getattr(request, "session_hash", None) or ""
                 n = latest.ask(session)
                 if not latest.turn(session, n, quiet_s):
-                    return gr.skip(), gr.skip()
+                    return gr.skip(), gr.skip(), gr.skip()
                 try:
                     shown = fn(state, pinned, *values)
                 finally:
                     latest.done()
-                return shown if latest.current(session, n) else (gr.skip(), gr.skip())
+                return shown if latest.current(session, n) else (gr.skip(), gr.skip(), gr.skip())
             return check
 
         for trigger, fn, quiet_s, api in ((self.code.blur, recheck_pinned, 0.0, None),
@@ -676,6 +694,19 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     if learn and not probes:
         findings.append(probes_line(result, page=True))
     return ({"headers": headers, "data": rows}, {"headers": SUMMARY_HEADERS, "data": summary_rows}, "\n\n".join(findings))
+
+
+def preview_shown(status, table, summary, findings) -> list:
+    """A kept preview (freshness.Outdated.keep) as the preview sends it: the completions table with its columns' widths."""
+    if isinstance(table, dict) and table.get("headers"):
+        table = gr.update(value=table, column_widths=preview_column_widths([str(h) for h in table["headers"]]))
+    return [status, table, summary, findings]
+
+
+def saved_preview_fields(draft: dict | None, keys: list[str]) -> list:
+    """The preview's own fields (prompts, typed prompt, its answer, pasted completions) as the draft kept them; a field
+    the draft does not have is left as it is."""
+    return [draft[k] if draft and k in draft and draft[k] is not None else gr.skip() for k in keys]
 
 
 def agreement_line(pairs: list[dict]) -> str:

@@ -21,6 +21,7 @@ REPLACED_CODE = "replaced-rewards.py"  # the editor's code that a library reward
 DRAFT_JUDGE = "draft-judge.json"  # the Rewards tab's judge section (never an API key: only its variable's name)
 DRAFT_RULES = "draft-rules.json"  # the rule builder's blocks, how they combine and the reward's name
 DRAFT_PAGE = "draft-page.json"  # the tab the page showed last
+DRAFT_PREVIEW = "draft-preview.json"  # the Rewards tab preview's own fields: prompts, typed prompt and answer, pasted completions
 # The results that took a run of their own (freshness.Outdated.keep) are kept as result-ELEM_ID.json beside these.
 
 

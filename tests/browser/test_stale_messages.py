@@ -3,8 +3,9 @@
 What Start would refuse is said as the person types and goes once fixed (a batch that k does not divide, no reward
 chosen); results that cost a run of their own (the time estimate, the reward preview with its hack probes, the pinned
 examples' check, the data check) get an "Outdated" line naming what changed since, gone once they are current again;
-a newly uploaded file is checked at once. Start asks before training with pinned examples that fail. One served app
-and one page for the whole module (each test goes on where the last left the form).
+a newly uploaded file is checked at once; a reload puts an outdated preview back, still marked. Start asks before
+training with pinned examples that fail. One served app and one page for the whole module (each test goes on where the
+last left the form).
 """
 
 from __future__ import annotations
@@ -138,6 +139,19 @@ def test_preview_and_probe_results_are_marked_outdated_when_the_code_changes(stu
     for line in lines:
         expect(line).to_contain_text(f"Outdated — “{text.CODE}” changed since", timeout=120_000)
         expect(line).to_contain_text("press Sample and score again")
+    # Leaving the editor checks the pinned examples (the next test reads that report, after the reload below).
+    page.locator("#preview-status").click()
+    expect(page.locator("#pinned-result")).to_contain_text("pinned examples pass", timeout=600_000)
+    # A reload puts it all back as it was (the typed prompt too, or the prompt would be named as changed), still outdated.
+    page.reload()
+    expect(page.locator("#preset-notes")).to_contain_text("The form shows your last settings", timeout=120_000)
+    _tab(page, "3 · Rewards")
+    expect(page.locator("#preview-status")).to_contain_text("Scored 2 completions", timeout=60_000)
+    expect(page.locator("#preview-table [data-testid=cell-1-3]")).to_contain_text("5", timeout=60_000)  # the 2nd answer
+    for line in lines:
+        expect(line).to_contain_text("before this page was loaded", timeout=60_000)
+        expect(line).to_contain_text(f"Outdated — “{text.CODE}” changed since", timeout=60_000)
+    expect(page.locator("#pinned-result")).to_contain_text("pinned examples pass", timeout=60_000)
 
 
 def test_the_pinned_check_is_marked_outdated_until_the_code_is_checked_again(studio):
