@@ -49,7 +49,7 @@ from .library_panel import LibraryPanel
 from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row  # noqa: F401 (also read from here)
 from .pickers import busy_message
 from .rule_builder import RuleBuilder
-from .workspace import DRAFT_PINNED, DRAFT_PREVIEW, DRAFT_REWARDS
+from .workspace import DRAFT_FUNCTIONS, DRAFT_PINNED, DRAFT_PREVIEW, DRAFT_REWARDS
 
 if TYPE_CHECKING:
     from ..workers.inference import InferenceWorker
@@ -259,7 +259,15 @@ class RewardsTab:
         # the editor's change also re-runs what Start would refuse and the Outdated lines, and two handlers of one change
         # restart each other (derived.py). The lint keeps its own endpoint for the API.
         form.derived.on([self.code], lint_and_save, inputs=[self.code], outputs=self.lint)
-        form.derived.on([self.code], functions_now, inputs=[self.code, self.user], outputs=self.user)
+        def functions_follow_code(code, user_table):
+            return functions_now(code, user_table, workspace.read_json(DRAFT_FUNCTIONS))
+
+        def remember_functions(user_table):
+            workspace.write_json(DRAFT_FUNCTIONS, remembered_functions(user_table, workspace.read_json(DRAFT_FUNCTIONS)))
+
+        form.derived.on([self.code], functions_follow_code, inputs=[self.code, self.user], outputs=self.user)
+        # Only the person's own edits of the table (`.input`), never a table the page sent: see DRAFT_FUNCTIONS.
+        self.user.input(remember_functions, inputs=self.user, outputs=None, api_visibility="private", show_progress="hidden")
         self.lint_api = gr.Button(visible=False)
         self.lint_api.click(lint_markdown, inputs=self.code, outputs=self.lint, api_name="lint_rewards")
 
@@ -506,12 +514,15 @@ class RewardsTab:
         return message, table
 
 
-def function_rows(code: str | None, user_table) -> list[list]:
+def function_rows(code: str | None, user_table, remembered: dict | None = None) -> list[list]:
     """The functions table for `code`: a row per public top-level function (found by parsing, nothing runs), keeping the
-    ticks and weights of functions still defined. Code that does not parse leaves the table as it was: which functions
-    it defines is unknown until it does, and a person mid-edit must not lose the choices they made (Start then names the
-    syntax error, with its line)."""
-    previous = {str(r[1]): r for r in _rows(user_table) if len(r) >= 3}
+    ticks and weights of functions still defined — those the table shows, else those the person last set for that name
+    (`remembered`, DRAFT_FUNCTIONS: {name: [tick, weight]}). Code that does not parse leaves the table as it was: which
+    functions it defines is unknown until it does, and a person mid-edit must not lose the choices they made (Start
+    then names the syntax error, with its line)."""
+    previous = {str(name): [row[0], str(name), row[1]] for name, row in (remembered or {}).items()
+                if isinstance(row, list) and len(row) == 2}
+    previous.update({str(r[1]): r for r in _rows(user_table) if len(r) >= 3})
     try:
         names = public_function_names(code or "", runs.REWARDS_FILE)
     except RewardError:
@@ -519,13 +530,19 @@ def function_rows(code: str | None, user_table) -> list[list]:
     return [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0] for n in names]
 
 
-def functions_now(code: str | None, user_table):
+def remembered_functions(user_table, remembered: dict | None) -> dict:
+    """`remembered` with the table's ticks and weights as the person just set them (DRAFT_FUNCTIONS); names no longer in
+    the table are kept, so a function cut and pasted back gets its tick back."""
+    return {**(remembered or {}), **{str(r[1]): [_truthy(r[0]), r[2]] for r in _rows(user_table) if len(r) >= 3}}
+
+
+def functions_now(code: str | None, user_table, remembered: dict | None = None):
     """The functions table as the code in the editor defines it, on every edit (an undo included: it happens inside the
     editor, so waiting for the person to leave it left the table speaking of code no longer there); skipped when it
     already lists those functions, so ticks and weights being edited are never sent back. Code with no function at all
     leaves the table as it is too: that is the moment between select-all + delete and the paste of the new code, and
     the functions the paste brings back keep their ticks (Check the code still lists what the code holds)."""
-    rows = function_rows(code, user_table)
+    rows = function_rows(code, user_table, remembered)
     if not rows:
         return gr.skip()
     same = [str(r[1]) for r in rows] == [str(r[1]) for r in _rows(user_table) if len(r) >= 3]

@@ -21,6 +21,10 @@ REPLACED_CODE = "replaced-rewards.py"  # the editor's code that a library reward
 DRAFT_JUDGE = "draft-judge.json"  # the Rewards tab's judge section (never an API key: only its variable's name)
 DRAFT_RULES = "draft-rules.json"  # the rule builder's blocks, how they combine and the reward's name
 DRAFT_PAGE = "draft-page.json"  # the tab the page showed last
+# The ticks and weights of the person's own reward functions, by name, written only on their own edits of the table: a
+# reload's first look at the code can see the table before the load's values reach it, and must not take that for a
+# choice (the draft form is saved on every change, so it could not tell the two apart).
+DRAFT_FUNCTIONS = "draft-functions.json"
 DRAFT_PREVIEW = "draft-preview.json"  # the Rewards tab preview's own fields: prompts, typed prompt and answer, pasted completions
 # The results that took a run of their own (freshness.Outdated.keep) are kept as result-ELEM_ID.json beside these.
 

@@ -19,12 +19,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page, type_code
 
 pytestmark = BROWSER_MARKS
 
 ROWS = [(f"Where is order {1000 + i}?", f"A-{1000 + i}", f"Order A-{1000 + i} ships today.") for i in range(30)]
 OWN_RUBRIC = "One short polite sentence that names the order number."
+# The person's own reward code: two functions, one ticked, one not (a reload lost the tick: found walking the app).
+OWN_CODE = ("def names_the_order(completions, order_id, **kwargs):\n"
+            "    return [1.0 if o in str(c) else 0.0 for c, o in zip(completions, order_id)]\n\n\n"
+            "def short(completions, **kwargs):\n"
+            "    return [1.0 if len(str(c)) < 200 else 0.0 for c in completions]\n")
 ESTIMATED = "is not a model folder"  # Estimate time's answer for a model folder with no model in it
 # Rows of the builtin table (rloo_studio.rewards.BUILTIN_REWARDS' order): what the demo ticks, and two the test changes.
 NUMERIC_ANSWER, THINK_FORMAT, THINK_LENGTH, LENGTH_PENALTY = 0, 3, 4, 6
@@ -166,6 +171,11 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#judge-rubric textarea")).not_to_have_value("")  # ticking fills in the first template
     page.locator("#judge-rubric textarea").fill(OWN_RUBRIC)
     expect(page.locator("#judge-rubric-template input")).to_have_value("(your own rubric)")
+    # Their own code, checked; its first function ticked, the second not.
+    type_code(page, OWN_CODE)
+    page.locator("#check-code").click()
+    expect(page.locator("#code-check")).to_contain_text("short")
+    page.locator("#user-rewards [data-testid=cell-0-0] input[type=checkbox]").check()
     # The rule builder: a block added.
     page.locator("#rule-builder").get_by_text("Build a reward from rules").click()
     page.locator("#rule-block input").click()
@@ -182,7 +192,8 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#time-estimate")).to_contain_text(ESTIMATED)
     _shot(page, "2-before")
 
-    _saved(studio, str(model), '"answer-column": "ref"', '"target_tokens\\": 40', "2.5", OWN_RUBRIC, '"rloo-max-steps": 37')
+    _saved(studio, str(model), '"answer-column": "ref"', '"target_tokens\\": 40', "2.5", OWN_RUBRIC, '"rloo-max-steps": 37',
+           '[true, "names_the_order"')
     page.reload()
     expect(page.locator("#preset-notes")).to_contain_text("The form shows your last settings", timeout=120_000)
     # It opens where the person was, with the results they had, each saying when it was computed.
@@ -211,6 +222,10 @@ def test_a_reload_restores_the_form_exactly(studio):
     assert _ticked(page, LENGTH_PENALTY)
     _expect_cell(page, "#builtin-rewards", THINK_LENGTH, 2, 2.5)
     assert not _ticked(page, THINK_LENGTH)
+    functions = page.locator("#user-rewards")
+    expect(functions).to_contain_text("names_the_order")
+    expect(functions.locator("[data-testid=cell-0-0] input[type=checkbox]")).to_be_checked()
+    expect(functions.locator("[data-testid=cell-1-0] input[type=checkbox]")).not_to_be_checked()
     expect(page.locator("#judge-use input")).to_be_checked()
     expect(page.locator("#judge-rubric textarea")).to_have_value(OWN_RUBRIC)
     expect(page.locator("#judge-rubric-template input")).to_have_value("(your own rubric)")
