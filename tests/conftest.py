@@ -28,7 +28,7 @@ REALMODEL_TIMEOUT = 1500
 # (run_tests.py turns off pytest-xdist's own order, which puts the files with the most tests first and these last.)
 LONGEST_FIRST = ("realmodel/test_judge_browser.py", "browser/test_own_csv.py", "browser/test_reward_editor.py",
                  "browser/test_reward_library_page.py", "engine/test_demo_learning.py", "browser/test_reload_restores.py",
-                 "browser/test_first_run.py", "engine/test_multimachine.py", "engine/test_multiprocess.py",
+                 "engine/test_multimachine.py", "engine/test_multiprocess.py",
                  "browser/test_diagnostics.py", "realmodel/test_real_after_training.py", "realmodel/test_real_gguf.py",
                  "engine/test_train_matches_trl.py", "engine/test_gguf.py", "engine/test_demo_build.py")
 

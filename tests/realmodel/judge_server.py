@@ -6,7 +6,10 @@ Listens on 127.0.0.1 (a free port, printed as the first stdout line), answers PO
 with greedy generations of MODEL_DIR through its chat template, and appends one JSON line per request to
 LOG_FILE (the Authorization header it got, the messages, the reply). As the llama.cpp server does, a final
 assistant message is continued rather than answered. The HTTP server runs in a thread (http.server);
-generation is serialised by a lock, as a single-model server would.
+generation is serialised by a lock, as a single-model server would. A request it has answered before (the same
+messages and token limit) gets the same reply without generating again: generation is greedy, so the reply is the one
+the model gives, and the browser tests ask the same question many times (each edit of a pinned example's cell checks
+the examples again). Every request is logged, answered again or not.
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ MODEL_DIR, LOG_FILE = sys.argv[1], sys.argv[2]
 tok = AutoTokenizer.from_pretrained(MODEL_DIR)
 model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
 lock = threading.Lock()
+answered: dict[str, str] = {}  # the reply to each request generated so far, by its messages and token limit
 
 
 def complete(messages: list[dict], max_tokens: int) -> str:
+    key = json.dumps([messages, max_tokens], sort_keys=True)
     prefill = messages[-1]["role"] == "assistant"
     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill)
     ids = tok(text, return_tensors="pt", add_special_tokens=False)
     with lock, torch.inference_mode():
-        out = model.generate(**ids, do_sample=False, max_new_tokens=max_tokens, pad_token_id=tok.eos_token_id,
-                             temperature=None, top_p=None, top_k=None)
-    return tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        if key not in answered:
+            out = model.generate(**ids, do_sample=False, max_new_tokens=max_tokens, pad_token_id=tok.eos_token_id,
+                                 temperature=None, top_p=None, top_k=None)
+            answered[key] = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        return answered[key]
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -131,7 +131,7 @@ def test_with_a_login_every_route_needs_it(runs_dir):
 
 def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
     """The frame pacing script (ui/frame_pacing.py) is the first thing in the page's <head>, before Gradio's modules
-    take their reference to requestAnimationFrame; other answers are untouched. (tests/browser/test_first_run.py
+    take their reference to requestAnimationFrame; other answers are untouched. (tests/browser/test_own_csv.py
     counts the frames the loaded page draws.)"""
     from rloo_studio.ui.frame_pacing import SCRIPT
 
