@@ -310,9 +310,12 @@ def stop_requested(run_dir: str | Path) -> bool:
     return Path(run_dir, STOP_FILE).exists()
 
 
-def clear_stop(run_dir: str | Path) -> None:
+def clear_stop(run_dir: str | Path, older_than: float | None = None) -> None:
+    """Remove the stop request; with `older_than` (a time), only one written before it."""
+    path = Path(run_dir, STOP_FILE)
     try:
-        Path(run_dir, STOP_FILE).unlink()
+        if older_than is None or path.stat().st_mtime < older_than:
+            path.unlink()
     except FileNotFoundError:
         pass
 

@@ -23,6 +23,8 @@ import time
 import traceback
 from pathlib import Path
 
+import psutil
+
 from .. import runs
 from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
 from ..config import RunConfig
@@ -137,8 +139,11 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 control.should_save, self.save_pending = False, True
             elif boundary and self.save_pending:
                 control.should_save, self.save_pending = True, False
-            wants_stop = bool(stop_flag.get("signal") or stop_flag.get("deferred") or runs.stop_requested(run_dir)
-                              or (health is not None and health.stop_reason))  # an alert the config says to stop on
+            if "cause" not in stop_flag:  # the first reason to stop is the one the status keeps
+                cause = stop_cause(stop_flag, run_dir, health)
+                if cause:
+                    stop_flag["cause"] = cause
+            wants_stop = bool(stop_flag.get("cause") or stop_flag.get("deferred"))
             if _all_ranks_agree(wants_stop, stack):
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
@@ -191,11 +196,38 @@ def _all_ranks_agree(wants_stop: bool, stack) -> bool:
     return bool(flag.item())
 
 
+def stop_cause(stop_flag: dict, run_dir: Path, health=None) -> str | None:
+    """Why the run is asked to stop, in the words its status keeps as its note (the page shows it beside "stopped"):
+    a signal, the run folder's STOP file, or an alert the config says to stop on; None while nothing asks.
+
+    The app's Stop button writes the STOP file and nothing in the app signals a training process, so a signal stop
+    is named with its signal, its time and the programs that send one: a stop nobody pressed Stop for is then
+    explained by the run itself."""
+    signum = stop_flag.get("signal")
+    if signum:
+        name = signal.Signals(signum).name
+        at = time.strftime("%H:%M:%S", time.localtime(stop_flag.get("signal_at") or time.time()))
+        senders = ("Ctrl-C in the terminal that started it, or `kill -INT`" if signum == signal.SIGINT else
+                   "a program outside the app: `kill`, `pkill`, `timeout`, a service manager or a shutdown")
+        return (f"stopped by {name}, sent to the training process (pid {os.getpid()}) at {at} by {senders}; the app's Stop "
+                "button sends no signal (it writes the run's STOP file)")
+    if runs.stop_requested(run_dir):
+        try:
+            at = time.strftime(" at %H:%M:%S", time.localtime(float(Path(run_dir, runs.STOP_FILE).read_text().split()[0])))
+        except (OSError, ValueError, IndexError):  # written by hand (`touch STOP`): no time in it
+            at = ""
+        return (f"stopped on a stop request: the run folder's {runs.STOP_FILE} file{at} (the app's Stop button writes it, "
+                f"as does `touch {Path(run_dir) / runs.STOP_FILE}`)")
+    if health is not None and health.stop_reason:  # an alert the config says to stop on
+        return health.stop_reason
+    return None
+
+
 def _install_signal_handlers(stop_flag: dict) -> dict:
     def handler(signum, frame):
         if stop_flag.get("signal"):
             raise KeyboardInterrupt  # a second signal: stop now
-        stop_flag["signal"] = signum
+        stop_flag["signal"], stop_flag["signal_at"] = signum, time.time()
         print(f"\nStop requested ({signal.Signals(signum).name}): finishing the current step, then saving. "
               "Send it again to stop at once.", file=sys.stderr, flush=True)
 
@@ -545,7 +577,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                        f"completions than an uninterrupted run: resumed from {found[1].name if found else 'the start'} instead, "
                        "the last checkpoint at a cycle's end")
     if main:
-        runs.clear_stop(run_dir)
+        # A request left from before this process (a worker killed before it cleared its own) is stale; one written
+        # since is the person's Stop while this worker loaded (the app's Stop on a `queued` run) and stops it after its
+        # first step, as the page then says.
+        runs.clear_stop(run_dir, older_than=psutil.Process().create_time())
         if resume:
             # Steps after the checkpoint are trained again: set their old records aside so nothing is duplicated.
             for name in (runs.METRICS_FILE, runs.SAMPLES_FILE, runs.ALERTS_FILE):
@@ -696,8 +731,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                 raise disk_full_error(run_dir, f"saving the final {final_dir.name}") from exc
             raise
         runs.clear_stop(run_dir)
-        why = {"note": health.stop_reason} if stopped and health is not None and health.stop_reason else {}  # the status says why
-        if why and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
+        why = {"note": stop_flag["cause"]} if stopped and stop_flag.get("cause") else {}  # the status says why
+        if why and health is not None and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
             rolled = roll_back(run_dir, health.rollback_from)
             why["note"] += " " + rolled
             print(f"[rloo-studio] {rolled}", flush=True)

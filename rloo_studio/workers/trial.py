@@ -13,9 +13,12 @@ each measured, none inferred from another:
   Unsloth's compilation), so it is timed apart and counted once in every total;
 * a step: the second cycle's mean, so one step covers a generation and an update, as every step of the run does.
 
-A run of S steps takes load + first cycle + (S - cycle) x step (`run_seconds`); the trial itself is that sum for
-its own steps. `plan_words` turns it into the sentence page and command line both say: the steps that fit a time
-budget and the time the set steps take. From the trial too: the epochs, where a step's time goes (the timed steps'
+A run of S steps takes load + first cycle + (S - cycle) x step at the trial's pace (`run_seconds`); the trial itself
+is that sum for its own steps. A real run's steps are often slower than the trial's on the same work (SLOWER_PACE says
+how much and what is known of why), so a plan is a range (`run_range`: the trial's pace, and the steps' part
+SLOWER_PACE times longer) and the steps it suggests fit the budget at the slower end (`steps_for`). `plan_words` turns
+it into the sentence page and command line both say: the steps that fit a time budget and the time the set steps
+take, each as a range. From the trial too: the epochs, where a step's time goes (the timed steps'
 time/* keys, step_time.py), and the peak memory (the GPU's peak from the run's metrics, or on a CPU the worker's
 peak resident memory), beside the memory estimator's prediction. While it runs, `on_progress` hears each stage with
 its seconds (`Progress`). No torch in this process.
@@ -45,6 +48,15 @@ POLL_S = 0.5
 # an hour is one to shrink before it is timed.
 DEFAULT_TIMEOUT_S = 3600.0
 DEFAULT_MINUTES = 30  # the time budget the plan is for when the person names none
+# How much slower than the trial's timed step a real run's steps may go, and the plan's upper end. Measured on
+# cpu-small-real, 2 idle cores (benchmarks/estimate_time.py): the trial's timed step 10.3 s, the 16-step run it planned
+# 11.1, 12.4, 12.8, 13.2 s, then 12.4-17.2 s (median 13.5 s: 1.31 x), 1.29 x the plan to its last step. Its steps did
+# the same work as the trial's: every step's longest completion was cut off at the 16-token limit, so generation and the
+# (padded) training pass had the same lengths, and no checkpoint or held-out check fell before the last step; the trial's
+# own two steps had taken 0.89 x the run's same two. So the same work went slower as the run went on, for a reason not
+# found here (the processor's pace under sustained load, other programs, the process's own memory) and not the same on
+# every machine: on a loaded one the run's median step was 1.02 x the trial's. The plan says the range, not one number.
+SLOWER_PACE = 1.3
 
 
 @dataclass
@@ -55,7 +67,7 @@ class Measurement:
     load_s: float | None       # worker start -> first step's start (imports, model, trainer); None: not recorded
     warmup_s: float            # the first cycle's steps (warm-up included); with load_s None, the loading too
     run_steps: int             # steps the real run would train
-    run_s: float               # run_seconds(run_steps)
+    run_s: float               # run_seconds(run_steps): at the trial's pace
     epochs: float | None       # passes over the training data the real run would make
     train_rows: int | None
     new_prompts_per_step: float  # prompts drawn from the data per step
@@ -68,6 +80,7 @@ class Measurement:
     cycle_steps: int = 1       # steps of one generation cycle: the warm-up's length, and the unit a plan counts in
     batch: dict | None = None  # the BatchPlan the trial's trainer used, as a dict (the epochs of a planned run)
     trial_s: float | None = None  # worker start -> the last timed step's end: load + warm-up + timed steps
+    run_s_upper: float | None = None  # run_range(run_steps)'s upper end: the steps at SLOWER_PACE
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,22 +103,31 @@ class Progress:
         return f"{self.stage} ({self.stage_s:.0f} s)… {self.total_s:.0f} s in all"
 
 
-def run_seconds(m: Measurement, steps: int) -> float:
+def run_seconds(m: Measurement, steps: int, pace: float = 1.0) -> float:
     """Seconds a run of `steps` steps takes by the trial: loading, the first cycle (once), then the timed step's time
-    for each step after it. A run shorter than the first cycle is that cycle's share."""
+    for each step after it; `pace` times the steps' part (loading is not a step). A run shorter than the first cycle
+    is that cycle's share."""
     fixed = m.load_s or 0.0
     if steps <= m.cycle_steps:
-        return fixed + m.warmup_s * steps / m.cycle_steps
-    return fixed + m.warmup_s + (steps - m.cycle_steps) * m.seconds_per_step
+        return fixed + pace * m.warmup_s * steps / m.cycle_steps
+    return fixed + pace * (m.warmup_s + (steps - m.cycle_steps) * m.seconds_per_step)
+
+
+def run_range(m: Measurement, steps: int) -> tuple[float, float]:
+    """(at the trial's pace, at SLOWER_PACE): the seconds a run of `steps` steps is expected to take."""
+    return run_seconds(m, steps), run_seconds(m, steps, SLOWER_PACE)
 
 
 def steps_for(m: Measurement, seconds: float) -> int:
-    """The most steps, in whole generation cycles, whose run fits `seconds` (0 when not even the first cycle does)."""
-    if run_seconds(m, m.cycle_steps) > seconds:
+    """The most steps, in whole generation cycles, whose run fits `seconds` at the range's slower end (0 when not even
+    the first cycle does): the budget holds for a run whose steps go SLOWER_PACE times the trial's."""
+    first = run_seconds(m, m.cycle_steps, SLOWER_PACE)
+    if first > seconds:
         return 0
-    after = (seconds - run_seconds(m, m.cycle_steps)) / m.seconds_per_step if m.seconds_per_step > 0 else 0.0
+    step = SLOWER_PACE * m.seconds_per_step
+    after = (seconds - first) / step if step > 0 else 0.0
     steps = m.cycle_steps + int(after // m.cycle_steps) * m.cycle_steps
-    while steps > m.cycle_steps and run_seconds(m, steps) > seconds:  # float rounding at the edge
+    while steps > m.cycle_steps and run_seconds(m, steps, SLOWER_PACE) > seconds:  # float rounding at the edge
         steps -= m.cycle_steps
     return steps
 
@@ -117,15 +139,15 @@ def plan_words(m: Measurement, minutes: float | None = None) -> str:
     budget = f"{minutes:g} minute{'s' if minutes != 1 else ''}"
     steps = steps_for(m, minutes * 60)
     if steps == 0:
-        least = math.ceil(run_seconds(m, m.cycle_steps) / 60)
+        least = math.ceil(run_range(m, m.cycle_steps)[1] / 60)
         head = (f"{budget} are not enough for one {'step' if m.cycle_steps == 1 else 'generation cycle'}: loading and "
-                f"the first {'step' if m.cycle_steps == 1 else f'{m.cycle_steps} steps'} take "
-                f"{duration(run_seconds(m, m.cycle_steps))}; allow at least {least} minutes")
+                f"the first {'step' if m.cycle_steps == 1 else f'{m.cycle_steps} steps'} take about "
+                f"{duration_range(*run_range(m, m.cycle_steps))}; allow at least {least} minutes")
     else:
         seen = f", {epochs_words(epochs(m.train_rows, BatchPlan(**m.batch), steps))}" if m.train_rows and m.batch else ""
-        head = f"for {budget}, use {steps} steps: about {duration(run_seconds(m, steps))}{seen}"
+        head = f"for {budget}, use {steps} steps: about {duration_range(*run_range(m, steps))}{seen}"
     if m.run_steps:
-        head += f"; as set now, about {duration(m.run_s)} for {m.run_steps} steps"
+        head += f"; as set now, about {duration_range(*run_range(m, m.run_steps))} for {m.run_steps} steps"
     return head
 
 
@@ -279,7 +301,7 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
                     trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
                     trainer_changed=recorded.get("changed") or None, step_time=step_time.mean_breakdown(timed_rows),
                     cycle_steps=warm, batch=asdict(plan), trial_s=rows[last]["time"] - started)
-    m.run_s = run_seconds(m, m.run_steps)
+    m.run_s, m.run_s_upper = run_range(m, m.run_steps)
     return m
 
 
@@ -290,6 +312,22 @@ def duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.0f} min"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def duration_range(low: float, high: float) -> str:
+    """'2.3–2.9 min', '23–30 min', '45–58 s', '58 min – 1 h 15 min': a range of run times as a person reads it, in the
+    unit of its upper end; one number when both ends read the same."""
+    if high < 90:
+        ends, unit = (f"{low:.0f}", f"{high:.0f}"), " s"
+    elif high < 600:  # under 10 minutes a tenth of a minute is worth saying ("3–3 min" says nothing)
+        ends, unit = (f"{low / 60:.1f}", f"{high / 60:.1f}"), " min"
+    elif high < 3600:
+        ends, unit = (f"{low / 60:.0f}", f"{high / 60:.0f}"), " min"
+    else:
+        ends, unit = (duration(low), duration(high)), ""
+    if ends[0] == ends[1]:
+        return ends[1] + unit
+    return f"{ends[0]} – {ends[1]}" if not unit else f"{ends[0]}–{ends[1]}{unit}"
 
 
 def times_line(m: Measurement) -> str:
@@ -309,7 +347,10 @@ def summary_lines(m: Measurement, minutes: float | None = None) -> list[str]:
     if m.trial_s is not None:
         lines.append(f"the trial's {m.trial_steps} steps took {duration(m.trial_s)} in all, loading included; a run of "
                      f"S steps: {duration(m.load_s or 0.0)} + {duration(m.warmup_s)} + (S − {m.cycle_steps}) × "
-                     f"{m.seconds_per_step:.1f} s")
+                     f"{m.seconds_per_step:.1f} s at the trial's pace")
+    lines.append(f"the range: a real run's later steps have taken up to {SLOWER_PACE:g} × the trial's timed step for the "
+                 "same work (measured on a CPU; why is not known, and it varies by machine), so the steps suggested fit "
+                 "the time at that pace; a run whose steps keep the trial's pace ends sooner")
     if m.epochs is not None:
         lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
                      f"{epochs_words(m.epochs)}")

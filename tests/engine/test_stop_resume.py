@@ -12,6 +12,8 @@ import pytest
 from helpers import assert_trained_with, popen_cli, run_cli
 
 from rloo_studio import runs
+from rloo_studio.config import RunConfig
+from rloo_studio.workers import jobs
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +48,8 @@ def test_stop_file_then_resume_continues_from_checkpoint(workspace):
     assert (run_dir / "adapter" / "adapter_model.safetensors").is_file()
     assert not (run_dir / "STOP").exists()
     assert f"--resume {run_dir}" in stdout
+    # The page shows the status's note beside "stopped": it names the request that stopped it.
+    assert status["note"].startswith("stopped on a stop request: the run folder's STOP file at "), status["note"]
 
     result = run_cli("train", "--resume", run_dir, f"rloo.max_steps={stopped_at + 2}", cwd=workspace.path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -71,6 +75,25 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(workspace):
     assert status["state"] == "stopped"
     assert runs.last_checkpoint(run_dir)[0] == status["step"]
     assert "Stop requested (SIGTERM)" in stderr
+    # A stop nobody pressed Stop for explains itself: the signal, the process, the time, who sends one.
+    note = status["note"]
+    assert note.startswith(f"stopped by SIGTERM, sent to the training process (pid {proc.pid}) at "), note
+    assert "`kill`, `pkill`" in note and "the app's Stop button sends no signal" in note
+
+
+def test_a_stop_pressed_while_the_worker_loads_stops_it_after_its_first_step(workspace):
+    """The app's Stop on a run still `queued` (its worker importing torch) writes the STOP file before the worker has
+    begun; the worker keeps that request (it clears only one older than itself) and stops after its first step."""
+    cfg = RunConfig.load(workspace.write_config(rloo={"max_steps": 6, "save_steps": 100}))
+    run_dir = jobs.start_run(cfg, workspace.path / "runs", (workspace.path / "rewards.py").read_text())
+    assert "after its first step" in jobs.stop_run(run_dir)
+    deadline = time.time() + 600
+    while runs.effective_state(runs.read_status(run_dir)) in runs.ACTIVE_STATES and time.time() < deadline:
+        time.sleep(0.5)
+    status = runs.read_status(run_dir)
+    assert (status["state"], status["step"]) == ("stopped", 1), (status, (run_dir / runs.LOG_FILE).read_text()[-3000:])
+    assert runs.last_checkpoint(run_dir)[0] == 1
+    assert "STOP file" in status["note"]
 
 
 def test_resume_refuses_a_running_run_and_a_non_run_folder(workspace, tmp_path):

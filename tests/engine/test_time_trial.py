@@ -10,7 +10,7 @@ from helpers import ADDITION_ROWS, only_run_dir, run_cli
 
 from rloo_studio import runs
 from rloo_studio.config import RunConfig
-from rloo_studio.workers.trial import run_steps, trial_steps
+from rloo_studio.workers.trial import SLOWER_PACE, run_steps, trial_steps
 
 pytestmark = pytest.mark.slow
 
@@ -41,11 +41,13 @@ def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_
     load, warmup, per_step = measured["load_s"], measured["warmup_s"], measured["seconds_per_step"]
     assert load > 0 and warmup > 0 and per_step > 0
     assert load + warmup + per_step == pytest.approx(measured["trial_s"])
-    # The run: loading and the warm-up step once, the timed step for each other step.
+    # The run: loading and the warm-up step once, the timed step for each other step; at the range's slower end the
+    # steps' part SLOWER_PACE times longer.
     assert measured["run_s"] == pytest.approx(load + warmup + (STEPS - 1) * per_step)
-    # The plan: the most steps whose run fits 20 minutes, and the sentence said about them.
+    assert measured["run_s_upper"] == pytest.approx(load + SLOWER_PACE * (warmup + (STEPS - 1) * per_step))
+    # The plan: the most steps whose run fits 20 minutes at the slower end, and the sentence said about them.
     fit = answer["steps_for_minutes"]
-    assert load + warmup + (fit - 1) * per_step <= 20 * 60 < load + warmup + fit * per_step
+    assert load + SLOWER_PACE * (warmup + (fit - 1) * per_step) <= 20 * 60 < load + SLOWER_PACE * (warmup + fit * per_step)
     assert answer["plan"].startswith(f"for 20 minutes, use {fit} steps: about ")
     # 8 completions per step / 4 per prompt = 2 new prompts per step, over all 39 rows (none held out).
     assert measured["epochs"] == pytest.approx(STEPS * 2 / len(ADDITION_ROWS))

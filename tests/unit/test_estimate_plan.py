@@ -20,7 +20,7 @@ def _measured(load=48.0, warmup=55.0, per_step=41.0, cycle=1, run_steps=20, trai
                           warmup_s=warmup, run_steps=run_steps, run_s=0.0, epochs=None, train_rows=train_rows,
                           new_prompts_per_step=PLAN.new_prompts_per_step, peak_gpu_gib=None, peak_rss_gib=None,
                           cycle_steps=cycle, batch=PLAN.__dict__.copy())
-    m.run_s = trial.run_seconds(m, run_steps)
+    m.run_s, m.run_s_upper = trial.run_range(m, run_steps)
     return m
 
 
@@ -32,30 +32,59 @@ def test_a_run_is_loading_plus_the_warm_up_step_once_plus_the_timed_step_for_eac
     cycled = _measured(load=10.0, warmup=30.0, per_step=8.0, cycle=2)
     assert trial.run_seconds(cycled, 4) == 10 + 30 + 2 * 8
     assert trial.run_seconds(cycled, 1) == 10 + 15
+    # The range's slower end: the steps' part (not the loading) at SLOWER_PACE.
+    assert trial.SLOWER_PACE == 1.3
+    assert trial.run_range(m, 20) == (882, pytest.approx(48 + 1.3 * (55 + 19 * 41)))
+    assert trial.run_range(cycled, 1) == (25, pytest.approx(10 + 1.3 * 15))
 
 
-def test_the_steps_for_a_budget_are_the_most_that_fit():
+def test_the_steps_for_a_budget_are_the_most_that_fit_at_the_slower_pace():
     m = _measured()
-    # 1800 s - 48 - 55 = 1697 s after the first step: 41 more steps of 41 s (1681 s), a 42nd would need 1722 s.
-    assert trial.steps_for(m, 1800) == 42
-    assert trial.run_seconds(m, 42) == 1784 <= 1800 < trial.run_seconds(m, 43)
-    assert trial.steps_for(m, 103) == 1 and trial.steps_for(m, 102.9) == 0
-    # In whole generation cycles: 300 s - 40 s for the first cycle = 260 s = 16 more cycles of 2 x 8 s (256 s).
-    assert trial.steps_for(_measured(load=10.0, warmup=30.0, per_step=8.0, cycle=2), 300) == 34
+    # 1800 s - 48 s of loading = 1752 s for the steps at 1.3 x: 1347.7 s at the trial's pace, 55 s of it the first
+    # step's: 31 more steps of 41 s (1271 s), a 32nd would need 1312 s.
+    assert trial.steps_for(m, 1800) == 32
+    assert trial.run_range(m, 32)[1] == pytest.approx(1771.8) and trial.run_range(m, 33)[1] > 1800
+    assert trial.steps_for(m, 48 + 1.3 * 55) == 1 and trial.steps_for(m, 48 + 1.3 * 55 - 0.1) == 0
+    # In whole generation cycles: (300 s - 10) / 1.3 = 223 s; - 30 s for the first cycle = 193 s = 12 more cycles of
+    # 2 x 8 s (192 s).
+    assert trial.steps_for(_measured(load=10.0, warmup=30.0, per_step=8.0, cycle=2), 300) == 26
 
 
-def test_the_plan_answers_for_n_minutes_and_the_steps_set():
+def test_the_plan_answers_for_n_minutes_and_the_steps_set_as_ranges():
     m = _measured()
-    assert trial.plan_words(m, 30) == ("for 30 minutes, use 42 steps: about 30 min, 4 epochs (each prompt seen about 4 "
-                                       "times); as set now, about 15 min for 20 steps")
+    # 32 steps: 48 + 55 + 31 x 41 = 1374 s (23 min) at the trial's pace, 1772 s (30 min) at the slower one.
+    assert trial.plan_words(m, 30) == ("for 30 minutes, use 32 steps: about 23–30 min, 3 epochs (each prompt seen about 3 "
+                                       "times); as set now, about 15–19 min for 20 steps")
     # No budget given: the default one.
     assert trial.plan_words(m).startswith(f"for {trial.DEFAULT_MINUTES} minutes, use ")
-    # Unknown rows: no epochs; 5 minutes = 300 s: (300 - 103) / 41 = 4.8 -> 1 + 4 steps.
-    assert trial.plan_words(_measured(train_rows=None), 5) == ("for 5 minutes, use 5 steps: about 4 min; as set now, "
-                                                               "about 15 min for 20 steps")
+    # Unknown rows: no epochs; under 10 minutes the range has tenths of a minute (4 steps: 226-282 s).
+    assert trial.plan_words(_measured(train_rows=None), 5) == ("for 5 minutes, use 4 steps: about 3.8–4.7 min; as set now, "
+                                                               "about 15–19 min for 20 steps")
     slow = _measured(load=600.0, warmup=700.0, per_step=650.0)
     assert trial.plan_words(slow, 10).startswith("10 minutes are not enough for one step: loading and the first step "
-                                                 "take 22 min; allow at least 22 minutes")
+                                                 "take about 22–25 min; allow at least 26 minutes")
+
+
+@pytest.mark.parametrize("low, high, said", [
+    (40, 50, "40–50 s"), (130, 170, "2.2–2.8 min"), (1300, 1700, "22–28 min"), (100, 100.2, "1.7 min"),
+    (3000, 4000, "50 min – 1 h 06 min"),
+])
+def test_a_range_reads_in_the_unit_of_its_upper_end(low, high, said):
+    assert trial.duration_range(low, high) == said
+
+
+def test_the_plan_holds_for_the_run_the_benchmark_measured():
+    """benchmarks/estimate_time.py on 2 idle cores: the trial measured loading 11.6 s, the warm-up step 12.4 s, the
+    timed step 10.3 s; the 16 steps it planned for 3 minutes then took these times (loading 10.8 s, the first step
+    14.3 s, the later steps below) and 7.3 s after the last one to the process's end: 237 s. The plan for 3 minutes
+    must fit the same run: its steps, as they went, to the process's end."""
+    m = _measured(load=11.6, warmup=12.4, per_step=10.3, train_rows=None)
+    later = [11.1, 12.4, 12.8, 13.2, 15.0, 14.1, 13.1, 12.4, 14.9, 12.6, 13.9, 13.5, 14.3, 17.2, 14.0]
+    steps = trial.steps_for(m, 180)
+    to_last_step = 10.8 + 14.3 + sum(later[:steps - 1])
+    assert to_last_step + 7.3 <= 180, (steps, to_last_step)
+    low, high = trial.run_range(m, steps)
+    assert low <= to_last_step <= high  # the range it says holds the run's time to its last step
 
 
 def test_the_records_give_loading_apart_from_the_warm_up_and_the_timed_step(tmp_path):
@@ -66,11 +95,13 @@ def test_the_records_give_loading_apart_from_the_warm_up_and_the_timed_step(tmp_
     m = trial._measurement(cfg, cfg.batch_plan(), tmp_path, 2, 1, 1000.0, None, None)
     assert (m.load_s, m.warmup_s, m.seconds_per_step, m.trial_s) == (60.0, 40.0, 30.0, 130.0)
     assert m.trial_s == trial.run_seconds(m, m.trial_steps)  # the trial is its own formula's case
-    assert m.run_s == 60 + 40 + 9 * 30
+    assert m.run_s == 60 + 40 + 9 * 30 and m.run_s_upper == pytest.approx(60 + 1.3 * (40 + 9 * 30))
     lines = trial.summary_lines(m, 10)
     assert lines[0] == ("loading took 60 s; a step takes 30.0 s (generation + update, the next step); the first step "
                         "took 40 s (one-time warm-up costs: counted once, not per step)")
-    assert lines[1] == "for 10 minutes, use 17 steps: about 10 min; as set now, about 6 min for 10 steps"
+    assert lines[1] == "for 10 minutes, use 13 steps: about 7.7–9.7 min; as set now, about 6.2–7.7 min for 10 steps"
+    assert any(line.startswith("the range: a real run's later steps have taken up to 1.3 × the trial's timed step")
+               for line in lines)
     # Records without the step's own time: loading cannot be told from the warm-up, and the page says so.
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -209,6 +209,18 @@ def test_stop_request_cycle(tmp_path):
     runs.clear_stop(tmp_path)  # clearing twice is fine
 
 
+def test_a_worker_clears_only_a_stop_request_older_than_itself(tmp_path):
+    """A training worker clears a request written before it started (stale) and keeps one written since (a Stop pressed
+    while it loaded)."""
+    runs.request_stop(tmp_path)
+    written = (tmp_path / "STOP").stat().st_mtime
+    runs.clear_stop(tmp_path, older_than=written - 1)  # the worker started after the request: it is not stale
+    assert runs.stop_requested(tmp_path)
+    runs.clear_stop(tmp_path, older_than=written + 1)
+    assert not runs.stop_requested(tmp_path)
+    runs.clear_stop(tmp_path, older_than=written + 1)  # none there: fine
+
+
 # ------------------------------------------------------------------------------ listing
 
 
