@@ -34,28 +34,26 @@ def cmd_preview(args: argparse.Namespace) -> int:
                 raise StudioError(f"reward file not found: {path}", "", "give the path of a .py file with reward functions")
             source = path.read_text(encoding="utf-8")
             cfg.rewards = [s for s in cfg.rewards if not s.file] + [RewardSpec(file=runs.REWARDS_FILE, weight=1.0)]
-        from ..engine.sampling import (data_column_names, pick_rows, read_completions_file, sample_groups, typed_rows,
-                                       with_every_column)
+        from ..engine.sampling import data_column_names, pick_rows, read_completions_file, sample_groups, typed_rows
 
-        if args.completions:
-            groups, k = read_completions_file(args.completions)
-            columns = data_column_names(cfg)
-            groups = [{**g, "row": with_every_column(g["row"], columns)} for g in groups]
+        if args.completions:  # written text, shaped as training shapes the data's, as the page's pasted completions
+            from dataclasses import replace
+
             from ..engine.model import resolve_model_source
+            from ..rewards.preview import written_request
 
+            groups, k = read_completions_file(args.completions)
+            request = written_request(cfg, groups, source, data_column_names(cfg), num_generations=k)
             try:
-                tokenizer = str(resolve_model_source(cfg.model.name_or_path, cfg.base_dir))
+                resolve_model_source(cfg.model.name_or_path, cfg.base_dir)
             except StudioError:
-                tokenizer = None  # no model at hand: completion_ids fall back to characters
-            sampled = {"groups": groups, "num_generations": k, "conversational": isinstance(groups[0]["prompt"], list),
-                       "tokenizer": tokenizer}
+                request = replace(request, tokenizer=None)  # no model at hand: completion_ids fall back to characters
         else:
             if args.prompt:
                 rows = typed_rows(cfg, args.prompt, args.answer)
             else:
                 rows = pick_rows(cfg, args.num_prompts, args.seed)
-            sampled = sample_groups(cfg, rows, quiet, args.seed)
-        request = scoring_request(cfg, sampled, source)
+            request = scoring_request(cfg, sample_groups(cfg, rows, quiet, args.seed), source)
         groups, k = request.groups, request.num_generations
         quiet(f"[preview] scoring {sum(len(g['completions']) for g in groups)} completions in a separate process")
         result = scorer.score(request, timeout_s=args.timeout)

@@ -1,7 +1,7 @@
 """Scoring completions with a run's rewards before training: the table, the summaries, learnability, hack probes.
 
 `score(request)` takes prompt groups (a prompt, its dataset row, k completions), the reward specs
-and optional user source (and, for hand-written text such as pinned examples, the data's `prompt_format` and
+and optional user source (and, for hand-written text, pinned examples and pasted completions, the data's `prompt_format` and
 `system_prompt`, to shape it as training does), and returns what the reward preview shows: per completion every
 function's reward, the weighted total (clamped to the run's `reward_clip_range`, as training clamps it), the
 leave-one-out baseline and advantage; per function the mean, std (the sample std, as TRL logs it), min, max, how
@@ -203,7 +203,7 @@ class _TokenizerOnDemand:
 def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreRequest:
     """The request `score` takes for completions of a run's config: `sampled` is what
     `engine.sampling.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
-    `num_generations` there wins over the config's, for pasted completions),
+    `num_generations` there wins over the config's), the sampled road's request (written text: `written_request`),
     `source` the editor's reward code, if any. The run's β, normalisation and chat-template options
     come along, so the preview says what training will add to these advantages."""
     from . import reward_specs
@@ -215,21 +215,28 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreReque
         prompt_column=cfg.data.prompt_column, rewards=[dict(s.__dict__) for s in reward_specs(cfg)], base_dir=str(cfg.base_dir),
         source=source, chat_template_kwargs=cfg.chat_template_kwargs(), beta=cfg.rloo_value("beta"),
         normalize_advantages=cfg.rloo_value("normalize_advantages"), reward_clip_range=cfg.rloo_value("reward_clip_range"),
-        system_prompt=cfg.data.system_prompt)  # for the prompt <-> reward check: pasted prompts come without it
+        system_prompt=cfg.data.system_prompt)  # for the prompt <-> reward check
 
 
-def written_request(cfg, groups: list, source: str | None, columns: Sequence[str] = ()) -> ScoreRequest:
-    """The request for hand-written prompts and completions (pinned examples: one completion a group), shaped as
-    `cfg`'s training shapes its data (chat or plain, its system prompt, its tokenizer's ids): the pinned road's
-    `scoring_request`. `columns`: the data's columns, which reach the rewards by name as in training."""
+def written_request(cfg, groups: list, source: str | None, columns: Sequence[str] = (), num_generations: int = 1) -> ScoreRequest:
+    """The request for hand-written prompts and completions, shaped as `cfg`'s training shapes its data (chat or plain,
+    its system prompt, its tokenizer's ids): the written road's `scoring_request`, for the pinned examples (one
+    completion a group) and pasted completions (`num_generations` of them answering one prompt). `columns`: the data's
+    columns, which reach the rewards by name as in training."""
     from . import reward_specs
 
-    return ScoreRequest(
-        groups=groups, num_generations=1, rewards=[dict(s.__dict__) for s in reward_specs(cfg)], base_dir=str(cfg.base_dir),
-        source=source, columns=list(columns), prompt_column=cfg.data.prompt_column,
+    request = ScoreRequest(
+        groups=groups, num_generations=num_generations, rewards=[dict(s.__dict__) for s in reward_specs(cfg)],
+        base_dir=str(cfg.base_dir), source=source, columns=list(columns), prompt_column=cfg.data.prompt_column,
         written=WrittenShape(prompt_format=cfg.data.prompt_format, system_prompt=cfg.data.system_prompt),
         chat_template_kwargs=cfg.chat_template_kwargs(), probes=False,
         tokenizer=tokenizer_source(cfg.model.name_or_path, cfg.base_dir))
+    if num_generations < 2:  # each pinned example is judged alone, against its own expected range
+        return request
+    # Completions compared with each other, as a sampled group is: the run's clamping and what training adds to the
+    # advantages, and the hack probes.
+    return replace(request, beta=cfg.rloo_value("beta"), normalize_advantages=cfg.rloo_value("normalize_advantages"),
+                   reward_clip_range=cfg.rloo_value("reward_clip_range"), probes=True)
 
 
 @contextmanager

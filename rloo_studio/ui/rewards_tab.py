@@ -42,7 +42,6 @@ from ..rewards.user import public_function_names
 from ..scan import warmup_offer
 from . import text
 from ..workers import scorer
-from ..workers.commands import run_cli
 from .freshness import LatestOnly, Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
@@ -295,23 +294,17 @@ class RewardsTab:
             cfg = cfg.with_absolute_paths(folder, keep=(runs.REWARDS_FILE,))
             cfg.save(folder / runs.CONFIG_FILE)
             lines = [line for line in (pasted or "").splitlines() if line.strip()]
-            if lines:  # pasted completions: nothing to sample, the CLI scores them
+            if lines:  # pasted completions: written text, scored as the pinned examples are
                 if not (typed_prompt or "").strip():
                     return ["Type the prompt the pasted completions answer.", None, None, ""]
                 if len(lines) < 2:
                     return ["Paste at least two completions: RLOO compares each with the others.", None, None, ""]
+                progress(0.5, desc="scoring with the reward functions")
                 # The answer cell as a pinned example's: `column=value; …` for the data's columns, else the answer alone.
-                item = {**row_from_cell(typed_answer, known_columns(cfg), answer_column(cfg)),
-                        "prompt": typed_prompt.strip(), "completions": lines}
-                (folder / "completions.jsonl").write_text(json.dumps(item) + "\n", encoding="utf-8")
-                finished = run_cli(["preview", str(folder / runs.CONFIG_FILE), "--json", "--timeout", str(preview_timeout(cfg)),
-                                    "--completions", str(folder / "completions.jsonl")], cwd=os.getcwd(), tail_lines=200)
-                # Exit code 1 with a result: a reward function failed, and the table shows where (cmd_preview).
-                answer = (finished.stdout.strip().splitlines() or [""])[-1]
-                if finished.returncode not in (0, 1) or not answer.startswith("{"):
-                    message = finished.error_text(f"the preview worker failed (exit code {finished.returncode})")
-                    return [f"**Preview failed:** {message}".replace("\n", "  \n"), None, None, ""]
-                result = json.loads(answer)
+                group = {"prompt": typed_prompt.strip(), "completions": lines,
+                         "row": row_from_cell(typed_answer, known_columns(cfg), answer_column(cfg))}
+                result = scorer.score(written_request(cfg, [group], code, known_columns(cfg), num_generations=len(lines)),
+                                      timeout_s=preview_timeout(cfg), standby=scorer.WRITTEN)
             else:  # sampled in the inference worker, which keeps the model loaded between previews
                 progress(0.05, desc="Asking the model worker…" if worker.alive else "Starting the model worker…")
                 try:

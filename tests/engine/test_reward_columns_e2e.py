@@ -139,3 +139,27 @@ def test_preview_exits_1_when_a_reward_fails_and_warns_of_one_that_scores_none(t
     assert "Why: a reward function that raises fails its whole batch" in result.stderr and "What to do: fix it" in result.stderr
     assert "Learnability: Not known: no function scored any completion (`broken`, `never`)" in result.stdout, result.stdout
     assert "Warning: `never` returned None for all 2 completions" in result.stdout, result.stdout
+
+
+def test_preview_of_written_completions_shapes_their_prompt_as_training(tmp_path):
+    """`rloo-studio preview --completions`: hand-written completions are written text, as the page's pasted completions
+    and pinned examples are, and their prompt reaches the rewards as training shapes the data's (here chat messages
+    with the data's system prompt); it reached them as the bare string."""
+    from rloo_studio.paths import DEMO_MODEL_DIR
+
+    (tmp_path / "orders.csv").write_text("question,order_id\nWhere is order A-1?,A-1\n", encoding="utf-8")
+    (tmp_path / "completions.jsonl").write_text(
+        "".join(json.dumps({"prompt": "Where is order A-1?", "completion": c, "order_id": "A-1"}) + "\n"
+                for c in ("A-1 ships.", "Soon.")))
+    (tmp_path / "rewards.py").write_text(
+        "def sees_system(prompts, completions, **kwargs):\n"
+        "    return [float(isinstance(p, list) and p[0]['content'] == 'Be brief.') for p in prompts]\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"model": {"name_or_path": str(DEMO_MODEL_DIR)},
+                                      "data": {"source": "orders.csv", "prompt_column": "question", "prompt_format": "chat",
+                                               "system_prompt": "Be brief."},
+                                      "rewards": [{"file": "rewards.py"}]}))
+    result = run_cli("preview", config, "--completions", tmp_path / "completions.jsonl", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads(result.stdout.strip().splitlines()[-1])["rows"]
+    assert [row["rewards"]["sees_system"] for row in rows] == [1.0, 1.0]

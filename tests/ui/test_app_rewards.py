@@ -111,3 +111,29 @@ def test_a_hanging_reward_is_stopped_and_the_app_stays_responsive(app, monkeypat
     assert time.time() - started < 5
     status = job.result(timeout=120)[0]
     assert "reward function `stuck` did not return within 8 s" in status
+
+
+@pytest.mark.slow
+def test_pasted_completions_reach_the_rewards_in_the_shape_training_gives(app):
+    """Pasted completions are hand-written text, as pinned examples are: their prompt reaches the rewards as training
+    shapes the data's (chat messages with the data's system prompt, for a model with a chat template), by the one
+    written-text request (rewards.preview.written_request), scored straight from the page like the pinned examples."""
+    form = Form(app)
+    form[text.SYSTEM_PROMPT] = "Answer briefly."
+    table = form[text.BUILTIN_TABLE]
+    table["data"] = [[False] + row[1:] for row in table["data"]]  # the person's own reward alone
+    form[text.BUILTIN_TABLE] = table
+    form[text.CODE] = ("def sees_system(prompts, completions, **kwargs):\n"
+                       "    return [float(isinstance(p, list) and p[0].get('content') == 'Answer briefly.') for p in prompts]\n")
+    form[text.USER_TABLE] = {"headers": ["use", "function", "weight"], "data": [[True, "sees_system", 1.0]]}
+    before = scorer.WRITTEN.waiting
+    status, update, summary, findings = app.predict(3, "What is 2+2?", "4", "4\nfive", *form.values,
+                                                    api_name="/preview_rewards")
+    assert status.startswith("Scored 2 completions"), status
+    table = update["value"]
+    column = table["headers"].index("sees_system")
+    assert [row[column] for row in table["data"]] == [1.0, 1.0]
+    # The pinned examples' waiting child scored them (and the next one waits): no command-line child in between.
+    assert scorer.WRITTEN.waiting is not None and scorer.WRITTEN.waiting is not before
+    pinned = {"headers": PINNED["headers"], "data": [["What is 2+2?", "4", "4", 1.0, 1.0]]}
+    assert app.predict(pinned, *form.values, api_name="/run_pinned").startswith("**1/1 pinned examples pass**")
