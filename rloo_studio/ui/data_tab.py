@@ -23,7 +23,7 @@ from ..config import DataConfig, RunConfig
 from ..data import HEADERLESS_WHAT, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from . import text
 from .freshness import Outdated
-from .pinned_rows import _rows
+from .pinned_rows import table_rows
 from .rewards_tab import receives_markdown
 from .text import page_words
 
@@ -289,7 +289,7 @@ def builtins_follow(answer: str | None, builtins):
     if not answer or answer == NO_ANSWER:
         return gr.skip()
     rows, changed = [], False
-    for row in _rows(builtins):
+    for row in table_rows(builtins):
         row = list(row)
         params = _answer_params(row)
         if params is not None and params.get("answer_column") != answer:
@@ -301,7 +301,7 @@ def builtins_follow(answer: str | None, builtins):
 def answer_column_follows(answer: str | None, builtins):
     """The Data tab's answer column after a person's edit of the builtin table: the `answer_column` they wrote into an
     answer-checking builtin's parameters, when it differs from the Data tab's (the same one column, set from either side)."""
-    for row in _rows(builtins):
+    for row in table_rows(builtins):
         params = _answer_params(list(row))
         written = params.get("answer_column") if params else None
         if isinstance(written, str) and written.strip() and written.strip() != (answer or "").strip():

@@ -26,7 +26,7 @@ from ..errors import StudioError
 from ..rewards import library
 from ..runs import slugify
 from ..workers import scorer
-from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row
+from .pinned_rows import _truthy, answer_column, expected_words, known_columns, pinned_row, table_rows
 from .workspace import REPLACED_CODE
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def pinned_examples(table, data_columns: list[str], answer: str = "answer") -> l
             return None
 
     examples = []
-    for row in _rows(table):
+    for row in table_rows(table):
         row = list(row) + [None] * (5 - len(row))
         if str(row[0] or "").strip() and str(row[1] or "").strip():
             examples.append({"prompt": str(row[0]), "completion": str(row[1]),
@@ -184,7 +184,7 @@ def editor_reward(code: str, name: str, functions_table, pinned, data_columns: l
         name = str((header or {}).get("name") or "").strip()
     if not name:
         raise StudioError("the reward has no name", "the library lists rewards by name", "type a name beside the button")
-    weights = {str(r[1]): float(r[2]) for r in _rows(functions_table) if len(r) >= 3 and _truthy(r[0])}
+    weights = {str(r[1]): float(r[2]) for r in table_rows(functions_table) if len(r) >= 3 and _truthy(r[0])}
     if header is not None:
         weights = {**(header.get("weights") or {}), **{k: v for k, v in weights.items() if k in (header.get("weights") or {})}}
     text = library.from_code(code, name, tags=(header or {}).get("tags") or (),

@@ -12,15 +12,14 @@ from ..errors import StudioError
 _columns_read: dict = {}  # (source, base dir) -> (the file's change time and size, its columns): read again only when it changes
 
 
-def _rows(table) -> list[list]:
-    """Rows of a Dataframe value, whether it arrives as a pandas frame, a dict or a list."""
+def table_rows(table) -> list[list]:
+    """Rows of a Dataframe value, each a list, whether the value arrives as a pandas frame, a dict or a list."""
     if table is None:
         return []
     if hasattr(table, "values") and hasattr(table, "columns"):
         return table.values.tolist()
-    if isinstance(table, dict):
-        return table.get("data") or []
-    return list(table)
+    rows = (table.get("data") or []) if isinstance(table, dict) else table
+    return [list(r) for r in rows]
 
 
 def _truthy(value) -> bool:

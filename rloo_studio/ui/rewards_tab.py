@@ -45,7 +45,7 @@ from ..workers import scorer
 from .freshness import LatestOnly, Outdated
 from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, unreachable_servers
 from .library_panel import LibraryPanel
-from .pinned_rows import _rows, _truthy, answer_column, expected_words, known_columns, pinned_row  # noqa: F401 (also read from here)
+from .pinned_rows import _truthy, answer_column, expected_words, known_columns, pinned_row, table_rows  # noqa: F401 (also read from here)
 from .pickers import busy_message
 from .rule_builder import RuleBuilder
 from .workspace import DRAFT_FUNCTIONS, DRAFT_PINNED, DRAFT_PREVIEW, DRAFT_REWARDS
@@ -82,7 +82,7 @@ def builtin_rows(cfg: RunConfig) -> list[list]:
 def merged_builtin_rows(rows: list[list], saved) -> list[list]:
     """The builtin table `rows` with each builtin's saved row in place of its own (a draft's table, put back on a reload);
     a builtin the draft does not know keeps its row."""
-    by_name = {str(r[1]): list(r) for r in _rows(saved) if isinstance(r, (list, tuple)) and len(r) == len(BUILTIN_HEADERS)}
+    by_name = {str(r[1]): list(r) for r in table_rows(saved) if isinstance(r, (list, tuple)) and len(r) == len(BUILTIN_HEADERS)}
     return [by_name.get(str(row[1]), row) for row in rows]
 
 
@@ -105,14 +105,14 @@ def without_demo_rewards(kind: str, builtins, pinned) -> tuple:
     demo = {d["name"]: d for d in demo_rewards()}
     defaults = {row[1]: row for row in builtin_rows(RunConfig(rewards=[]))}
     rows, dropped = [], []
-    for row in _rows(builtins):
+    for row in table_rows(builtins):
         row = list(row)
         name = str(row[1]) if len(row) > 1 else ""
         entry = demo.get(name)
         if entry and _truthy(row[0]) and _same_entry(row, entry):
             row, _ = list(defaults[name]), dropped.append(name)
         rows.append(row)
-    pins = [list(r) for r in _rows(pinned)]
+    pins = [list(r) for r in table_rows(pinned)]
     kept_pins = [r for r in pins if not _is_example_pin(r)]
     if not dropped and len(kept_pins) == len(pins):
         return gr.skip(), gr.skip(), gr.skip()
@@ -393,11 +393,11 @@ class RewardsTab:
 
         # The pinned examples are kept with the reward code: saved on every change (each save runs: it is quick, and no
         # edit may wait behind a check), shown again after a reload.
-        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(_rows(table))) and None,
+        self.pinned.change(lambda table: workspace.write(DRAFT_PINNED, json.dumps(table_rows(table))) and None,
                            inputs=self.pinned, outputs=None, api_name="save_pinned", show_progress="hidden",
                            trigger_mode="multiple")
         demo.load(lambda: saved_pins(workspace.read(DRAFT_PINNED)), outputs=self.pinned, api_name="load_pinned")
-        self.add_pinned.click(lambda table: _rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
+        self.add_pinned.click(lambda table: table_rows(table) + [["", "", "", None, None]], inputs=self.pinned, outputs=self.pinned,
                               api_name="add_pinned")
         pinned_inputs = [form.base, self.pinned] + form.inputs
         # The report, its stamp, and no "before this page was loaded" mark (freshness.made_line): a check run now that
@@ -452,7 +452,7 @@ class RewardsTab:
     def apply(cfg: dict, values: list) -> list[str]:
         builtins, code, user, *judge = values
         problems, rewards = [], []
-        for row in _rows(builtins):
+        for row in table_rows(builtins):
             if len(row) < 4 or not _truthy(row[0]):
                 continue
             name, weight, params_text = str(row[1]), row[2], row[3]
@@ -467,7 +467,7 @@ class RewardsTab:
             # Keep only what differs from the defaults: the saved config stays short and readable.
             changed = {k: v for k, v in params.items() if defaults.get(k, object()) != v or k not in defaults}
             rewards.append({"name": name, "weight": _weight(weight, name, problems), "params": changed})
-        for row in _rows(user):
+        for row in table_rows(user):
             if len(row) >= 3 and _truthy(row[0]):
                 rewards.append({"file": runs.REWARDS_FILE, "function": str(row[1]), "weight": _weight(row[2], str(row[1]), problems)})
         entry, judge_problems = judge_entry(cfg, judge)
@@ -515,7 +515,7 @@ def function_rows(code: str | None, user_table, remembered: dict | None = None) 
     then names the syntax error, with its line)."""
     previous = {str(name): [row[0], str(name), row[1]] for name, row in (remembered or {}).items()
                 if isinstance(row, list) and len(row) == 2}
-    previous.update({str(r[1]): r for r in _rows(user_table) if len(r) >= 3})
+    previous.update({str(r[1]): r for r in table_rows(user_table) if len(r) >= 3})
     try:
         names = public_function_names(code or "", runs.REWARDS_FILE)
     except RewardError:
@@ -526,7 +526,7 @@ def function_rows(code: str | None, user_table, remembered: dict | None = None) 
 def remembered_functions(user_table, remembered: dict | None) -> dict:
     """`remembered` with the table's ticks and weights as the person just set them (DRAFT_FUNCTIONS); names no longer in
     the table are kept, so a function cut and pasted back gets its tick back."""
-    return {**(remembered or {}), **{str(r[1]): [_truthy(r[0]), r[2]] for r in _rows(user_table) if len(r) >= 3}}
+    return {**(remembered or {}), **{str(r[1]): [_truthy(r[0]), r[2]] for r in table_rows(user_table) if len(r) >= 3}}
 
 
 def functions_now(code: str | None, user_table, remembered: dict | None = None):
@@ -538,7 +538,7 @@ def functions_now(code: str | None, user_table, remembered: dict | None = None):
     rows = function_rows(code, user_table, remembered)
     if not rows:
         return gr.skip()
-    same = [str(r[1]) for r in rows] == [str(r[1]) for r in _rows(user_table) if len(r) >= 3]
+    same = [str(r[1]) for r in rows] == [str(r[1]) for r in table_rows(user_table) if len(r) >= 3]
     return gr.skip() if same else rows
 
 
@@ -598,7 +598,7 @@ def pinned_groups(table, columns: list[str] | tuple = (), answer: str = "answer"
     """The pinned examples as scoring groups: each one's prompt, completion, expected range and the data row it stands
     for (`pinned_row`), with `missing`: the data's `columns` it gives no value for (its prompt fills `prompt_column`)."""
     groups = []
-    for row in _rows(table):
+    for row in table_rows(table):
         if len(row) >= 2 and str(row[0] or "").strip() and str(row[1] or "").strip():
             given = pinned_row(row[2] if len(row) > 2 else None, columns, answer)
             groups.append({"prompt": str(row[0]), "row": given, "completions": [str(row[1])],

@@ -16,7 +16,7 @@ import gradio as gr
 
 from ..errors import StudioError
 from ..rewards import rules
-from .pinned_rows import _rows as dataframe_rows
+from .pinned_rows import table_rows
 from .workspace import DRAFT_RULES, REPLACED_CODE
 
 BLOCK_HEADERS = ["block", "function name", "weight", "parameters (JSON)"]
@@ -50,18 +50,13 @@ def _shown(text: str) -> str:
 def blocks_markdown(table) -> str:
     """One line per block in the table: its function name, title and what it scores."""
     lines = [f"- `{r[1]}` — **{_shown(rules.BLOCKS[str(r[0])].title)}**: {_shown(rules.BLOCKS[str(r[0])].explanation)}"
-             for r in _rows(table) if r and str(r[0] or "") in rules.BLOCKS]
+             for r in table_rows(table) if r and str(r[0] or "") in rules.BLOCKS]
     return "**Your blocks:**\n" + "\n".join(lines) if lines else ""
-
-
-def _rows(table) -> list[list]:
-    """The blocks table's rows, each a list (pinned_rows reads a Dataframe value in any of its shapes)."""
-    return [list(r) for r in dataframe_rows(table)]
 
 
 def add_block(table, block_id: str | None) -> list[list]:
     """The table with one more row for `block_id`: its default parameters, a function name not yet used, weight 1."""
-    rows = [r for r in _rows(table) if r and str(r[0] or "").strip()]
+    rows = [r for r in table_rows(table) if r and str(r[0] or "").strip()]
     if block_id not in rules.BLOCKS:
         return rows
     params = dict(rules.BLOCKS[block_id].params)
@@ -75,7 +70,7 @@ def add_block(table, block_id: str | None) -> list[list]:
 def rule_set(table, combine: str) -> dict:
     """The rule set the table stands for; raises StudioError naming the row whose parameters are not JSON."""
     blocks = []
-    for i, row in enumerate(_rows(table)):
+    for i, row in enumerate(table_rows(table)):
         if not row or not str(row[0] or "").strip():
             continue
         block, name, weight, params = (list(row) + [None] * 4)[:4]
@@ -186,7 +181,7 @@ class RuleBuilder:
         def refresh(table, combine, name):
             # Kept on every change (in the handler the change already has: a second one would restart it, derived.py)
             # and put back when the page loads: a reload kept the blocks only until now.
-            workspace.write_json(DRAFT_RULES, {"blocks": _rows(table), "combine": combine, "name": name})
+            workspace.write_json(DRAFT_RULES, {"blocks": table_rows(table), "combine": combine, "name": name})
             code, line = generated(table, combine, name)
             return code, line, blocks_markdown(table)
 
