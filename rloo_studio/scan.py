@@ -9,7 +9,7 @@ one rule). It saves `scan.jsonl` (one line per prompt) and a summary in a scan f
 runs folder, and writes a filtered copy of the data (`write_filtered`) that a run can train on;
 the original data file is never changed.
 
-The summary also counts the completions that write each format the rewards look for (`rewards.asks`), and
+The summary also counts the completions that write each format the rewards look for (`rewards.asks`), whose
 `warmup_offer` — the one rule, read by the scan panel and the reward preview — turns a format almost no completion
 writes into the sentence that offers the format warm-up (engine/warmup.py) before RLOO.
 
@@ -30,7 +30,7 @@ from . import runs
 from .config import RunConfig
 from .errors import DataError, StudioError
 from .protocol import CommandEvent, ScanDone, ScanPlan, ScanProgress
-from .rewards.asks import check_asks
+from .rewards.asks import check_asks, rare_format
 from .workers import scorer
 
 ALWAYS_SOLVED, NEVER_SOLVED, MIXED = "always solved", "never solved", "mixed"
@@ -44,10 +44,6 @@ SOLVED_RULE = ("A prompt is *mixed* when its k completions got different total r
                "got the same total it teaches nothing, and it is *always solved* if that total lies in the upper half of the "
                "scan's range (from the lowest to the highest total of any completion), *never solved* if in the lower half "
                "(or when every completion of the scan got the same total).")
-# At most this share of the sampled completions writing a format a reward looks for is "almost none": the groups then
-# tie at one reward, RLOO learns from (nearly) no group, and the format warm-up is offered. One in twenty: a format
-# written by a few completions already gives some groups spread, and RLOO can learn it from them.
-FORMAT_RARE_SHARE = 0.05
 KEEP_MIXED = "mixed"  # the default filter: keep the mixed prompts, drop the always and never solved ones
 EXAMPLES_PER_BUCKET = 3
 
@@ -204,35 +200,6 @@ def format_counts(records: list[dict], cfg: RunConfig) -> list[dict]:
     return [{k: f[k] for k in ("reward", "looks_for", "matched", "completions")} for f in findings]
 
 
-def warmup_offer(formats: list[dict]) -> str | None:
-    """The one rule that offers the format warm-up, in the page's words: when at most FORMAT_RARE_SHARE of the sampled
-    completions write a format a reward looks for, a sentence saying so, why it matters and what to do; else None.
-
-    `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
-    completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
-    completions "almost none" is a rough measure, and the person sees how rough."""
-    found = _rare_format(formats)
-    if found is None:
-        return None
-    first, also = found
-    return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
-            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
-            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
-            "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
-
-
-def _rare_format(formats: list[dict]) -> tuple[dict, str] | None:
-    """warmup_offer's rule: the format fewest completions write, among those at most FORMAT_RARE_SHARE write, and how
-    many others are as rare (words); None when no format is that rare."""
-    rare = [f for f in formats if f.get("completions") and f.get("matched") is not None
-            and f["matched"] <= FORMAT_RARE_SHARE * f["completions"]]
-    if not rare:
-        return None
-    first = min(rare, key=lambda f: f["matched"] / f["completions"])
-    others = len(rare) - 1
-    return first, (f" (and {others} other format{'s' if others > 1 else ''} almost none writes)" if others else "")
-
-
 def save_scan(cfg: RunConfig, records: list[dict], runs_dir: str | Path, of: int, probes: list, seconds: float,
               functions: dict) -> Path:
     """Write scan.jsonl and the summary into a new folder RUNS/scans/<scan-id>/; returns the folder."""
@@ -367,7 +334,7 @@ def summary_lines(summary: dict) -> list[str]:
                  f"{100 * summary['steps_without_signal']:.1f}% of steps.")
     lines += [f"Hack probe: {p['message']}" for p in summary.get("probes", [])]
     lines.append(f"Rule: {summary['rule']}")
-    found = _rare_format(summary.get("formats") or [])
+    found = rare_format(summary.get("formats") or [])
     if found is not None:  # warmup_offer's rule, in config words
         first, also = found
         lines.append(f"A format warm-up could help: only {first['matched']} of {first['completions']} sampled completions "

@@ -7,7 +7,9 @@ reads what each reward looks for — from a builtin's parameters, or from the st
 (tags, `\\boxed`, `####`, and the keys read from what `json.loads` returned) — and checks whether the system prompt
 or any of the prompts mention it (case-insensitively). For each format nobody asks for it suggests a sentence to add
 to the system prompt. Given sampled completions (the reward preview) it also counts how many already write the
-format: a model that writes it unasked (the demo model writes `<think>` on its own) is noted, not warned about.
+format: a model that writes it unasked (the demo model writes `<think>` on its own) is noted, not warned about, and
+one that almost never writes it brings the offer of the format warm-up (`warmup_offer`, the one rule the reward
+preview and the difficulty scan read).
 
 It only reads: it never runs the person's code (the source is parsed, not imported) and never refuses a run; the
 pre-flight check prints its warnings and the reward preview returns them in its result. A reward it cannot read
@@ -34,6 +36,11 @@ _BOXED_RE = re.compile(r"\\+boxed")
 _HASH = "####"
 # Tags of markup a reward may strip or quote rather than ask for; a reward looking for <br> is not asking for a format.
 _NOT_FORMAT_TAGS = {"br", "p", "b", "i", "s", "unk", "pad", "eos", "bos"}
+
+# At most this share of the sampled completions writing a format a reward looks for is "almost none": the groups then
+# tie at one reward, RLOO learns from (nearly) no group, and the format warm-up is offered. One in twenty: a format
+# written by a few completions already gives some groups spread, and RLOO can learn it from them.
+FORMAT_RARE_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -256,3 +263,32 @@ def check_asks(specs: Sequence[RewardSpec], base_dir: str | Path, system_prompt:
 
 def warnings_from(findings: Sequence[dict]) -> list[str]:
     return [f["warning"] for f in findings if f.get("warning")]
+
+
+def warmup_offer(formats: list[dict]) -> str | None:
+    """The one rule that offers the format warm-up, in the page's words: when at most FORMAT_RARE_SHARE of the sampled
+    completions write a format a reward looks for, a sentence saying so, why it matters and what to do; else None.
+
+    `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
+    completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
+    completions "almost none" is a rough measure, and the person sees how rough."""
+    found = rare_format(formats)
+    if found is None:
+        return None
+    first, also = found
+    return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
+            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
+            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
+            "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
+
+
+def rare_format(formats: list[dict]) -> tuple[dict, str] | None:
+    """warmup_offer's rule: the format fewest completions write, among those at most FORMAT_RARE_SHARE write, and how
+    many others are as rare (words); None when no format is that rare."""
+    rare = [f for f in formats if f.get("completions") and f.get("matched") is not None
+            and f["matched"] <= FORMAT_RARE_SHARE * f["completions"]]
+    if not rare:
+        return None
+    first = min(rare, key=lambda f: f["matched"] / f["completions"])
+    others = len(rare) - 1
+    return first, (f" (and {others} other format{'s' if others > 1 else ''} almost none writes)" if others else "")

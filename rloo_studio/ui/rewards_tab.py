@@ -35,11 +35,11 @@ from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import Done, PreviewRequest, Progress
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
+from ..rewards.asks import warmup_offer
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.preview import agreement_sentence, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
 from ..rewards.user import public_function_names
-from ..scan import warmup_offer
 from . import text
 from ..workers import scorer
 from .freshness import LatestOnly, Outdated
@@ -326,7 +326,7 @@ class RewardsTab:
             return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings,
                     warmup_offer(result.get("asks") or [])]
 
-        offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the preview
+        offer = gr.State(None)  # the format warm-up's offer (rewards.asks.warmup_offer), shown in the Train tab after the preview
         previewed = self.preview_button.click(preview, inputs=preview_inputs,
                                               outputs=[self.preview_status, self.preview_table, self.preview_summary,
                                                        self.preview_findings, self.preview_outdated.stamp, offer,

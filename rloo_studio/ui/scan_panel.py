@@ -5,7 +5,7 @@ preview's model, kept loaded — and scores them in a child process, one trainin
 progress bar and the time left. The panel shows the buckets as a bar chart, the share of prompts without
 spread, what that means per training step, and examples from each bucket. *Use the filtered data* writes
 the kept prompts as a new file (the original is never changed) and points the Data tab at it, and says so.
-When almost no completion writes a format the rewards look for (scan.warmup_offer, the rule the reward preview
+When almost no completion writes a format the rewards look for (rewards.asks.warmup_offer, the rule the reward preview
 reads too), the summary says so and the Train tab's Format warm-up accordion opens with the same sentence.
 """
 
@@ -19,7 +19,8 @@ from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
 from ..protocol import CommandEvent, Done, PreviewRequest, ScanPlan, ScanProgress
-from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, warmup_offer, write_filtered
+from ..rewards.asks import warmup_offer
+from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
 from . import text
 from .pickers import busy_message
 from .text import page_words
@@ -80,7 +81,7 @@ class ScanPanel:
         self.use = gr.Button("Use the filtered data", elem_id="scan-use")
         self.use_status = gr.Markdown(elem_id="scan-use-status")
         self.folder = gr.State(None)  # the last scan's folder
-        self.offer = gr.State(None)  # the format warm-up's offer (scan.warmup_offer), shown in the Train tab after the scan
+        self.offer = gr.State(None)  # the format warm-up's offer (rewards.asks.warmup_offer), shown in the Train tab after the scan
 
     def wire(self, demo: gr.Blocks, form: "PageForm", worker: "InferenceWorker") -> None:
         def scan(state, limit, *values, progress=gr.Progress()):

@@ -175,7 +175,7 @@ class TrainTab:
     # ---- wiring ----------------------------------------------------------------------------------
 
     def show_offer(self, event, sentence: gr.State) -> None:
-        """After `event` (the preview, the scan), which put scan.warmup_offer's sentence (or None) into `sentence`,
+        """After `event` (the preview, the scan), which put rewards.asks.warmup_offer's sentence (or None) into `sentence`,
         show it in the Format warm-up accordion and open it (the settings tabs call this: they import no other tab)."""
         event.then(offer_updates, inputs=sentence, outputs=[self.warmup_offer, self.warmup_box], api_visibility="private",
                    show_progress="hidden")
@@ -505,7 +505,7 @@ def apply_warmup(cfg: dict, values: list) -> list[str]:
 
 
 def offer_updates(sentence: str | None) -> list:
-    """The accordion's offer line and the accordion itself after a preview or a scan (scan.warmup_offer's sentence):
+    """The accordion's offer line and the accordion itself after a preview or a scan (rewards.asks.warmup_offer's sentence):
     opened with the sentence when it offers the warm-up; else the line is cleared and the accordion left as it is."""
     return [sentence or "", gr.update(open=True) if sentence else gr.update()]
 

@@ -1,4 +1,4 @@
-"""The format warm-up offered by the reward preview (scan.warmup_offer, the rule the scan panel reads too): pasted
+"""The format warm-up offered by the reward preview (rewards.asks.warmup_offer, the rule the scan panel reads too): pasted
 completions that never write the format a ticked reward looks for bring the offer into the findings; completions
 that write it do not. After the preview the page opens the Train tab's Format warm-up accordion with the same
 sentence (train_tab.offer_updates)."""

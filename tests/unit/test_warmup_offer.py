@@ -1,10 +1,11 @@
-"""The one rule that offers the format warm-up (scan.warmup_offer), read by the reward preview and the scan, and the
+"""The one rule that offers the format warm-up (rewards.asks.warmup_offer), read by the reward preview and the scan, and the
 scan's count of completions writing each format its rewards look for (scan.summarize)."""
 
 from __future__ import annotations
 
 from rloo_studio.config import RunConfig
-from rloo_studio.scan import FORMAT_RARE_SHARE, summarize, warmup_offer
+from rloo_studio.rewards.asks import FORMAT_RARE_SHARE, warmup_offer
+from rloo_studio.scan import summarize
 
 
 def _finding(matched, completions, looks_for="<answer>…</answer>", reward="answer_tag"):
