@@ -43,6 +43,19 @@ from .trainer_args import (check_prompt_lengths, keep_adapters_in_fp32, record_t
 log = logging.getLogger("rloo_studio.train")
 
 
+def say_line(line: str) -> None:
+    """Write one line of the worker's output in one write. The ranks of a multi-process run share one pipe, and with
+    unbuffered output (every child's) `print` writes the text and the newline apart: two ranks printing at once then
+    ran into one line of train.log. One write under the pipe's atomic size is never split by another process's."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def say(text: str) -> None:
+    """One of the worker's own lines, `[rloo-studio] text`, written whole (`say_line`)."""
+    say_line(f"[rloo-studio] {text}")
+
+
 def is_main_process() -> bool:
     """Rank 0 writes the run directory; other ranks (accelerate/torchrun) only train."""
     return int(os.environ.get("RANK", "0")) == 0
@@ -148,9 +161,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
                         runs.update_status(run_dir, state="stopping")
-                        print(f"[rloo-studio] stop requested at step {state.global_step}: stopping at the end of this "
-                              f"generation cycle (every {plan.steps_per_cycle:g} steps), so a resume continues exactly",
-                              flush=True)
+                        say(f"stop requested at step {state.global_step}: stopping at the end of this generation cycle "
+                            f"(every {plan.steps_per_cycle:g} steps), so a resume continues exactly")
                     stop_flag["deferred"] = True
                     return control
                 stop_flag["requested"] = True
@@ -640,7 +652,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         health = HealthWatch(run_dir, RunFacts([r.name for r in rewards], [r.weight for r in rewards],
                                                int(rloo_config.max_completion_length), float(rloo_config.beta or 0.0),
                                                bool(rloo_config.normalize_advantages), rloo_config.reward_clip_range),
-                             rloo_config.num_generations, tokenizer=loaded.tokenizer, say=lambda line: print(line, flush=True),
+                             rloo_config.num_generations, tokenizer=loaded.tokenizer, say=say_line,
                              probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
                              actions=cfg.alerts, hints=prompt_hints(cfg, rows))
 
@@ -712,8 +724,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         import torch.distributed as dist
 
         backend = dist.get_backend() if dist.is_initialized() else "not initialised"
-        print(f"[rloo-studio] rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
-              f"completions per step of a generation batch of {rloo_config.generation_batch_size}", flush=True)
+        say(f"rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
+            f"completions per step of a generation batch of {rloo_config.generation_batch_size}")
     # Last of the trainer's wrappers (patches, sample recording): each part is timed with what it really runs.
     step_timer = StepTimer(trainer, stack.torch)
     trainer.add_callback(step_timer.callback(stack.transformers))
@@ -735,12 +747,11 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         if why and health is not None and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
             rolled = roll_back(run_dir, health.rollback_from)
             why["note"] += " " + rolled
-            print(f"[rloo-studio] {rolled}", flush=True)
+            say(rolled)
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
                            eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
     if main:
-        print(f"[rloo-studio] {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}", flush=True)
+        say(f"{'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}")
     else:
-        print(f"[rloo-studio] rank {rank()} of {world_size()}: {'stopped' if stopped else 'finished'} at step "
-              f"{trainer.state.global_step}", flush=True)
+        say(f"rank {rank()} of {world_size()}: {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}")
     return run_dir

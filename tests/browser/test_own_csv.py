@@ -319,6 +319,8 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     expect(page.locator("#train-status")).to_contain_text(f"{run_dir.name} — training", timeout=180_000)
     # Stop once a checkpoint is saved (the pickers have a checkpoint-N to show), as soon as the step counter says so.
     page.wait_for_function(f"Number(document.querySelector('#train-progress')?.dataset.step || 0) > {SAVE_EVERY}", timeout=300_000)
+    # Stop is enabled by the page's poll, which a busy machine can hold back behind the step counter's update.
+    expect(page.locator("#stop-training")).to_be_enabled(timeout=180_000)
     page.locator("#stop-training").click()
     assert runs.checkpoints(run_dir), "no checkpoint before Stop"
     expect(page.locator("#train-status")).to_contain_text("stopped", timeout=180_000)

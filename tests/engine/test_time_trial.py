@@ -26,13 +26,14 @@ def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout)
     measured = answer["measured"]
-    # Each stage said as it began, in order (the tiny model loads in well under a second from a warm process, and its
-    # timed step can end between two looks at the folder, so those two may go unsaid); the trial logs every step,
-    # whatever logging_steps the config has.
+    # Each stage said as it began, in order (the tiny model loads and takes its two steps in well under a second from a
+    # warm process: loading and the warm-up step can end between two looks at the folder, so those two may go unsaid;
+    # the stages of a slower model: tests/unit/test_estimate_plan.py); the trial logs every step, whatever logging_steps
+    # the config has.
     stages = [line for line in result.stderr.splitlines() if line.startswith("[estimate] ")]
     said = [next((i for i, line in enumerate(stages) if words in line), None)
             for words in ("starting the training process", "loading the model", "first step: warm-up", "done at")]
-    assert None not in (said[0], said[2], said[3]), stages
+    assert None not in (said[0], said[3]), stages
     assert [i for i in said if i is not None] == sorted(i for i in said if i is not None), stages
     # Two generation cycles of one step each: the first warms up, the second is timed.
     assert (measured["trial_steps"], measured["timed_steps"], measured["run_steps"]) == (2, 1, STEPS)
