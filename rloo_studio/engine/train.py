@@ -43,7 +43,7 @@ from .trainer_args import (check_prompt_lengths, keep_adapters_in_fp32, record_t
 log = logging.getLogger("rloo_studio.train")
 
 
-def say_line(line: str) -> None:
+def write_line(line: str) -> None:
     """Write one line of the worker's output in one write. The ranks of a multi-process run share one pipe, and with
     unbuffered output (every child's) `print` writes the text and the newline apart: two ranks printing at once then
     ran into one line of train.log. One write under the pipe's atomic size is never split by another process's."""
@@ -51,9 +51,9 @@ def say_line(line: str) -> None:
     sys.stdout.flush()
 
 
-def say(text: str) -> None:
-    """One of the worker's own lines, `[rloo-studio] text`, written whole (`say_line`)."""
-    say_line(f"[rloo-studio] {text}")
+def worker_line(text: str) -> None:
+    """One of the worker's own lines, `[rloo-studio] text`, written whole (`write_line`), from any rank."""
+    write_line(f"[rloo-studio] {text}")
 
 
 def is_main_process() -> bool:
@@ -161,7 +161,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
                         runs.update_status(run_dir, state="stopping")
-                        say(f"stop requested at step {state.global_step}: stopping at the end of this generation cycle "
+                        worker_line(f"stop requested at step {state.global_step}: stopping at the end of this generation cycle "
                             f"(every {plan.steps_per_cycle:g} steps), so a resume continues exactly")
                     stop_flag["deferred"] = True
                     return control
@@ -419,7 +419,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     restore_exit = _refuse_silent_exit(run_dir, main)
     try:
         for warning in prompt_warnings(cfg, rows) if main else ():  # after the tee: in train.log and on the terminal
-            print(f"warning: {warning}", flush=True)
+            write_line(f"warning: {warning}")
         run_dir = _train(cfg, stack, rows, run_dir, resume, main, stop_flag)
         _leave_process_group()
         return run_dir
@@ -603,31 +603,30 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                            model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
                            finished_at=None, final_dir=None, summary=None, note=skipped, eta_s=None,
                            step=resume_step, max_steps=cfg.rloo_value("max_steps"), num_processes=world_size())
-    say = print if main else (lambda *a, **k: None)  # other ranks train silently: one copy of each line
-    say(f"[rloo-studio] run directory: {run_dir}", flush=True)
-    say(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}", flush=True)
+    say = write_line if main else (lambda line: None)  # other ranks train silently: one copy of each line
+    say(f"[rloo-studio] run directory: {run_dir}")
+    say(f"[rloo-studio] backend: {stack.note}; device: {'cuda' if stack.cuda else 'cpu'}")
     if resume:
-        say(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0", flush=True)
+        say(f"[rloo-studio] resuming from {checkpoint}" if checkpoint else "[rloo-studio] no checkpoint yet: starting from step 0")
         if skipped:
-            say(f"[rloo-studio] {skipped}", flush=True)
+            say(f"[rloo-studio] {skipped}")
 
     if not stack.cuda:  # before the model's memory is allocated (engine/allocator.py: fewer page faults, faster steps)
         kept = keep_freed_memory()
         if kept:
-            say(f"[rloo-studio] memory allocator: freed memory kept for reuse ({', '.join(f'{k} {v}' for k, v in kept.items())})",
-                flush=True)
+            say(f"[rloo-studio] memory allocator: freed memory kept for reuse ({', '.join(f'{k} {v}' for k, v in kept.items())})")
     # Seeded before loading: the LoRA matrices are initialised randomly when the adapter is attached.
     seed = int(cfg.rloo_value("seed"))
     fast = fast_generation.for_run(cfg)
     if main:
-        say(f"[rloo-studio] {fast.line()}", flush=True)
+        say(f"[rloo-studio] {fast.line()}")
         runs.update_status(run_dir, fast_generation={"used": fast.used, "why": fast.why})
     loaded = load_model(cfg.model, cfg.lora, stack, cfg.base_dir, seed=seed,
                         fast_load=fast_generation.load_arguments(fast, stack.backend, cfg.lora.r if cfg.lora else None))
     # What was loaded, not what was asked: the count of bitsandbytes 4-bit layers shows whether quantisation really happened.
     four_bit = f", 4-bit: {count_4bit_layers(loaded.model)} bitsandbytes layers" if cfg.model.load_in_4bit else ""
     say(f"[rloo-studio] model {loaded.source}: {loaded.total_params:,} parameters, {loaded.trainable_params:,} trainable "
-          f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{four_bit})", flush=True)
+          f"({'LoRA' if loaded.lora else 'full fine-tuning'}, {loaded.dtype}{four_bit})")
     train_ds = to_trl_dataset(rows.train, cfg.data, loaded.tokenizer)
     check_prompt_lengths(train_ds["prompt"], loaded.tokenizer, cfg)
 
@@ -635,7 +634,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
                             chat_template_kwargs=chat_template_kwargs(cfg), boxed_in=[run_dir] if main else [],
                             prompt_opens_think=prompt_opens_think(train_ds["prompt"], loaded.tokenizer, chat_template_kwargs(cfg)))
     if any(r.source_file for r in rewards):
-        say(f"[rloo-studio] {sandbox_line(rewards)}", flush=True)
+        say(f"[rloo-studio] {sandbox_line(rewards)}")
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype, fast)
     try:
         rloo_config = trl.RLOOConfig(**args)
@@ -652,7 +651,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         health = HealthWatch(run_dir, RunFacts([r.name for r in rewards], [r.weight for r in rewards],
                                                int(rloo_config.max_completion_length), float(rloo_config.beta or 0.0),
                                                bool(rloo_config.normalize_advantages), rloo_config.reward_clip_range),
-                             rloo_config.num_generations, tokenizer=loaded.tokenizer, say=say_line,
+                             rloo_config.num_generations, tokenizer=loaded.tokenizer, say=write_line,
                              probe_funcs=[guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout) for r in rewards],
                              actions=cfg.alerts, hints=prompt_hints(cfg, rows))
 
@@ -667,7 +666,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if cfg.warmup.enabled:  # the format warm-up (engine/warmup.py): supervised steps on this adapter, before RLOO's trainer
         from .warmup import run_warmup
 
-        run_warmup(cfg, loaded, rows, rewards, run_dir, checkpoint is not None, lambda line: say(line, flush=True),
+        run_warmup(cfg, loaded, rows, rewards, run_dir, checkpoint is not None, say,
                    lambda r: guard(r.func, r.name, r.source_file, None, r.timeout_s, on_timeout))
     plan = _batch_plan(rloo_config)
     studio_callback = _studio_callback(stack, run_dir, stop_flag, resume_step, plan, health)
@@ -679,10 +678,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if main:
         record = record_trainer_arguments(trainer, args, run_dir)
         held = record["args"]
-        say(f"[rloo-studio] {effective_line(held, world_size())}", flush=True)
+        say(f"[rloo-studio] {effective_line(held, world_size())}")
         for key, (given, used) in record["changed"].items():
             say(f"[rloo-studio] the trainer ({record['trainer']}) uses {key} = {used!r}, not the {given!r} it was given "
-                f"({runs.TRAINER_ARGS_FILE} records what it uses)", flush=True)
+                f"({runs.TRAINER_ARGS_FILE} records what it uses)")
     if health is not None:
         health.formats = lambda completions: format_findings(cfg, rows, completions)
         # A checkpoint named best is kept when save_total_limit rotates the others away (transformers keeps
@@ -692,14 +691,14 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         health.set_beta = lambda beta: _set_beta(trainer, cfg, run_dir, beta)
     kept_because = skip_needless_old_logprobs(trainer, stack.torch)
     say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
-        "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"), flush=True)
+        "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"))
     sharing = share_prefills(trainer, stack.torch, cfg.model.share_prefill, stack.cuda)
-    say(f"[rloo-studio] {sharing.line()}", flush=True)
+    say(f"[rloo-studio] {sharing.line()}")
     if main:
         runs.update_status(run_dir, share_prefill={"used": sharing.used, "why": sharing.why})
     if sampler_gap.install(trainer):
         say("[rloo-studio] the sampler's (vLLM's) log-probabilities are logged beside the trainer's on every step "
-            "(sampler/logprob_gap)", flush=True)
+            "(sampler/logprob_gap)")
     if health is not None and rows.test and world_size() == 1:
         # (With several processes the model is wrapped for data parallelism and generating on one rank alone would stall
         # the others: the check is left out there.)
@@ -724,7 +723,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         import torch.distributed as dist
 
         backend = dist.get_backend() if dist.is_initialized() else "not initialised"
-        say(f"rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
+        worker_line(f"rank {rank()} of {world_size()} ({backend}): {rloo_config.per_device_train_batch_size} "
             f"completions per step of a generation batch of {rloo_config.generation_batch_size}")
     # Last of the trainer's wrappers (patches, sample recording): each part is timed with what it really runs.
     step_timer = StepTimer(trainer, stack.torch)
@@ -747,11 +746,11 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         if why and health is not None and health.rollback_from is not None:  # on_hacking: rollback, once the stop's checkpoint is written
             rolled = roll_back(run_dir, health.rollback_from)
             why["note"] += " " + rolled
-            say(rolled)
+            worker_line(rolled)
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
                            eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
     if main:
-        say(f"{'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}")
+        worker_line(f"{'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}")
     else:
-        say(f"rank {rank()} of {world_size()}: {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}")
+        worker_line(f"rank {rank()} of {world_size()}: {'stopped' if stopped else 'finished'} at step {trainer.state.global_step}")
     return run_dir

@@ -31,7 +31,7 @@ def test_print_writes_the_newline_apart_which_is_why_lines_are_said_whole():
 def test_a_workers_line_is_one_write(monkeypatch):
     stream = _Writes()
     monkeypatch.setattr(train.sys, "stdout", stream)
-    train.say("rank 1 of 2 (gloo): 4 completions per step of a generation batch of 8")
+    train.worker_line("rank 1 of 2 (gloo): 4 completions per step of a generation batch of 8")
     assert stream.calls == ["[rloo-studio] rank 1 of 2 (gloo): 4 completions per step of a generation batch of 8\n"]
 
 
