@@ -13,7 +13,8 @@ reads only a summary's values and intervals (`summary_estimate`), its decoding r
   (the mean success of k samples of one prompt) uses the same formula with n = prompts: averaging
   samples can only shrink a prompt's variance below p(1-p), so the interval errs on the wide side.
 - Means (mean reward) and paired differences: the percentile bootstrap over prompts, seeded, so an
-  evaluation gives the same interval every time it is recomputed.
+  evaluation gives the same interval every time it is recomputed. A mean with no spread at all (every prompt
+  the same score) is no bootstrap's: the Wilson interval for values in [0, 1], else no interval (`mean`).
 - Paired comparisons (tuned vs base, chosen checkpoint vs final) on the same prompts: wins, ties,
   losses and one rule, the exact two-sided sign test on wins vs losses (ties left out): the two are
   distinguishable when p < 0.05. The interval shown with it is the same rule's: the Clopper-Pearson
@@ -92,11 +93,18 @@ def bootstrap_interval(values, seed: int = 0, resamples: int = RESAMPLES) -> tup
 
 
 def mean(values, seed: int = 0) -> dict:
-    """A mean with its bootstrap interval: {value, low, high, n} (None values left out)."""
+    """A mean with its bootstrap interval: {value, low, high, n} (None values left out).
+
+    Values without spread (every prompt scored the same) leave a bootstrap nothing to resample: its [x, x] would read
+    as certainty. Values in [0, 1] then get the Wilson interval of a rate (they vary no more than 0/1 values do);
+    others get no interval (low and high None): nothing in the data says how wide it is."""
     xs = _present(values)
     if not xs:
         return {"value": None, "low": None, "high": None, "n": 0}
-    low, high = bootstrap_interval(xs, seed)
+    if len(set(xs)) == 1:
+        low, high = wilson(sum(xs), len(xs)) if 0.0 <= xs[0] <= 1.0 else (None, None)
+    else:
+        low, high = bootstrap_interval(xs, seed)
     return {"value": sum(xs) / len(xs), "low": low, "high": high, "n": len(xs)}
 
 

@@ -51,7 +51,18 @@ def test_bootstrap_mean_is_seeded_and_close_to_the_normal_interval_on_a_large_sa
     assert a == b and a["n"] == 400 and a["value"] == 0.5
     assert a["low"] == pytest.approx(0.5 - 1.96 * 0.025, abs=0.01)
     assert a["high"] == pytest.approx(0.5 + 1.96 * 0.025, abs=0.01)
-    assert stats.mean([0.7, 0.7, None]) == {"value": 0.7, "low": 0.7, "high": 0.7, "n": 2}
+
+
+def test_a_mean_without_spread_gets_no_zero_width_interval():
+    """Every prompt scored the same: a bootstrap has nothing to resample and gave [x, x], which read as certainty
+    (Evaluate showed "mean reward 0.000 [0.000, 0.000]" from 2 prompts beside a cut-off rate of 0.0 % [0.0, 65.8] from
+    the same 2). A mean of values in [0, 1] then gets the Wilson interval of a rate with n = prompts (such values vary no
+    more than 0/1 ones); a mean outside [0, 1] gets none: nothing in the data says how wide it is."""
+    zero = stats.mean([0.0, 0.0, None])
+    assert (zero["value"], zero["n"], zero["low"]) == (0.0, 2, 0.0) and zero["high"] == pytest.approx(0.658, abs=0.001)
+    assert stats.mean([0.7, 0.7])["low"] == pytest.approx(stats.wilson(1.4, 2)[0])
+    assert stats.mean([3.0, 3.0]) == {"value": 3.0, "low": None, "high": None, "n": 2}
+    assert stats.fmt_interval(stats.mean([3.0, 3.0])) == "3.000 (n=2)"
 
 
 def test_quantile_interpolates_like_numpy_linear():
@@ -187,3 +198,10 @@ def test_too_few_prompts_to_judge_is_said_not_hidden_behind_a_zero_width_interva
     v = stats.verdict(stats.paired([0.0] * 3, [1.0, 1.0, 0.0]), cut_off={"tuned": 0.3, "base": 1.0}, budgets={"tuned": 12, "base": 12})
     assert v["limited"] and v["too_few"] and stats.TOO_FEW in v["line"] and "cut off" in v["line"], v["line"]
     assert v["label"] == f"not distinguishable ({stats.TOO_FEW}), {stats.CUT_OFF}"
+
+
+def test_the_model_card_writes_a_mean_without_an_interval():
+    from rloo_studio.engine.export import _fmt_estimate
+
+    summary = {"mean_reward": 3.0, "intervals": {"mean_reward": {"low": None, "high": None, "n": 2}}}
+    assert _fmt_estimate(summary, "mean_reward", False) == "3.000 (n=2)"
