@@ -288,8 +288,9 @@ def _no_signal(rows: list[dict], facts: RunFacts) -> list[Alert]:
                      "only pull the model back towards where it started.")
         return line
 
-    action = ("Check the rewards in the Rewards tab's preview: make a 0/1 reward graded (partial credit), use more "
-              "completions per prompt or a higher temperature, or drop prompts that are always or never solved.")
+    action = ("Check the rewards in the Rewards tab's preview: first that the model writes what they look for at all "
+              "(the samples show what it writes), then make a 0/1 reward graded (partial credit), use more completions "
+              "per prompt or a higher temperature, or drop prompts that are always or never solved.")
     if facts.beta and facts.normalize_advantages:
         action += " Until the rewards tell completions apart, turn “Normalise advantages” off."
     return [_make(NO_SIGNAL, None, e, numbers, explain, action) for e in _episodes(rows, holds, NO_SIGNAL_STEPS)]

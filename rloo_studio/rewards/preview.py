@@ -361,7 +361,8 @@ def _score(request: ScoreRequest) -> ScoreResult:
     return ScoreResult(
         functions={n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
         rows=table,
-        learnability=_learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals)),
+        learnability=_learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals),
+                                   _one_value([t for t in totals if t is not None])),
         warnings=list(unscored_functions(per_function, errors).values()),
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
         advantage_note=advantage_caveat(request.beta, request.normalize_advantages, request.reward_clip_range),
@@ -461,11 +462,24 @@ def unscored_functions(per_function: dict[str, list], errors: dict[str, list]) -
     return found
 
 
-def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = None, scored_none: bool = False) -> dict:
+def _one_value(totals: list[float], tol: float = 1e-9) -> float | None:
+    """The one total every scored completion got, if they all got the same; else None."""
+    return totals[0] if totals and max(totals) - min(totals) <= tol else None
+
+
+def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = None, scored_none: bool = False,
+                  one_value: float | None = None) -> dict:
     share = sum(flat) / len(flat) if flat else 0.0
     failed = ", ".join(f"`{n}`" for n in unscored or {})
     if scored_none:  # no total at all: "the same total reward" would be said of nothing
         verdict = f"Not known: no function scored any completion ({failed}); fix that and preview again."
+    elif one_value is not None and len(flat) > 1:
+        # Not one prompt's tie but every completion's: more samples or a graded reward rarely help a model that never
+        # writes what the rewards look for, so that is said first.
+        verdict = (f"Every completion got the same total reward ({one_value:g}): your rewards never told two apart. First "
+                   "check that this model can write what your rewards look for at all (the completions above show what "
+                   "it writes: the kind of answer, the format); a model that never earns the reward learns nothing from "
+                   "it. Only then: more completions per prompt, a higher temperature, or a graded reward (partial credit).")
     elif share == 0:
         verdict = "Every prompt's completions got different rewards: each one gives RLOO something to learn from."
     elif share <= LEARNABILITY_WARN:

@@ -134,6 +134,19 @@ def test_learnability_counts_groups_without_signal():
     assert "graded reward" in learn["verdict"] and "more completions" in learn["verdict"]
 
 
+def test_rewards_that_never_tell_two_completions_apart_point_at_the_model_first():
+    """Every completion of every prompt got the same total (a demo model that never writes a date, a reward looking for
+    one): more completions, a higher temperature or a graded reward do not help a model that never earns the reward,
+    and the advice said only those (found walking the app with my own library CSV)."""
+    source = "def has_date(completions, **kwargs):\n    return [1.0 if '2026-' in c else 0.0 for c in completions]\n"
+    learn = scorer.score(request(source, [["75", "70"], ["1", "2"]]))["learnability"]
+    assert learn["no_signal_share"] == 1.0
+    assert learn["verdict"].startswith("Every completion got the same total reward (0): your rewards never told two apart.")
+    assert "can write what your rewards look for" in learn["verdict"]
+    mixed = scorer.score(request(source, [["2026-01-01", "2026-02-02"], ["1", "2"]]))["learnability"]
+    assert mixed["verdict"].startswith("100% of the prompts gave all 2 completions the same total reward")
+
+
 def test_probes_catch_a_gameable_reward_and_pass_a_sound_one():
     gameable = "def longer_is_better(completions, **kwargs):\n    return [min(len(c) / 50, 5.0) for c in completions]\n"
     sound = ("import re\n"
