@@ -29,7 +29,7 @@ from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
-from .run_view import reply_marks, step_axis
+from .run_view import reply_marks, step_axis, steps_without_gradient
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
 from .poller import Poller
@@ -156,7 +156,8 @@ def tuned_verdict(report: dict) -> dict:
                    budgets=_budgets(report, report["tuned"], f"tuned ({name})"))
 
 
-def summary_markdown(report: dict | None) -> str:
+def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> str:
+    """The evaluation's summary; with the run's folder, also whether its training moved the weights at all."""
     if not report:
         return "No evaluation yet for this run: press **Evaluate**."
     decoding = report["decoding"]
@@ -174,6 +175,11 @@ def summary_markdown(report: dict | None) -> str:
         lines.append("; ".join(parts) + ".")
     found = tuned_verdict(report)
     lines.append(("⚠️ " if found["limited"] else "") + found["line"] + ".")
+    still = steps_without_gradient(runs.read_jsonl(Path(run_dir) / runs.METRICS_FILE)) if run_dir else None
+    if still is not None:
+        lines.append(f"⚠️ **The weights never changed:** all {still} logged steps of this run had a gradient of 0, so "
+                     "tuned is the base model and no number of held-out prompts will separate them. Give the run a "
+                     "learning signal first (Rewards tab: Sample and score), then train again.")
     loops = {side: _loops(report, side) for side in ("base", name)}
     if any(count for count, _ in loops.values()):
         lines.append("Replies stuck in a repetition loop (one sentence or phrase at least 3 times over most of the reply): "
@@ -330,7 +336,7 @@ class EvalTab:
         folder = runs.run_folder(self.runs_dir, run_id)
         if folder and runs.old_eval(folder):
             return f"**{runs.OLD_EVAL[0].upper() + runs.OLD_EVAL[1:]}:** press **Evaluate** to evaluate it again."
-        return summary_markdown(self._report(run_id))
+        return summary_markdown(self._report(run_id), folder)
 
     def show(self, run_id):
         return [self._checkpoints(run_id)] + self.render(self._report(run_id), self._summary(run_id))
@@ -390,4 +396,5 @@ class EvalTab:
         except json.JSONDecodeError:
             report = self._report(run_id)
         note = not_final_note(folder, checkpoint)
-        return self.render(report, f"**Evaluated {note}.**  \n" + summary_markdown(report) if note else None)
+        return self.render(report, f"**Evaluated {note}.**  \n" + summary_markdown(report, folder) if note
+                           else summary_markdown(report, folder))

@@ -95,13 +95,20 @@ def status_markdown(view: RunView | None) -> str:
     return "  \n".join(lines)
 
 
+def steps_without_gradient(metrics: list[dict]) -> int | None:
+    """How many logged steps there were when none moved the weights (every grad norm 0); None when any step had a
+    gradient, or none was logged. The one rule of the Train tab's line and the Evaluate tab's."""
+    norms = [m["grad_norm"] for m in metrics if isinstance(m.get("grad_norm"), (int, float))]
+    return None if not norms or any(n > 0 for n in norms) else len(norms)
+
+
 def weights_unchanged_line(metrics: list[dict]) -> str | None:
     """Said when no logged step moved the weights (every grad norm 0): the run "finished" and its tuned model is the
     base model, which a person must not read as "RLOO tried and did not help". None when any step had a gradient."""
-    norms = [m["grad_norm"] for m in metrics if isinstance(m.get("grad_norm"), (int, float))]
-    if not norms or any(n > 0 for n in norms):
+    steps = steps_without_gradient(metrics)
+    if steps is None:
         return None
-    return (f"⚠️ **The weights have not changed:** all {len(norms)} logged steps had a gradient of 0, so the tuned model is "
+    return (f"⚠️ **The weights have not changed:** all {steps} logged steps had a gradient of 0, so the tuned model is "
             "still the base model. Every prompt's completions scored alike (no learning signal): check in the Rewards tab "
             "that the model can earn your reward at all (Sample and score, Scan the data), e.g. that it writes the format or "
             "the kind of answer the reward looks for.")

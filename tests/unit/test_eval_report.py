@@ -138,6 +138,20 @@ def test_the_evaluate_tab_does_not_claim_a_win_on_six_prompts():
     assert "n = 6" in eval_tab.chart_title(report)
 
 
+def test_the_evaluate_tab_says_when_the_weights_never_changed(tmp_path):
+    """A run whose every logged step had a gradient of 0 trained nothing: its tuned model is the base model, and the
+    verdict's "evaluate on more prompts" cannot separate the two (a walk with my own CSV read that advice, which the
+    Train tab's "weights have not changed" line contradicted). The summary says so; a run that moved says nothing."""
+    from rloo_studio import runs
+    from rloo_studio.ui import eval_tab
+
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, [{"step": s, "grad_norm": 0.0} for s in (1, 2, 3)])
+    text = eval_tab.summary_markdown(six_prompt_report(), tmp_path)
+    assert "The weights never changed" in text and "no number of held-out prompts will separate them" in text
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, [{"step": 4, "grad_norm": 0.5}])
+    assert "weights never changed" not in eval_tab.summary_markdown(six_prompt_report(), tmp_path)
+
+
 def test_the_evaluate_tab_names_a_best_checkpoint_when_it_is_distinguishable():
     from rloo_studio.ui import eval_tab
 
