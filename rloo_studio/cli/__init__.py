@@ -139,7 +139,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             gpu = hw.gpus[0]
             device_gib, device_name, bf16 = gpu.total_gb, f"{gpu.name}, {gpu.total_gb:.1f} GB", gpu.bf16
         elif hw.ram_gb:  # no GPU: the run trains on the CPU, in RAM
-            device_gib, device_name, bf16, on_cpu = hw.ram_gb, f"this computer's RAM, {hw.ram_gb:.1f} GB", False, True
+            device_gib, device_name, bf16, on_cpu = hw.ram_gb, f"this computer's RAM, {hw.ram_gb:.1f} GiB", False, True
     est = estimate_config(cfg, device_gib, bf16, on_cpu)
     if args.measure:
         return _estimate_measured(args, cfg, est, device_name)

@@ -248,7 +248,7 @@ class PageForm:
         (training then runs on the CPU, in RAM); (None, True, None, True) when neither is known."""
         hw = self.hw.get()
         if not hw.gpus:
-            return (hw.ram_gb, False, f"this computer's RAM ({hw.ram_gb:.1f} GB)", True) if hw.ram_gb else (None, True, None, True)
+            return (hw.ram_gb, False, f"this computer's RAM ({hw.ram_gb:.1f} GiB)", True) if hw.ram_gb else (None, True, None, True)
         return hw.gpus[0].total_gb, hw.gpus[0].bf16, f"{hw.gpus[0].name} ({hw.gpus[0].total_gb:.1f} GB)", False
 
     def estimate_for(self, cfg: RunConfig | None):

@@ -294,7 +294,8 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     icon = {"fits": "✅", "tight": "⚠️", "exceeds": "⛔"}.get(est.verdict or "", "ℹ️")
     if est.verdict and est.on_cpu:
         # No GPU: the run trains on the CPU, in RAM; other programs need some of it too.
-        head = (f"{icon} **Estimated peak memory: {est.total_gib:.1f} GiB — {est.verdict}** in {device} (no GPU here: "
+        words = {"fits": "fits in", "tight": "tight in", "exceeds": "more than"}.get(est.verdict, est.verdict)
+        head = (f"{icon} **Estimated peak memory: {est.total_gib:.1f} GiB — {words}** {device} (no GPU here: "
                 "training runs on the CPU, in RAM)")
     elif est.verdict:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"

@@ -240,7 +240,7 @@ def test_without_a_gpu_the_estimate_is_held_against_ram_and_shrink_to_fit_fits_i
         form[text.MODEL] = "HuggingFaceTB/SmolLM2-135M-Instruct"
         form["Batch per device (completions)"] = 512
         estimate = form.call("/estimate")
-        assert "**Estimated peak memory:" in estimate and "— exceeds** in this computer's RAM (24.0 GB)" in estimate, estimate
+        assert "**Estimated peak memory:" in estimate and "— more than** this computer's RAM (24.0 GiB)" in estimate, estimate
         assert "no GPU here: training runs on the CPU, in RAM" in estimate and "Shrink to fit" in estimate
         assert "| Python, PyTorch and the libraries |" in estimate and "CUDA" not in estimate
         message, *new_values = form.call("/shrink_to_fit")

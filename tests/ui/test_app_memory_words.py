@@ -76,7 +76,7 @@ def test_on_a_cpu_the_estimates_advice_names_the_pages_fields(tmp_path):
         form[text.MODEL] = "HuggingFaceTB/SmolLM2-135M-Instruct"
         form["Batch per device (completions)"] = 512
         estimate = form.call("/estimate")
-        assert "— exceeds** in this computer's RAM" in estimate and jargon(estimate) == [], estimate
+        assert "— more than** this computer's RAM" in estimate and jargon(estimate) == [], estimate
         assert "“Batch per device (completions)”" in estimate.split("<details>")[0]
         message, *values = form.call("/shrink_to_fit")
         assert "now fits" in message and jargon(message) == [], message
