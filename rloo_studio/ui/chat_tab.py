@@ -145,8 +145,9 @@ class ChatTab:
                 self.max_tokens = gr.Slider(1, MAX_TOKENS_MAX, value=256, step=1, label="Max new tokens", elem_id="chat-max-tokens")
                 self.seed = gr.Number(0, precision=0, label="Seed", info="Both sides use it; Retry moves to the next one", elem_id="chat-seed")
                 self.decoding = gr.Radio([SAMPLED, GREEDY], value=SAMPLED, label="Decoding", elem_id="chat-decoding",
-                                         info="greedy: always the most likely token (temperature, top-p and seed unused; "
-                                              "the same reply every time)")
+                                         info="sampled: with the temperature, top-p and seed below (Retry gives another "
+                                              "reply); greedy: always the most likely token (those three unused; the same "
+                                              "reply every time)")
             self.blind = gr.Checkbox(False, label="Blind mode: hide which side is which until I vote", elem_id="chat-blind")
         with gr.Row():
             with gr.Column():
