@@ -664,7 +664,7 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     # A judge's score is followed by its own words (what it replied, and why a score is None).
     said = [n for n in names if any(n in r.get("reasons", {}) for r in result.get("rows", []))]
     scores = [h for n in names for h in ([n, n + REASON_SUFFIX] if n in said else [n])]
-    headers = ["#", "prompt"] + (["thinking"] if with_thinking else []) + ["answer"] + scores + ["total", BASELINE, "advantage"]
+    headers = ["#", "prompt"] + (["thinking"] if with_thinking else []) + ["reply"] + scores + ["total", BASELINE, "advantage"]
     rows = []
     for r, (thinking, answer) in zip(result.get("rows", []), split):
         cells = [c for n in names for c in ([_num(r["rewards"][n]), r.get("reasons", {}).get(n, "")] if n in said
@@ -727,7 +727,7 @@ def agreement_line(pairs: list[dict]) -> str:
 BASELINE = "baseline (others' mean)"
 SUMMARY_HEADERS = ["function", "weight", "mean", "std", "min", "max", "None", "errors"]
 # What the completions table holds before a preview (its headers then, instead of Gradio's "1 2 3").
-EMPTY_PREVIEW_HEADERS = ["#", "prompt", "answer", "total", BASELINE, "advantage"]
+EMPTY_PREVIEW_HEADERS = ["#", "prompt", "reply", "total", BASELINE, "advantage"]
 
 
 def unshown_entries(rewards) -> list[dict]:
@@ -763,7 +763,7 @@ def unshown_note(state: dict | None) -> str:
 
 
 REASON_SUFFIX = " says"  # the column of a judge's own words, after its score column
-TEXT_COLUMNS = {"prompt": 4, "thinking": 3, "answer": 3}  # shares of the width left over by the number columns
+TEXT_COLUMNS = {"prompt": 4, "thinking": 3, "reply": 3}  # shares of the width left over by the number columns
 REASON_SHARE = 3  # a judge's words share the width like the answer
 # The table's width in a 1400 px window (the page's margins taken off), and a header character's width in the
 # page's monospace 14 px font (0.6 em) plus a cell's padding, measured in Chromium. Number columns are as wide as

@@ -33,7 +33,8 @@ _LOGGED_DICT = re.compile(r"\{'[^{}]*\}")
 # Terminal instructions a progress bar or a coloured logger writes (cursor moves such as ESC[A, line erases, colours,
 # window titles) and other control characters: they move a terminal's cursor and mean nothing as text in a page.
 _TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-SAMPLE_HEADERS = ["step", "prompt", "thinking", "answer", "rewards", "total", "KL penalty", "advantage"]
+# "reply": the model's words after its thinking; "answer" is the data's reference, on every page
+SAMPLE_HEADERS = ["step", "prompt", "thinking", "reply", "rewards", "total", "KL penalty", "advantage"]
 # Every column's width, adding up to the table's: the answer is what a person reads (it once had 7 %, ~70 px at
 # 1280 px, and split its words); the numbers get their header's longest word.
 SAMPLE_WIDTHS = ["5%", "18%", "14%", "20%", "18%", "7%", "8%", "10%"]

@@ -158,7 +158,7 @@ class TrainTab:
                                            y_title="mean reward", height=300, elem_id="reward-plot")
             self.length_plot = gr.LinePlot(run_view.length_frame(None), x="step", y="value", color="series", title="Completions",
                                            height=300, elem_id="length-plot")
-        self.samples = gr.Dataframe(headers=run_view.SAMPLE_HEADERS, label="Recent completions (newest first): each answer's rewards, "
+        self.samples = gr.Dataframe(headers=run_view.SAMPLE_HEADERS, label="Recent completions (newest first): each reply's rewards, "
                                     "its weighted total, its KL penalty (β × KL to the start model) and the advantage training used: "
                                     "(total − KL penalty) − the mean of that over the other completions to the same prompt, "
                                     "then normalised if “Normalise advantages” is on",

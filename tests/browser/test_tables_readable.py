@@ -83,7 +83,7 @@ def test_key_columns_are_readable_at_1280(trained_tiny_run):
         page.locator("#run-watch").click()
         page.get_by_role("tab", name="4 · Train").click()
         expect(page.locator("#samples")).to_contain_text("numeric_answer=", timeout=60_000)
-        problems += unreadable(page, "samples", ["prompt", "answer", "rewards"], ["total", "KL penalty", "advantage"])
+        problems += unreadable(page, "samples", ["prompt", "reply", "rewards"], ["total", "KL penalty", "advantage"])
         page.locator("#reward-plot").screenshot(path=str(ARTIFACTS / "tables-reward-plot.png"))  # whole steps on its axis
         print("\n".join(problems))  # seen even if the evaluation below does not finish
 

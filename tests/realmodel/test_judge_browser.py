@@ -169,7 +169,7 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
     rows = [[table.locator(f"[data-testid=cell-{i}-{j}]").inner_text().strip() for j in range(advantage + 1)] for i in range(4)]
     sampled = [r for r in requests(log)[asked_before:] if RUBRIC in r["messages"][0]["content"]]
     # Each different sampled completion put to the judge once (the same completion twice is asked once).
-    shown = [h for h in ("thinking", "answer") if h in headers]
+    shown = [h for h in ("thinking", "reply") if h in headers]
     distinct = {tuple(row[headers.index(h)] for h in shown) for row in rows}
     assert len(sampled) == len(distinct), (len(sampled), distinct)
     for row in rows:  # the judge's own words in each row

@@ -18,7 +18,7 @@ from rloo_studio.ui.app import build_app
 from rloo_studio.ui.freshness import MARK, stamp_of
 from rloo_studio.ui.rewards_tab import SUMMARY_HEADERS, preview_column_widths
 
-HEADERS = ["#", "prompt", "thinking", "answer", "numeric_answer", "total", "baseline (others' mean)", "advantage"]
+HEADERS = ["#", "prompt", "thinking", "reply", "numeric_answer", "total", "baseline (others' mean)", "advantage"]
 ROWS = [[1, "What is 2 + 2?", "2+2", "4", 1.0, 1.0, 0.0, 1.0], [1, "What is 2 + 2?", "2+2", "5", 0.0, 0.0, 1.0, -1.0]]
 STATUS = "Scored 2 completions (your pasted completions) in 3.1 s."
 FINDINGS = "⚠️ **Learnability:** 100 % of the prompts gave …\n\n⚠️ **Hack probe:** an empty answer scores 1.0"
@@ -73,7 +73,7 @@ def test_a_reload_puts_the_preview_back_as_it_was_and_marks_it_outdated_when_the
     # table's own change sends it whole.
     assert (page.ids["preview-table"], "change") in [tuple(t) for t in save_dep["targets"]]
     summary = pd.DataFrame([["numeric_answer", 1.0, 0.5, 0.5, 0.0, 1.0, 0, ""]], columns=SUMMARY_HEADERS)
-    save(stamp, None, STATUS, pd.DataFrame([], columns=["#", "prompt", "answer", "total"]), summary, FINDINGS)
+    save(stamp, None, STATUS, pd.DataFrame([], columns=["#", "prompt", "reply", "total"]), summary, FINDINGS)
     _, _, _, _, _, first = restore()
     save(stamp, None, STATUS, pd.DataFrame(ROWS, columns=HEADERS), summary, FINDINGS)
 

@@ -254,13 +254,13 @@ def test_the_completions_table_leaves_out_an_empty_thinking_column_and_sizes_eve
 
     source = "def numeric_answer(completions, **kwargs):\n    return [0.5 for c in completions]\n"
     plain = preview_tables(scorer.score(request(source, [["72", "seventy-two"]])))[0]
-    assert plain["headers"][:3] == ["#", "prompt", "answer"] and [row[2] for row in plain["data"]] == ["72", "seventy-two"]
+    assert plain["headers"][:3] == ["#", "prompt", "reply"] and [row[2] for row in plain["data"]] == ["72", "seventy-two"]
     thought = preview_tables(scorer.score(request(source, [["<think>9*8</think>72", "72"]])))[0]
-    assert thought["headers"][:4] == ["#", "prompt", "thinking", "answer"] and [row[2] for row in thought["data"]] == ["9*8", ""]
+    assert thought["headers"][:4] == ["#", "prompt", "thinking", "reply"] and [row[2] for row in thought["data"]] == ["9*8", ""]
     widths = dict(zip(thought["headers"], preview_column_widths(thought["headers"])))
     # A number column is as wide as its header's longest word (14 characters here), the text columns share the rest.
     assert float(widths["numeric_answer"].removesuffix("px")) > float(widths["total"].removesuffix("px"))
-    assert all(widths[h].endswith("%") for h in ("prompt", "thinking", "answer"))
+    assert all(widths[h].endswith("%") for h in ("prompt", "thinking", "reply"))
 
 
 def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_one():
