@@ -43,6 +43,7 @@ from ..paths import DEMO_MODEL_DIR
 from ..protocol import ScoreRequest, ScoreResult, WrittenShape
 from ..runs import REWARDS_FILE
 from .asks import check_asks
+from .runtime import prompt_display
 from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
 from .thinking import prompt_opens_think
 from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
@@ -351,7 +352,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
         group = i // k
         others = [t for j, t in enumerate(totals[group * k:group * k + k]) if j != i % k and t is not None]
         table.append({
-            "group": group, "prompt": _prompt_text(prompts[i]), "completion": text,
+            "group": group, "prompt": prompt_display(prompts[i]), "completion": text,
             "rewards": {n: per_function[n][i] for n in names}, "reasons": {n: said[i] for n, said in reasons.items()},
             "total": totals[i],
             "baseline": statistics.fmean(others) if others and totals[i] is not None else None,
@@ -442,6 +443,7 @@ def agreement(per_function: dict[str, list[float | None]], judges: list[str]) ->
 
 
 def _prompt_text(prompt) -> str:
+    """The prompt's words alone, without roles (what the echo probe repeats); the table shows `prompt_display`'s."""
     if isinstance(prompt, list):
         return "\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
     return str(prompt)

@@ -244,7 +244,7 @@ class SampleRecorder:
                 rows.append({
                     "step": step,
                     "group": group,
-                    "prompt": _prompt_text(prompts[j]),
+                    "prompt": prompt_display(prompts[j]),
                     "completion": text,
                     "thinking": thinking,
                     "answer": answer,
@@ -266,7 +266,8 @@ class SampleRecorder:
         return len(ids) >= self.budget and (not ids or int(ids[-1]) not in self.end_ids)
 
 
-def _prompt_text(prompt) -> str | None:
+def prompt_display(prompt) -> str | None:
+    """A prompt as the pages show it: its text, or a chat's messages one a line with their roles ("[system] …")."""
     if prompt is None or isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list):

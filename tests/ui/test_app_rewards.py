@@ -133,6 +133,9 @@ def test_pasted_completions_reach_the_rewards_in_the_shape_training_gives(app):
     table = update["value"]
     column = table["headers"].index("sees_system")
     assert [row[column] for row in table["data"]] == [1.0, 1.0]
+    # The prompt cell shows the messages with their roles, as the Train tab's recent completions do (it read "Answer
+    # briefly. What is 2+2?", as if the system prompt were part of the question).
+    assert table["data"][0][1] == "[system] Answer briefly.\n[user] What is 2+2?"
     # The pinned examples' waiting child scored them (and the next one waits): no command-line child in between.
     assert scorer.WRITTEN.waiting is not None and scorer.WRITTEN.waiting is not before
     pinned = {"headers": PINNED["headers"], "data": [["What is 2+2?", "4", "4", 1.0, 1.0]]}
