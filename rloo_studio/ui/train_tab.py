@@ -332,11 +332,14 @@ class TrainTab:
 
         poller.tick(self.poll_changes, inputs=[form.watched, self.shown], outputs=self.outputs + [self.shown])
         poller.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, only_changes=True)
+        # Stop and its mirror (stop_live) have this one writer: the poll's ticks run one at a time. A second writer (the
+        # watched run's change) that read the mirror before the other's update landed could leave it saying "enabled"
+        # over a disabled button, and no later tick would send the button again. A newly watched run's Stop follows
+        # within a tick.
         poller.tick(stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live])
         # One handler on the watched run's change, the alerts chained after it (two would restart each other: derived.py).
         form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
-            self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last").then(
-            stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live], api_visibility="private")
+            self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last")
         # The lines derived from several fields, through the form's one change event (derived.py): a form load sets them
         # all at once, and the line computed from half-updated fields must not land last and stay ("4 completions =
         # 0.5 prompts × 8" beside k = 8, batch 128): that event's last run reads the final values.

@@ -55,3 +55,18 @@ def test_no_component_event_has_two_handlers_that_wait_for_each_other(tmp_path):
         assert not doubled, f"two 'always_last' handlers of one event restart each other: {doubled}"
     finally:
         demo.inference_worker.shutdown()
+
+
+def test_the_stop_button_has_one_writer(tmp_path):
+    """Stop is enabled from the watched run's state, and a State mirrors what the page shows so that the poll sends the
+    button only on a change. Two events wrote both (the poll and the watched run's change): one that read the mirror
+    before the other's update landed could leave the mirror saying "enabled" over a disabled button, and every later
+    poll then sent nothing. Seen in a browser while a run trained: Stop enabled, then disabled for over a minute."""
+    demo = build_app(tmp_path / "runs", detect_hardware=False)
+    try:
+        ids = {block.elem_id: block_id for block_id, block in demo.blocks.items() if getattr(block, "elem_id", None)}
+        writers = [d for d in demo.config["dependencies"] if ids["stop-training"] in d["outputs"]]
+        assert len(writers) == 1, [d["targets"] for d in writers]
+    finally:
+        demo.inference_worker.shutdown()
+
