@@ -13,8 +13,11 @@ The rule, on the reply lower-cased with its whitespace collapsed:
    times (copies not overlapping), whose copies make up at least MIN_SHARE of the reply's words, is a
    loop; the shortest such phrase at the largest share is reported (this finds loops
    without punctuation, "4 4 4 4 4" or "and then and then and then").
+3. Runs: a unit of MIN_RUN_UNIT to SHOWN_CHARS characters written back to back at least MIN_REPEATS times, the
+   run at least MIN_RUN_CHARS long and MIN_SHARE of the reply's characters (finds what has no spaces to split
+   at: "<think></think><think></think>…"; "hahaha" and "1000000" are too short to count).
 
-Either is enough; a sentence found by 1 is reported before a phrase found by 2. A reply that repeats
+Any is enough; a sentence found by 1 is reported before a phrase found by 2, and that before a run found by 3. A reply that repeats
 a sentence twice, or repeats a short phrase inside mostly other text, is not a loop.
 """
 
@@ -27,6 +30,8 @@ MIN_REPEATS = 3
 MIN_SHARE = 0.5  # the repeated unit covers at least half of the reply
 MAX_PHRASE_WORDS = 16
 SHOWN_CHARS = 60  # how much of the repeated unit a mark quotes
+MIN_RUN_UNIT = 2
+MIN_RUN_CHARS = 24  # a back-to-back run shorter than this is a word ("hahaha", "1000000", "Mississippi"), not a loop
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -75,12 +80,26 @@ def _phrase_loop(text: str) -> dict | None:
     return best
 
 
+_RUN = re.compile(r"(.{%d,%d}?)\1{%d,}" % (MIN_RUN_UNIT, SHOWN_CHARS, MIN_REPEATS - 1), re.DOTALL)
+
+
+def _run_loop(text: str) -> dict | None:
+    normal = _normal(text)
+    best = None
+    for match in _RUN.finditer(normal):
+        unit, run = match.group(1), match.group(0)
+        share = len(run) / len(normal)
+        if len(run) >= MIN_RUN_CHARS and share >= MIN_SHARE and (best is None or share > best["share"]):
+            best = {"unit": unit, "times": len(run) // len(unit), "share": share}
+    return best
+
+
 def find_loop(text: str | None) -> dict | None:
     """The loop in `text` by the module's rule: {unit (the repeated sentence or phrase, normalised), times, share (of
     the reply it covers)}; None when there is none."""
     if not text or not text.strip():
         return None
-    return _sentence_loop(text) or _phrase_loop(text)
+    return _sentence_loop(text) or _phrase_loop(text) or _run_loop(text)
 
 
 def loop_note(loop: dict | None) -> str:

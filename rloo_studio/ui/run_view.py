@@ -271,22 +271,26 @@ def _rounded(value):
     return round(value, 3) if isinstance(value, (int, float)) else value
 
 
-def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None) -> list[str]:
-    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended, `🔁 repeats “…” 6
-    times (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
+def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None, reply: str | None = None) -> list[str]:
+    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended, `∅ empty reply`
+    when it says nothing (`reply`: the part after a closed thought, where the text has one), `🔁 repeats “…” 6 times
+    (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
     marks = []
     if cut_off:
         marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}" if budget else "✂ cut off by the token budget")
+    said = text if reply is None else reply
+    if said is not None and not said.strip():
+        marks.append("∅ empty reply")
     loop = loop_note(find_loop(text))
     if loop:
         marks.append(f"🔁 {loop}")
     return marks
 
 
-def reply_marks(text: str | None, cut_off: bool, budget: int | None = None) -> str:
+def reply_marks(text: str | None, cut_off: bool, budget: int | None = None, reply: str | None = None) -> str:
     """A completions table cell's marks, before the reply's text: `[✂ cut off at 24 tokens] [🔁 …] ` and a line break;
-    "" for neither."""
-    marks = reply_mark_list(text, cut_off, budget)
+    "" for none."""
+    marks = reply_mark_list(text, cut_off, budget, reply)
     return "".join(f"[{m}] " for m in marks) + ("\n" if marks else "")
 
 
@@ -298,8 +302,9 @@ def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
     for s in reversed(view.samples if view else []):
         rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
         penalty = s.get("kl_penalty")
-        answer = s.get("answer") or s.get("completion") or ""
-        answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None) + answer
+        # The reply after a closed thought: the thinking has its own column, and a reply that is only a thought is empty.
+        answer = s["answer"] if isinstance(s.get("answer"), str) else s.get("completion") or ""
+        answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None, answer) + answer
         rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", answer, rewards,
                      _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:

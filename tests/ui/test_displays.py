@@ -121,3 +121,26 @@ def test_replacing_the_whole_code_keeps_the_ticks_of_the_functions_it_brings_bac
     assert functions_now("def polite(completions, **kwargs):\n    return [1.0] * len(completions)\n", table) == gr.skip()
     assert functions_now("def other(completions, **kwargs):\n    return [0.0] * len(completions)\n", table) == \
         [[False, "other", 1.0]]
+
+
+def test_recent_completions_mark_an_empty_reply_and_never_show_the_thinking_as_the_reply():
+    """A completion that only thinks (`<think>…</think>` and nothing after) showed its whole text, thinking included,
+    in the reply cell, and an empty reply carried no mark (a walk found both)."""
+    from pathlib import Path
+
+    from rloo_studio.workers.jobs import RunView
+    from rloo_studio.rewards.runtime import SampleRecorder
+
+    written = []
+    recorder = SampleRecorder(["r"], [1.0], num_generations=3, groups_per_step=1, write=written.extend)
+    completions = ["<think>the hours are 9-5</think>", "", "<think>ok</think>Open 9-5."]
+    recorder.on_values("r", {"completions": completions, "prompts": ["p"] * 3}, [0.0, 0.0, 1.0])
+    recorder.on_trained([-0.5, -0.5, 1.0], None)
+    view = RunView(run_id="r", path=Path("r"), state="finished", status={}, samples=written)
+    rows = run_view.samples_rows(view)
+    by_completion = {c: row for c, row in zip(reversed(completions), rows)}
+    thought_only = by_completion["<think>the hours are 9-5</think>"]
+    assert thought_only[2] == "the hours are 9-5" and thought_only[3] == "[∅ empty reply] \n"
+    assert by_completion[""][3] == "[∅ empty reply] \n"
+    assert by_completion["<think>ok</think>Open 9-5."][3] == "Open 9-5."
+    assert run_view.reply_mark_list("  ", False) == ["∅ empty reply"] and run_view.reply_mark_list(None, False) == []

@@ -37,3 +37,14 @@ def test_ordinary_replies_are_not_loops():
     long_reply = "Yes. " * 3 + "Here is a longer explanation of the steps, with several different sentences in it. " \
         "First we read the question. Then we compute the product of the two numbers carefully. Finally we check it."
     assert find_loop(long_reply) is None
+
+
+def test_tags_repeated_back_to_back_without_spaces_are_a_loop():
+    """A small thinking model's reply of empty thoughts, `<think></think><think></think>…`, is one "word": neither the
+    sentence nor the phrase rule saw it (a walk found such replies in the samples, unmarked)."""
+    loop = find_loop("<think></think>" * 5)
+    assert loop is not None and loop["unit"] == "<think></think>" and loop["times"] == 5 and loop["share"] == 1.0
+    assert find_loop("ok " + "ab!" * 12)["times"] == 12
+    # Short runs and numbers are no loops: "1000000", "hahaha", "www.example.com".
+    for reply in ("1000000", "hahaha", "www.example.com", "The price is 120000 EUR", "--------", "Mississippi"):
+        assert find_loop(reply) is None, reply
