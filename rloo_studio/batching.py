@@ -84,6 +84,31 @@ def batch_plan(rloo: Mapping[str, Any], processes: int = 1) -> BatchPlan:
                      max(1, steps_per_generation), max(1, int(rloo["num_iterations"])))
 
 
+def prompts_needed(plan: BatchPlan) -> int:
+    """Training prompts one generation batch needs. Fewer in the data and TRL's sampler yields no batch at all: the run
+    "finishes" at step 0 having trained nothing (engine/preflight refuses it; the Train tab says it before Start).
+
+    >>> prompts_needed(BatchPlan(per_device=8, accumulation=8192, processes=1, num_generations=8,
+    ...                          steps_per_generation=8192, num_iterations=1))
+    8192
+    """
+    return plan.generation_batch // plan.num_generations
+
+
+def per_device_that_fills(train_prompts: int, plan: BatchPlan) -> int | None:
+    """The largest per-device batch whose generation batch `train_prompts` prompts fill and which k divides (as RLOOConfig
+    requires); None when even the smallest needs more (the steps per generation, or the processes, are too many).
+
+    >>> per_device_that_fills(22, BatchPlan(256, 1, 1, 8, 1, 1)), per_device_that_fills(22, BatchPlan(8, 8192, 1, 8, 8192, 1))
+    (176, None)
+    """
+    per_generation = plan.processes * plan.steps_per_generation  # the generation batch is per_device times this
+    for per_device in range(train_prompts * plan.num_generations // per_generation, 0, -1):
+        if per_device * per_generation % plan.num_generations == 0:
+            return per_device
+    return None
+
+
 def plan_words(rloo: Mapping[str, Any]) -> str:
     """The effective trainer arguments beside the batch plan that change what a step does, in the Train tab's words:
     the optimiser, weight decay, warm-up, accumulation and seed (a config could leave them to a backend's defaults).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..batching import BatchPlan
+from ..batching import BatchPlan, per_device_that_fills, prompts_needed
 from ..config import RunConfig
 from ..errors import ConfigError, StudioError
 from ..rewards import check_reward_specs
@@ -45,16 +45,16 @@ def preflight(cfg: RunConfig, rloo_fields: Mapping | None = None, num_processes:
 
 
 def too_few_prompts(train_prompts: int, plan: BatchPlan) -> list[str]:
-    """A problem when the training data cannot fill one generation batch: TRL's sampler then yields no batch at all and
-    the run "finishes" at step 0 having trained nothing."""
-    needed = plan.generation_batch // plan.num_generations
+    """A problem when the training data cannot fill one generation batch (batching.prompts_needed), in config words."""
+    needed = prompts_needed(plan)
     if train_prompts >= needed:
         return []
-    fits = train_prompts * plan.num_generations // plan.processes
+    fits = per_device_that_fills(train_prompts, plan)
     suggestion = (f"or lower rloo.per_device_train_batch_size to {fits} ({train_prompts} prompt"
                   f"{'s' if train_prompts != 1 else ''} × {plan.num_generations} completions)"
-                  if fits >= plan.num_generations and fits % plan.num_generations == 0 and plan.steps_per_generation == 1
-                  else "or lower rloo.per_device_train_batch_size")
+                  if fits and plan.steps_per_generation == 1
+                  else "or lower rloo.per_device_train_batch_size" + (f" (at most {fits})" if fits else "")
+                  + (f" or rloo.gradient_accumulation_steps ({plan.accumulation})" if plan.steps_per_generation > 1 else ""))
     return [f"data: the training data has {train_prompts} prompt{'s' if train_prompts != 1 else ''}, but one generation batch "
             f"needs {needed} (per_device_train_batch_size {plan.per_device} × {plan.processes} process"
             f"{'es' if plan.processes != 1 else ''} × steps_per_generation {plan.steps_per_generation} ÷ num_generations "

@@ -21,7 +21,8 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs, trial
-from ..batching import batch_plan, effective_line, epochs, epochs_words, plan_words, summary_line
+from ..batching import (batch_plan, effective_line, epochs, epochs_words, per_device_that_fills, plan_words,
+                        prompts_needed, summary_line)
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
@@ -633,6 +634,17 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
     if rows <= 0 or k <= 0 or batch < k or steps <= 0 or passes <= 0:
         return ""
     plan = form_rloo(base, k, batch, passes).batch_plan()
+    needed = prompts_needed(plan)
+    if rows < needed:  # no step can be made: how often a prompt would be seen means nothing
+        fits = per_device_that_fills(rows, plan)
+        label = text.RLOO_FIELDS["per_device_train_batch_size"][0]
+        fix = (f"Lower “{label}” to {fits} ({rows} prompts × {plan.num_generations} completions), or add rows." if fits else
+               f"Even a “{label}” of 1 needs more: each generation batch is {plan.steps_per_generation} of them (the "
+               f"{plan.accumulation} accumulation steps a preset or Shrink to fit set; its Undo puts the batch back). Add rows, "
+               f"or lower the batch.")
+        return (f"⛔ Your data has {rows} training rows, but one generation batch needs {needed} prompts "
+                f"({plan.generation_batch} completions ÷ {plan.num_generations} per prompt): training would finish at step 0 "
+                f"without learning anything. " + fix)
     seen = epochs(rows, plan, steps)
     line = f"{rows} training rows × {steps} steps × {plan.new_prompts_per_step:g} new prompts per step = {epochs_words(seen, bold=True)}."
     if seen > MANY_EPOCHS:

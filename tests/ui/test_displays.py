@@ -41,6 +41,21 @@ def test_the_epochs_are_said_before_start():
     assert epochs_markdown(2000, 8, 32, 40) == "2000 training rows × 40 steps × 4 new prompts per step = **0.08 epochs** (8 % of the prompts seen once)."
 
 
+def test_a_batch_the_data_cannot_fill_is_said_before_start():
+    """22 rows and a batch of 65536 completions (what Shrink to fit left, keeping the completions per step): the line
+    said "⚠️ … = 2979 epochs … use fewer Training steps", when no step could ever be made: the run's own check refuses
+    it, as TRL would finish at step 0 (a walk found it)."""
+    base = {"config": {"rloo": {"gradient_accumulation_steps": 8192}}}
+    line = epochs_markdown(22, 8, 8, 10, 1, base)
+    assert line.startswith("⛔ Your data has 22 training rows, but one generation batch needs 8192 prompts"), line
+    assert "finish at step 0" in line and "epochs" not in line
+    assert "8192 accumulation steps a preset or Shrink to fit set; its Undo puts the batch back" in line
+    # Without the hidden accumulation: a batch of 24 completions is 3 prompts, which 22 rows fill.
+    assert not epochs_markdown(22, 8, 24, 10).startswith("⛔")
+    # The suggestion is a batch that fits: 22 prompts × 8 completions.
+    assert "“Batch per device (completions)” to 176 (22 prompts × 8 completions)" in epochs_markdown(22, 8, 256, 10)
+
+
 def test_the_method_a_preset_chose_is_explained():
     full = RunConfig.from_dict({"model": {"name_or_path": "demo"}})
     full.lora = None
