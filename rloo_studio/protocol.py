@@ -34,11 +34,13 @@ from typing import Any, ClassVar, TypedDict
 class PromptGroup(TypedDict, total=False):
     """One prompt and its completions: `prompt` (text, or chat messages once shaped), `row` (the data row's columns,
     which reach the rewards by name), `completions` (k texts), `completion_ids` (the sampled ids, end token included;
-    absent for written text, whose ids the child computes with the tokenizer)."""
+    absent for written text, whose ids the child computes with the tokenizer), `cut_off` (per completion: it hit the
+    token budget before it ended, `rewards.runtime.cut_off`; sampled completions only)."""
     prompt: Any
     row: dict
     completions: list[str]
     completion_ids: list[list[int]]
+    cut_off: list[bool]
 
 
 @dataclass
@@ -103,7 +105,7 @@ class ScoreRequest:
 @dataclass
 class ScoreResult:
     """The scoring child's answer. Per completion (`rows`): every function's reward, the judge's reasons, the weighted
-    total, the leave-one-out baseline and advantage; per function (`functions`): mean, std, min, max, None count,
+    total, the leave-one-out baseline and advantage, whether it was `cut_off` (None for written text); per function (`functions`): mean, std, min, max, None count,
     errors, weight; `learnability` (groups with no signal), `warnings`, `advantage_note`, the hack `probes` and which
     functions they `probed`, the judges' `agreement` and `judge_checks`, when the tokenizer was loaded
     (`tokenizer_loaded`), what the rewards look for that the prompts do not ask (`asks`). `problems`: why nothing was

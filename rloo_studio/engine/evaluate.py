@@ -60,7 +60,7 @@ from ..protocol import CommandEvent, EvalDone, EvalPlan, EvalSide, EvalSkip
 from ..rewards import build_rewards, reward_specs
 from ..rewards.builtin import numeric_answer, think_format
 from ..rewards.preview import TrainerStateStub
-from ..rewards.runtime import guard
+from ..rewards.runtime import cut_off, guard
 from ..rewards.scoring import weighted_totals
 from .adapters import AdapterSwitch
 from .warmup_record import read_record, summary_line
@@ -145,11 +145,6 @@ def score_completions(rewards, prompts, texts, ids, rows, conversational: bool, 
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
-
-
-def _truncated(ids: list[int], budget: int, end_ids: set[int]) -> bool:
-    """Hit the token budget without an end token: the completion was cut off, not finished."""
-    return len(ids) >= budget and (not ids or ids[-1] not in end_ids)
 
 
 @dataclass
@@ -408,7 +403,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                     sample_values[i].setdefault(reward_name, []).append(v[i])
                 accuracy[i].append(answers[i])
                 formatted[i].append(1.0 if shaped[i] == 1.0 else 0.0)
-                truncated[i].append(1.0 if _truncated(out.completion_ids[i], budget, end_ids) else 0.0)
+                truncated[i].append(1.0 if cut_off(out.completion_ids[i], budget, end_ids) else 0.0)
                 tokens[i].append(len(out.completion_ids[i]))
         names = [r.name for r in rewards]
         return _Side(name, step, budget, texts, sample_totals, sample_values,

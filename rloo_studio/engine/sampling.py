@@ -57,7 +57,7 @@ def typed_rows(cfg: RunConfig, prompt: str, answer: str | None = None) -> list[d
 def sample_groups(cfg: RunConfig, rows: list[dict], progress=print, seed: int = 0) -> dict:
     """What scoring needs of the sampled completions for `rows` (`rewards.preview.scoring_request` takes it):
 
-    groups: [{prompt, row, completions, completion_ids, probe_completion_ids}], conversational,
+    groups: [{prompt, row, completions, completion_ids, cut_off, probe_completion_ids}], conversational,
     tokenizer (its source), think_end_token_id, prompt_opens_think (rewards.thinking). The token ids,
     the `</think>` id and whether the prompts open a thought come from the tokenizer loaded here, so the
     scoring child need not load one (importing transformers takes seconds: the difference between a
@@ -76,7 +76,8 @@ def sample_with(model, tokenizer, cfg: RunConfig, rows: list[dict], progress=pri
     from ..rewards import think_end_token_id
     from ..rewards.thinking import prompt_opens_think
     from ..rewards.preview import group_probes, written_completion_ids
-    from .generate import generate_completions
+    from ..rewards.runtime import cut_off
+    from .generate import end_token_ids, generate_completions
     from .model import resolve_model_source
 
     k = int(cfg.rloo_value("num_generations"))
@@ -93,8 +94,10 @@ def sample_with(model, tokenizer, cfg: RunConfig, rows: list[dict], progress=pri
         if "out of memory" not in str(exc).lower() and type(exc).__name__ != "OutOfMemoryError":
             raise
         raise preview_out_of_memory(cfg, len(prompts), exc) from None
+    end_ids = end_token_ids(model, tokenizer)
     groups = [{"prompt": prompts[i], "row": dict(rows[i]),  # every column, the prompt's too: rewards get them all
-               "completions": out.texts[i * k:(i + 1) * k], "completion_ids": out.completion_ids[i * k:(i + 1) * k]}
+               "completions": out.texts[i * k:(i + 1) * k], "completion_ids": out.completion_ids[i * k:(i + 1) * k],
+               "cut_off": [cut_off(ids, max_new_tokens, end_ids) for ids in out.completion_ids[i * k:(i + 1) * k]]}
               for i in range(len(prompts))]
     for group in groups:
         group["probe_completion_ids"] = {kind: written_completion_ids(text, tokenizer)

@@ -301,7 +301,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
                              ids if ids is not None else [written_completion_ids(c, tokenizer.get()) for c in completions],
                              rows, columns, TrainerStateStub())
 
-    prompts, completions, rows, ids = [], [], [], []
+    prompts, completions, rows, ids, cut = [], [], [], [], []
     for g in groups:
         if len(g["completions"]) != k:
             raise ValueError(f"prompt {g['prompt']!r:.60} has {len(g['completions'])} completions, expected {k}")
@@ -310,6 +310,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
         rows += [g.get("row") or {}] * k
         # Sampled completions bring the ids they were generated as (end token included, as TRL passes them).
         ids += g.get("completion_ids") or [written_completion_ids(c, tokenizer.get()) for c in g["completions"]]
+        cut += g.get("cut_off") or [None] * k  # written text was never cut off: nothing to say
 
     per_function: dict[str, list[float | None]] = {}
     errors: dict[str, list[dict]] = {}
@@ -352,7 +353,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
         group = i // k
         others = [t for j, t in enumerate(totals[group * k:group * k + k]) if j != i % k and t is not None]
         table.append({
-            "group": group, "prompt": prompt_display(prompts[i]), "completion": text,
+            "group": group, "prompt": prompt_display(prompts[i]), "completion": text, "cut_off": cut[i],
             "rewards": {n: per_function[n][i] for n in names}, "reasons": {n: said[i] for n, said in reasons.items()},
             "total": totals[i],
             "baseline": statistics.fmean(others) if others and totals[i] is not None else None,

@@ -259,11 +259,20 @@ class SampleRecorder:
 
 
     def _cut_off(self, ids) -> bool | None:
-        """Whether a completion used the whole budget without an end token; None when the budget is not known."""
-        if self.budget is None:
-            return None
-        ids = list(ids)
-        return len(ids) >= self.budget and (not ids or int(ids[-1]) not in self.end_ids)
+        """`cut_off` for this run's budget; None when the budget is not known."""
+        return None if self.budget is None else cut_off(ids, self.budget, self.end_ids)
+
+
+def cut_off(ids, budget: int, end_ids) -> bool:
+    """Whether a completion (its token ids as TRL passes them: up to and including the first end id) used the whole
+    token budget without ending: cut off, not finished (TRL's "clipped"). The one rule of training's samples, the
+    preview's sampled completions and the evaluation's truncation rate.
+
+    >>> cut_off([5, 6, 7], 3, {2}), cut_off([5, 6, 2], 3, {2}), cut_off([5, 2], 3, {2})
+    (True, False, False)
+    """
+    ids = list(ids)
+    return len(ids) >= budget and (not ids or int(ids[-1]) not in set(end_ids))
 
 
 def prompt_display(prompt) -> str | None:

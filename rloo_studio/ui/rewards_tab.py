@@ -47,6 +47,7 @@ from .judge_panel import JudgePanel, entry_values, judge_entry, saved_values, un
 from .library_panel import LibraryPanel
 from .pinned_rows import _truthy, answer_column, expected_words, known_columns, pinned_row, table_rows  # noqa: F401 (also read from here)
 from .pickers import busy_message
+from .run_view import reply_marks
 from .rule_builder import RuleBuilder
 from .workspace import DRAFT_FUNCTIONS, DRAFT_PINNED, DRAFT_PREVIEW, DRAFT_REWARDS
 
@@ -669,11 +670,17 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     for r, (thinking, answer) in zip(result.get("rows", []), split):
         cells = [c for n in names for c in ([_num(r["rewards"][n]), r.get("reasons", {}).get(n, "")] if n in said
                                             else [_num(r["rewards"][n])])]
-        rows.append([r["group"] + 1, r["prompt"][:200]] + ([thinking] if with_thinking else []) + [answer]
+        reply = reply_marks(r["completion"], bool(r.get("cut_off")), None, answer) + answer
+        rows.append([r["group"] + 1, r["prompt"][:200]] + ([thinking] if with_thinking else []) + [reply]
                     + cells + [_num(r["total"]), _num(r["baseline"]), _num(r["advantage"])])
     summary_rows = [[n, f["weight"], _num(f["mean"]), _num(f["std"]), _num(f["min"]), _num(f["max"]), f["none"],
                      "; ".join(e["error"] for e in f["errors"]) or ""] for n, f in result.get("functions", {}).items()]
     findings = [agreement_line(result["agreement"])] if result.get("agreement") else []
+    cut = sum(1 for r in result.get("rows", []) if r.get("cut_off"))
+    if cut:  # their rewards read what was written before the budget ran out, not an answer
+        findings.append(f"✂ **Cut off:** {cut} of {len(result['rows'])} completions hit the token budget before they ended "
+                        f"(marked in the table): a reward that looks for the answer at the end scores them as if it were wrong. "
+                        f"Raise “{text.RLOO_FIELDS['max_completion_length'][0]}” if the answers need the room.")
     learn = result.get("learnability")
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"

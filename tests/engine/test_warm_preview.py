@@ -58,6 +58,7 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
 
     cfg = RunConfig.load(workspace.write_config())
     cfg.rloo["beta"] = 0.05
+    cfg.rloo["max_completion_length"] = 3  # most completions are cut off: the sampler says which
     worker = InferenceWorker(log_path=tmp_path / "inference.log")
     try:
         sampled = next(e.result for e in worker.preview(PreviewRequest(config=cfg.to_dict(), base_dir=str(cfg.base_dir),
@@ -69,6 +70,9 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
     for group in sampled["groups"]:
         assert group["probe_completion_ids"] == {kind: written_completion_ids(text, tokenizer)
                                                  for kind, text in group_probes(group).items()}
+        # Cut off = the whole budget without an end token, TRL's "clipped" (the rule of training's samples).
+        assert group["cut_off"] == [len(ids) == 3 and ids[-1] != tokenizer.eos_token_id for ids in group["completion_ids"]]
+    assert any(c for g in sampled["groups"] for c in g["cut_off"])
 
     request = scoring_request(cfg, sampled)
     request.tokenizer = str(tmp_path / "no-tokenizer-here")  # loading it would fail: nothing may need it
@@ -77,6 +81,7 @@ def test_sampled_previews_are_scored_without_loading_a_tokenizer_and_with_the_ru
     result = score(request)
     assert len(result["rows"]) == 2 * int(cfg.rloo_value("num_generations"))
     assert "beta = 0.05" in result["advantage_note"]
+    assert [r["cut_off"] for r in result["rows"]] == [c for g in sampled["groups"] for c in g["cut_off"]]
 
 
 def test_on_a_cpu_the_worker_leaves_one_core_to_the_page_unless_told_otherwise(tmp_path, monkeypatch):

@@ -263,6 +263,25 @@ def test_the_completions_table_leaves_out_an_empty_thinking_column_and_sizes_eve
     assert all(widths[h].endswith("%") for h in ("prompt", "thinking", "reply"))
 
 
+def test_sampled_completions_cut_off_by_the_budget_are_marked_and_said_in_the_preview():
+    """The preview showed the rewards of completions that hit max_completion_length before they ended with no mark:
+    a reward that reads the answer at the end scored them 0, and the table looked like a reward that does not work."""
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    source = "def numeric_answer(completions, **kwargs):\n    return [1.0 if c.endswith('75') else 0.0 for c in completions]\n"
+    req = request(source, [["So 47 plus 28 is", "75", "Let me add the two numbers: 47 + 2"]])
+    req["groups"][0]["cut_off"] = [True, False, True]
+    result = scorer.score(req)
+    assert [r["cut_off"] for r in result["rows"]] == [True, False, True]
+    table, _, findings = preview_tables(result)
+    replies = [row[table["headers"].index("reply")] for row in table["data"]]
+    assert replies[0] == "[✂ cut off by the token budget] \nSo 47 plus 28 is" and replies[1] == "75"
+    assert "✂ **Cut off:** 2 of 3 completions hit the token budget" in findings, findings
+    # Hand-written completions were never cut off: nothing is said.
+    written = scorer.score(request(source, [["So 47 plus 28 is", "75"]]))
+    assert all(r["cut_off"] is None for r in written["rows"]) and "Cut off" not in preview_tables(written)[2]
+
+
 def test_a_pinned_check_leaves_a_child_with_the_tokenizer_loaded_for_the_next_one():
     # Written completions need the tokenizer for their token ids; loading its library was most of each pinned check's
     # time. After a check, the next one's child is started and loads the tokenizer while the person edits.
