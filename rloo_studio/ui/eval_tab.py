@@ -29,6 +29,7 @@ from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
+from .plots import in_order
 from .run_view import reply_marks, step_axis, steps_without_gradient
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
@@ -99,10 +100,11 @@ def table(report: dict | None) -> list[list]:
     return rows
 
 
-def chart_frame(report: dict | None) -> pd.DataFrame | None:
-    """Long format for a LinePlot: base at step 0, then each checkpoint at its step; each metric with its 95 % bounds."""
+def chart_frame(report: dict | None) -> pd.DataFrame:
+    """Long format for a LinePlot: base at step 0, then each checkpoint at its step; each metric with its 95 % bounds.
+    Empty (never None: run_view._frame says why) without a report."""
     if not report:
-        return None
+        return pd.DataFrame([], columns=["step", "metric", "value"])
     points = [(0, report["base"])] + [(e["step"], e["summary"]) for e in report["checkpoints"]]
     shown, rows = measured(report), []
     for step, summary in points:
@@ -111,7 +113,7 @@ def chart_frame(report: dict | None) -> pd.DataFrame | None:
             for suffix, field in (("", "value"), (LOW, "low"), (HIGH, "high")):
                 if isinstance(estimate.get(field), (int, float)):
                     rows.append({"step": step, "metric": label + suffix, "value": float(estimate[field])})
-    return pd.DataFrame(rows, columns=["step", "metric", "value"]) if rows else None
+    return pd.DataFrame(rows, columns=["step", "metric", "value"])
 
 
 def chart_title(report: dict | None) -> str:
@@ -279,7 +281,7 @@ class EvalTab:
         self.summary = gr.Markdown(elem_id="eval-summary")
         # Shown only when most answers were cut off: the same evaluation at a larger token budget for both models.
         self.again = gr.Button("Evaluate again with a larger token budget", visible=False, elem_id="eval-again")
-        self.chart = gr.LinePlot(None, x="step", y="value", color="metric", title=chart_title(None), color_map=CHART_COLOR_MAP,
+        self.chart = gr.LinePlot(chart_frame(None), x="step", y="value", color="metric", title=chart_title(None), color_map=CHART_COLOR_MAP,
                                  height=300, elem_id="eval-chart")
         # Twelve columns at 1400 px: wrapped cells and widths that add up to the table's width, so wins/ties/losses and the
         # difference to the base show without sideways scrolling (an interval wraps under its value instead).
@@ -297,10 +299,12 @@ class EvalTab:
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="eval_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.picker.wire(demo, poller)
-        self.run.change(self.show, inputs=self.run, outputs=[self.checkpoint] + outputs, api_name="eval_show")
+        self.run.change(in_order(self.show, [self.checkpoint] + outputs), inputs=self.run, outputs=[self.checkpoint] + outputs,
+                        api_name="eval_show")
         settings = [self.run, self.checkpoint, self.limit, self.split, self.decoding, self.samples, self.base_tokens, self.select_split]
-        self.evaluate.click(self.run_eval, inputs=settings + [self.max_tokens], outputs=outputs, api_name="evaluate")
-        self.again.click(self.run_again, inputs=settings, outputs=outputs + [self.max_tokens], api_name="evaluate_again")
+        self.evaluate.click(in_order(self.run_eval, outputs), inputs=settings + [self.max_tokens], outputs=outputs, api_name="evaluate")
+        self.again.click(in_order(self.run_again, outputs + [self.max_tokens]), inputs=settings, outputs=outputs + [self.max_tokens],
+                         api_name="evaluate_again")
         if poller is not None:  # "run X is training" goes once X stops: the summary of the last evaluation comes back
             poller.tick(self.summary_now, inputs=[self.summary, self.run], outputs=self.summary)
 
@@ -324,9 +328,7 @@ class EvalTab:
         suggested = tuned_verdict(report)["suggested_budget"] if report else None
         again = (gr.update(visible=True, value=f"Evaluate again with a token budget of {suggested}") if suggested
                  else gr.update(visible=False))
-        frame, order = chart_frame(report), None
-        if frame is not None:
-            frame, order = step_axis(frame)  # whole steps on the axis, not 1.0, 1.2, 1.4 …
+        frame, order = step_axis(chart_frame(report))  # whole steps on the axis, not 1.0, 1.2, 1.4 …
         return [message or summary_markdown(report), gr.update(value=frame, sort=order, title=chart_title(report)),
                 gr.update(value={"headers": columns, "data": table(report)}, column_widths=column_widths(columns)),
                 {"headers": examples_headers(report), "data": examples(report)}, again]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from .plots import in_order
+
 log = logging.getLogger(__name__)
 
 
@@ -108,4 +110,5 @@ class Poller:
         self._wired = True
         inputs = [c for p in self._polls for c in p.inputs + (p.outputs if p.only_changes else [])] + [self.timer]
         outputs = [c for p in self._polls for c in p.outputs] + [self.timer]
-        self.timer.tick(self.run_all, inputs=inputs, outputs=outputs, api_visibility="private", show_progress="hidden")
+        self.timer.tick(in_order(self.run_all, outputs), inputs=inputs, outputs=outputs, api_visibility="private",
+                        show_progress="hidden")

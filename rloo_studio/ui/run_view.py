@@ -213,18 +213,19 @@ def step_axis(frame: pd.DataFrame, column: str = "step") -> tuple[pd.DataFrame, 
     """(frame, order): up to FEW_STEPS steps as text labels with their order in steps (10 after 9, which text order
     would not give), for the chart's `sort`; more steps stay numbers (order None)."""
     steps = sorted({int(s) for s in frame[column]})
-    if len(steps) > FEW_STEPS:
+    if not steps or len(steps) > FEW_STEPS:
         return frame.assign(**{column: frame[column].astype(int)}), None
     return frame.assign(**{column: frame[column].map(lambda s: str(int(s)))}), [str(s) for s in steps]
 
 
 def plot_update(frame: pd.DataFrame | None):
     """A line chart's data with whole steps on its axis (`step_axis`), a y range that leaves room above and below (a
-    line at 1.0 is not cut by the frame) and one distinct colour per series."""
+    line at 1.0 is not cut by the frame) and one distinct colour per series; an empty chart for no data (never None:
+    see `_frame`)."""
     import gradio as gr
 
-    if frame is None:
-        return gr.update(value=None)
+    if frame is None or frame.empty:
+        return gr.update(value=_frame([]))
     low, high = float(frame["value"].min()), float(frame["value"].max())
     pad = max(0.05, 0.08 * (high - low))
     series = list(dict.fromkeys(frame["series"]))
@@ -248,11 +249,9 @@ def reward_frame(view: RunView | None) -> pd.DataFrame | None:
     return _frame(rows)
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame | None:
-    # None, not an empty frame, when there is nothing yet: Gradio 6.31's chart, once given an empty frame
-    # with a colour column, draws no lines for any later data (seen in Chromium); from None it does.
-    if not rows:
-        return None
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    # An empty frame, not None, when there is nothing yet: a chart sent None is taken off the page, and one put back
+    # with data and settings in two messages (plots.in_order) was drawn twice at once, the older drawing sometimes last.
     return pd.DataFrame(rows, columns=["step", "value", "series"]).astype({"step": "int64", "value": "float64", "series": "str"})
 
 

@@ -15,6 +15,7 @@ import gradio as gr
 from .. import runs
 from ..workers import jobs
 from ..errors import StudioError
+from .plots import in_order
 from . import compare_runs, run_view, text
 from .pickers import refuse
 from .train_tab import TrainTab, file_marks
@@ -77,7 +78,7 @@ class RunsTab:
                 self.compare_curve = gr.Radio(list(compare_runs.CURVES), value=compare_runs.REWARD_TOTAL, label="Curve", scale=2,
                                               elem_id="compare-curve")
             self.compare_note = gr.Markdown(elem_id="compare-note")
-            self.compare_plot = gr.LinePlot(None, x="step", y="value", color="series", height=320, elem_id="compare-plot")
+            self.compare_plot = gr.LinePlot(run_view.reward_frame(None), x="step", y="value", color="series", height=320, elem_id="compare-plot")
             self.compare_config = gr.Dataframe(label="Settings that differ", interactive=False, wrap=True, elem_id="compare-config",
                                                headers=["setting"])
             self.compare_eval = gr.Dataframe(headers=compare_runs.EVAL_HEADERS, interactive=False, wrap=True, elem_id="compare-eval",
@@ -88,11 +89,12 @@ class RunsTab:
         """`resume(run_dir) -> (message, run_dir)` is the Train tab's resume (one rule for both buttons)."""
         runs_dir = self.runs_dir
         detail_outputs = [self.status, self.plot, self.config, self.log]
+        detail = in_order(self.detail, detail_outputs)
         self.refresh.click(self.listing, inputs=self.picker, outputs=[self.table, self.picker], api_name="list_runs").then(
-            self.detail, inputs=self.picker, outputs=detail_outputs, api_visibility="private")
+            detail, inputs=self.picker, outputs=detail_outputs, api_visibility="private")
         demo.load(self.listing, outputs=[self.table, self.picker], api_visibility="private")
         # One handler of the picker's change, the alerts chained after it (two would restart each other: derived.py).
-        self.picker.change(self.detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run").then(
+        self.picker.change(detail, inputs=self.picker, outputs=detail_outputs, api_name="open_run").then(
             self.alerts_of, inputs=self.picker, outputs=self.alerts, api_name="run_alerts_of", trigger_mode="always_last")
         self.table.select(self.row_clicked, inputs=None, outputs=self.picker, api_visibility="private")
         if poller is not None:
@@ -124,9 +126,10 @@ class RunsTab:
             return [message, table, picker, False, current]
 
         compare_outputs = [self.compare_note, self.compare_plot, self.compare_config, self.compare_eval]
-        self.compare_pick.change(self.compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
+        compare = in_order(self.compare, compare_outputs)
+        self.compare_pick.change(compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
                                  api_name="compare_runs")
-        self.compare_curve.change(self.compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
+        self.compare_curve.change(compare, inputs=[self.compare_pick, self.compare_curve], outputs=compare_outputs,
                                   api_visibility="private")
         for event in (self.refresh.click, demo.load):
             event(self.compare_choices, inputs=self.compare_pick, outputs=self.compare_pick, api_visibility="private")

@@ -21,6 +21,7 @@ from ..errors import StudioError
 from ..protocol import CommandEvent, Done, PreviewRequest, ScanPlan, ScanProgress
 from ..rewards.asks import warmup_offer
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
+from .plots import in_order
 from . import text
 from .pickers import busy_message
 from .text import page_words
@@ -123,8 +124,9 @@ class ScanPanel:
             return [summary_markdown(summary, done), str(done), bucket_frame(summary),
                     {"headers": EXAMPLE_HEADERS, "data": example_rows(summary)}, warmup_offer(summary.get("formats") or [])]
 
-        scanned = self.button.click(scan, inputs=[form.base, self.limit] + form.inputs,
-                                    outputs=[self.status, self.folder, self.chart, self.examples, self.offer], api_name="scan_data")
+        scan_outputs = [self.status, self.folder, self.chart, self.examples, self.offer]
+        scanned = self.button.click(in_order(scan, scan_outputs), inputs=[form.base, self.limit] + form.inputs,
+                                    outputs=scan_outputs, api_name="scan_data")
         form.train_tab.show_offer(scanned, self.offer)
 
         data = form.data_tab

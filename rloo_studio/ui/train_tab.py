@@ -29,6 +29,7 @@ from ..errors import StudioError
 from ..workers.inference import InferenceWorker
 from ..workers.jobs import RunView
 from ..rewards.judge import judge_cost_words
+from .plots import in_order
 from . import run_view, text
 from .freshness import Outdated, stamp_of
 from .pickers import refuse
@@ -339,7 +340,7 @@ class TrainTab:
         # within a tick.
         poller.tick(stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live])
         # One handler on the watched run's change, the alerts chained after it (two would restart each other: derived.py).
-        form.watched.change(poll, inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
+        form.watched.change(in_order(poll, self.outputs), inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
             self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last")
         # The lines derived from several fields, through the form's one change event (derived.py): a form load sets them
         # all at once, and the line computed from half-updated fields must not land last and stay ("4 completions =

@@ -7,7 +7,7 @@ side in the Runs tab. Screenshots go to test-artifacts/browser/diagnostics-*.png
 
 from __future__ import annotations
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, drawn_steps, opened_page
 
 from rloo_studio import alerts, runs
 
@@ -70,6 +70,10 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         page.wait_for_function("document.querySelector('#train-status')?.innerText.includes('finished') && "
                                f"!document.querySelector('#train-status')?.innerText.includes('{first.name}')", timeout=300_000)
         second = next(p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists() and p != first)
+        # The finished run's chart holds its last step: Gradio drew a chart whose settings changed (here its steps) with
+        # the data it had before, one update behind, and a finished run sends no more updates.
+        page.wait_for_timeout(1500)
+        assert drawn_steps(page, "reward-plot") == ["1", "2"], drawn_steps(page, "reward-plot")
 
         # Runs: the alert on the open run, and the two runs side by side.
         page.get_by_role("tab", name="Runs").click()
@@ -79,6 +83,14 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         picker.fill(first.name)
         page.get_by_role("option", name=first.name).click()
         expect(page.locator("#run-detail-alerts")).to_contain_text("Completions hit the length limit", timeout=30_000)
+        page.wait_for_timeout(1500)
+        assert drawn_steps(page, "run-detail-plot") == [str(s) for s in range(1, FIRST_STEPS + 1)]
+        picker.click()
+        picker.fill(second.name)
+        page.get_by_role("option", name=second.name).click()
+        expect(page.locator("#run-detail-status")).to_contain_text(second.name, timeout=30_000)
+        page.wait_for_timeout(1500)
+        assert drawn_steps(page, "run-detail-plot") == ["1", "2"], drawn_steps(page, "run-detail-plot")  # not the first run's
         page.locator("#compare-runs").get_by_text("Compare runs side by side").click()
         pick = page.locator("#compare-pick input")
         for run in (first, second):

@@ -60,6 +60,13 @@ def opened_page(runs_dir: Path, *, height: int = 1100, detect_hardware: bool = F
             browser.close()
 
 
+def drawn_steps(page, elem_id: str) -> list[str]:
+    """The x values of the points a chart has drawn (each point's own aria label, "step: 2; value: 0.5; …"), in order
+    and each once: what the picture shows, whatever the page was sent."""
+    labels = page.eval_on_selector_all(f"#{elem_id} svg [aria-label^='step: ']", "els => els.map(e => e.getAttribute('aria-label'))")
+    return list(dict.fromkeys(label.split(";")[0].removeprefix("step: ").strip() for label in labels))
+
+
 def animation_frames(page, seconds: float) -> int:
     """How many frames the page drew animation-frame callbacks in over `seconds`: Chrome's own trace of the page
     ("FireAnimationFrame" events, the callbacks of one frame counted once)."""

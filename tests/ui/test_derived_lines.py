@@ -70,3 +70,22 @@ def test_the_stop_button_has_one_writer(tmp_path):
     finally:
         demo.inference_worker.shutdown()
 
+
+
+def test_every_event_that_updates_a_chart_sends_its_data_first(tmp_path):
+    """Gradio draws a chart whose data and settings change in one update from its old data (ui/plots.py): the Evaluate
+    chart showed the previous evaluation under the new one's title. Every event with a chart among its outputs goes
+    through plots.in_order (tests/browser/test_chart_updates.py shows that it draws the new data)."""
+    from rloo_studio.ui.plots import is_chart
+
+    demo = build_app(tmp_path / "runs", detect_hardware=False)
+    try:
+        charts = {block_id for block_id, block in demo.blocks.items() if is_chart(block)}
+        assert len(charts) >= 5  # Train (2), Runs (2), Evaluate, scan
+        unordered = [[demo.blocks[o].elem_id for o in d["outputs"] if o in charts] + [demo.fns[d["id"]].fn.__qualname__]
+                     for d in demo.config["dependencies"]
+                     if charts & set(d["outputs"]) and demo.fns[d["id"]].fn.__code__ is not None
+                     and "in_order" not in demo.fns[d["id"]].fn.__code__.co_qualname]
+        assert not unordered, "\n".join(map(str, unordered))
+    finally:
+        demo.inference_worker.shutdown()

@@ -90,9 +90,11 @@ def test_a_validation_split_chooses_and_the_held_out_prompts_report():
 
 
 def test_truncated_means_the_budget_was_hit_without_an_end_token():
-    assert evaluate._truncated([5, 6, 7], 3, {2}) is True
-    assert evaluate._truncated([5, 6, 2], 3, {2}) is False  # ended on its last allowed token
-    assert evaluate._truncated([5, 2], 3, {2}) is False
+    from rloo_studio.rewards.runtime import cut_off  # the one rule of samples, preview and evaluation
+
+    assert cut_off([5, 6, 7], 3, {2}) is True
+    assert cut_off([5, 6, 2], 3, {2}) is False  # ended on its last allowed token
+    assert cut_off([5, 2], 3, {2}) is False
 
 
 def test_summary_has_n_intervals_truncation_and_budget():
