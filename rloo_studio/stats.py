@@ -14,7 +14,7 @@ reads only a summary's values and intervals (`summary_estimate`), its decoding r
   samples can only shrink a prompt's variance below p(1-p), so the interval errs on the wide side.
 - Means (mean reward) and paired differences: the percentile bootstrap over prompts, seeded, so an
   evaluation gives the same interval every time it is recomputed. A mean with no spread at all (every prompt
-  the same score) is no bootstrap's: the Wilson interval for values in [0, 1], else no interval (`mean`).
+  the same score) is no bootstrap's, nor a rate's (a reward's total need not lie in [0, 1]): no interval (`mean`).
 - Paired comparisons (tuned vs base, chosen checkpoint vs final) on the same prompts: wins, ties,
   losses and one rule, the exact two-sided sign test on wins vs losses (ties left out): the two are
   distinguishable when p < 0.05. The interval shown with it is the same rule's: the Clopper-Pearson
@@ -96,15 +96,15 @@ def mean(values, seed: int = 0) -> dict:
     """A mean with its bootstrap interval: {value, low, high, n} (None values left out).
 
     Values without spread (every prompt scored the same) leave a bootstrap nothing to resample: its [x, x] would read
-    as certainty. Values in [0, 1] then get the Wilson interval of a rate (they vary no more than 0/1 values do);
-    others get no interval (low and high None): nothing in the data says how wide it is."""
+    as certainty. They get no interval (low and high None) and `same: True`, which `fmt_interval` says: nothing in the
+    data says how wide the interval is (a rate's would assume the values lie in [0, 1], which a reward's total need not).
+    """
     xs = _present(values)
     if not xs:
         return {"value": None, "low": None, "high": None, "n": 0}
     if len(set(xs)) == 1:
-        low, high = wilson(sum(xs), len(xs)) if 0.0 <= xs[0] <= 1.0 else (None, None)
-    else:
-        low, high = bootstrap_interval(xs, seed)
+        return {"value": xs[0], "low": None, "high": None, "n": len(xs), **({"same": True} if len(xs) > 1 else {})}
+    low, high = bootstrap_interval(xs, seed)
     return {"value": sum(xs) / len(xs), "low": low, "high": high, "n": len(xs)}
 
 
@@ -210,7 +210,7 @@ def fmt_interval(estimate: dict | None, percent: bool = False) -> str:
     if isinstance(estimate.get("low"), (int, float)) and isinstance(estimate.get("high"), (int, float)):
         text += f" [{scale * estimate['low']:.{digits}f}, {scale * estimate['high']:.{digits}f}]"
     if isinstance(estimate.get("n"), int):
-        text += f" (n={estimate['n']})"
+        text += f" (n={estimate['n']}, every one the same)" if estimate.get("same") else f" (n={estimate['n']})"
     return text
 
 

@@ -176,7 +176,7 @@ def _summary(side: _Side, indices: list[int], seed: int) -> dict:
         **{key: estimate["value"] for key, estimate in estimates.items()},
         "rewards": {name: _mean(pick(v)) for name, v in side.values.items()},
         "mean_length_chars": _mean(pick(side.lengths)),
-        "intervals": {key: {"low": e["low"], "high": e["high"], "n": e["n"]} for key, e in estimates.items()},
+        "intervals": {key: {k: e[k] for k in ("low", "high", "n", "same") if k in e} for key, e in estimates.items()},
     }
 
 
@@ -463,8 +463,8 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
                      "top_p": top_p, "seed": seed if decoding == SAMPLED else None,
                      "max_new_tokens": {"base": base_budget, "tuned": max_new_tokens}},
         "statistics": {"confidence": stats.CONFIDENCE, "rates": "Wilson score interval",
-                       "mean_reward": f"percentile bootstrap over prompts ({stats.RESAMPLES} resamples, seed {seed}); when every "
-                                      "prompt scored the same, the Wilson interval for rewards in [0, 1], else none",
+                       "mean_reward": f"percentile bootstrap over prompts ({stats.RESAMPLES} resamples, seed {seed}); none "
+                                      "when every prompt scored the same",
                        "paired": "wins/ties/losses on the same prompts; distinguishable when the exact sign test on wins vs "
                                  "losses gives p < 0.05, shown with the Clopper-Pearson interval of the share of wins among "
                                  "the prompts that differ (it excludes 50 % exactly then)",

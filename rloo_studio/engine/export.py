@@ -386,7 +386,7 @@ def _fmt_estimate(summary: dict, key: str, pct: bool) -> str:
         return text
     scale, digits = (100, 1) if pct else (1, 3)
     if not isinstance(estimate.get("low"), (int, float)) or not isinstance(estimate.get("high"), (int, float)):
-        return f"{text} (n={estimate['n']})"  # no interval: every prompt scored the same (stats.mean)
+        return f"{text} (n={estimate['n']}" + (", every one the same)" if estimate.get("same") else ")")  # stats.mean
     return f"{text} [{scale * estimate['low']:.{digits}f}, {scale * estimate['high']:.{digits}f}] (n={estimate['n']})"
 
 

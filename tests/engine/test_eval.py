@@ -71,6 +71,16 @@ def test_eval_needs_held_out_data_or_split(trained_run, tmp_path):
     result = run_cli("eval", other, "--split", data, "--limit", "3", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["n_prompts"] == 3
+    # That file is the training data itself: its prompts were trained on, which the report counts and the log says.
+    from rloo_studio.config import RunConfig
+    from rloo_studio.data import load_rows
+
+    cfg = RunConfig.load(other / "config.yaml")
+    trained = {r[cfg.data.prompt_column] for r in load_rows(cfg.data, other, seed=int(cfg.rloo_value("seed"))).train}
+    first = [json.loads(line)[cfg.data.prompt_column] for line in data.read_text().splitlines()[:3]]
+    seen = sum(p in trained for p in first)
+    assert seen == 3 and json.loads(result.stdout)["seen_in_training"] == seen
+    assert "3 of these 3 prompts are training prompts of this run" in result.stderr, result.stderr[-2000:]
 
 
 def test_eval_refuses_a_limit_below_one_and_honours_an_explicit_test_split(trained_run, tmp_path):

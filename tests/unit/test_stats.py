@@ -56,13 +56,16 @@ def test_bootstrap_mean_is_seeded_and_close_to_the_normal_interval_on_a_large_sa
 def test_a_mean_without_spread_gets_no_zero_width_interval():
     """Every prompt scored the same: a bootstrap has nothing to resample and gave [x, x], which read as certainty
     (Evaluate showed "mean reward 0.000 [0.000, 0.000]" from 2 prompts beside a cut-off rate of 0.0 % [0.0, 65.8] from
-    the same 2). A mean of values in [0, 1] then gets the Wilson interval of a rate with n = prompts (such values vary no
-    more than 0/1 ones); a mean outside [0, 1] gets none: nothing in the data says how wide it is."""
+    the same 2). Nor is a rate's interval right: it was given to values in [0, 1] ("0.000 [0.000, 0.561]"), but a total
+    of weighted rewards that all scored 0 can reach 1.5, and nothing in the data says how wide its range is (a walk
+    with two rewards, 1 + 0.5). So no interval, and the number says it is one score for every prompt."""
     zero = stats.mean([0.0, 0.0, None])
-    assert (zero["value"], zero["n"], zero["low"]) == (0.0, 2, 0.0) and zero["high"] == pytest.approx(0.658, abs=0.001)
-    assert stats.mean([0.7, 0.7])["low"] == pytest.approx(stats.wilson(1.4, 2)[0])
-    assert stats.mean([3.0, 3.0]) == {"value": 3.0, "low": None, "high": None, "n": 2}
-    assert stats.fmt_interval(stats.mean([3.0, 3.0])) == "3.000 (n=2)"
+    assert zero == {"value": 0.0, "low": None, "high": None, "n": 2, "same": True}
+    assert stats.fmt_interval(zero) == "0.000 (n=2, every one the same)"
+    assert stats.fmt_interval(stats.mean([3.0, 3.0])) == "3.000 (n=2, every one the same)"
+    assert stats.fmt_interval(stats.mean([3.0])) == "3.000 (n=1)"
+    spread = stats.mean([0.0, 1.0, 0.5])
+    assert "same" not in spread and spread["low"] is not None
 
 
 def test_quantile_interpolates_like_numpy_linear():
