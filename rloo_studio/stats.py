@@ -309,6 +309,15 @@ def measured(report: dict) -> dict[str, bool]:
             "format_rate": bool(names & set(FORMAT_REWARDS)) or not known}
 
 
+def seen_in_training_line(report: dict) -> str | None:
+    """What limits an evaluation on prompts the run trained on (eval.json's `seen_in_training`); None when none were."""
+    seen, n = report.get("seen_in_training"), report.get("n_prompts")
+    if not isinstance(seen, int) or not seen or not isinstance(n, int):
+        return None
+    return (f"{seen} of these {n} prompts are training prompts of this run: their scores show how it does on prompts it "
+            "trained on, not on new ones — evaluate on prompts it never saw")
+
+
 def decoding_text(decoding: dict | None) -> str:
     """How an evaluation made its answers, in plain words: said wherever two evaluations are compared, since a greedy
     and a sampled evaluation of the same weights give different numbers."""

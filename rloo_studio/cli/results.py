@@ -96,6 +96,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - e.g. a half-written adapter/ folder
         return fail_unexpected("evaluation", exc, f"the run's model files could not be loaded or used (is {args.run_dir}/adapter, "
                                 "or the checkpoint, complete?)", "resume or re-run training to save the model again")
+    from ..stats import seen_in_training_line
+
+    trained_on = seen_in_training_line(report)
+    if trained_on:  # on standard error, so that --json's standard output stays one JSON document
+        print(f"warning: {trained_on} (data.test_split / data.test_fraction, or --split with a file of other prompts)",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(report))
         return EXIT_OK

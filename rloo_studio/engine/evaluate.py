@@ -95,6 +95,19 @@ def _test_rows(cfg: RunConfig, run_dir: Path, split: str | None, limit: int | No
     return rows.test[:limit] if limit else rows.test
 
 
+def seen_in_training(cfg: RunConfig, run_dir: Path, rows: list[dict]) -> int | None:
+    """How many of `rows` (the prompts to evaluate on) are also prompts of the run's training split, by their text: a
+    file given as held-out data can be the training data itself. None when the training data cannot be read now."""
+    from ..data import load_rows
+
+    column = cfg.data.prompt_column
+    try:
+        trained = {str(r.get(column)) for r in load_rows(cfg.data, run_dir, seed=int(cfg.rloo_value("seed"))).train}
+    except StudioError:
+        return None
+    return sum(str(r.get(column)) in trained for r in rows)
+
+
 def select_checkpoints(run_dir: str | Path, checkpoint: str | None = runs.FINAL) -> tuple[list[runs.EvalCheckpoint], list[dict]]:
     """The weights to evaluate for `--checkpoint` (final | checkpoint-N | N | all) and the folders skipped.
 
@@ -459,6 +472,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "run": run_dir.name,
         "split": split or cfg.data.test_split or f"held-out {cfg.data.test_fraction:.0%}",
         "n_prompts": len(rows),
+        "seen_in_training": seen_in_training(cfg, run_dir, rows),
         "decoding": {"mode": decoding, "greedy": decoding == GREEDY, "samples": samples, "temperature": temperature,
                      "top_p": top_p, "seed": seed if decoding == SAMPLED else None,
                      "max_new_tokens": {"base": base_budget, "tuned": max_new_tokens}},

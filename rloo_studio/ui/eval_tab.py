@@ -28,7 +28,7 @@ from ..errors import StudioError
 from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
 from ..rewards.repetition import find_loop
-from ..stats import decoding_text, fmt_interval, fmt_paired, measured, summary_estimate, verdict
+from ..stats import decoding_text, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
 from .plots import in_order
 from .run_view import reply_marks, step_axis, steps_without_gradient
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
@@ -167,6 +167,9 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
     lines = [f"**n = {report.get('n_prompts')} held-out prompts** ({report.get('split')}), decoding: {decoding_text(decoding)}; "
              f"token budget: base {budgets.get('base')}, tuned {budgets.get('tuned')}; scored with the run's reward functions. "
              "Brackets: 95 % intervals."]
+    trained_on = seen_in_training_line(report)
+    if trained_on:
+        lines.append(f"⚠️ **{trained_on[0].upper() + trained_on[1:]}** (the Data tab's held-out rows, or a file of other prompts).")
     base, tuned, name = report["base"], report["tuned"], report["checkpoint"]
     shown = measured(report)
     if isinstance(base.get("mean_reward"), (int, float)) and isinstance(tuned.get("mean_reward"), (int, float)):

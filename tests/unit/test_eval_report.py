@@ -8,6 +8,8 @@ tests/engine/test_eval*.py.
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -414,3 +416,21 @@ def test_the_command_lines_checkpoint_table_gives_each_verdict_and_only_measured
     assert rows["checkpoint-120"].endswith("6/0/0  better") and rows["final"].endswith("5/1/0  not distinguishable (too few to judge)")
     assert "tuned vs base on the same 6 prompts: tuned scored higher on 5, lower on 0, the same on 1" in out
     assert "(How this is decided: the exact sign test on the 5 prompts where the two differ" in out
+
+
+def test_an_evaluation_on_prompts_the_run_trained_on_says_so():
+    """The training CSV typed into "Held-out data" gave "n = 30 held-out prompts" and nothing said 27 of them had been
+    trained on (a walk)."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.engine.evaluate import seen_in_training
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "boats.csv").write_text("question,hours\n" + "".join(f"How long for repair {i}?,{i}\n" for i in range(10)))
+    cfg = RunConfig.from_dict({"data": {"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.2}}, base_dir=folder)
+    rows = [{"question": f"How long for repair {i}?"} for i in range(10)] + [{"question": "A new one?"}]
+    assert seen_in_training(cfg, folder, rows) == 8  # 2 of the 10 were held out, and the new one was never seen
+    report = {"n_prompts": 11, "seen_in_training": 8, "split": "boats.csv", "decoding": {"mode": "greedy", "greedy": True,
+              "samples": 1, "max_new_tokens": {"base": 16, "tuned": 16}}}
+    assert stats.seen_in_training_line(report).startswith("8 of these 11 prompts are training prompts of this run")
+    assert stats.seen_in_training_line({**report, "seen_in_training": 0}) is None
+    assert stats.seen_in_training_line({"n_prompts": 3}) is None  # an evaluation from before the count was kept
