@@ -103,6 +103,12 @@ def _builtin_asks(spec: RewardSpec) -> list[Ask]:
     return []
 
 
+# String methods whose argument a reward cuts away or cuts at (`c.split("</think>")[-1]`: the reply after any thinking):
+# such a literal is not something the reward looks for, and it scores replies without it as well.
+_CUTTING_METHODS = {"split", "rsplit", "partition", "rpartition", "replace", "removeprefix", "removesuffix", "strip",
+                    "lstrip", "rstrip"}
+
+
 def _literal_asks(label: str, strings: Sequence[str]) -> list[Ask]:
     """Tags, \\boxed and #### named in a reward's string literals (a regex pattern included)."""
     tags = list(dict.fromkeys(m.group(1) for s in strings for m in _TAG_RE.finditer(s)
@@ -200,7 +206,10 @@ def _user_asks(spec: RewardSpec, base_dir: str | Path) -> list[Ask]:
     except (OSError, SyntaxError, ValueError):
         return []  # the pre-flight check reports a missing or broken file; nothing to read here
     nodes = _code_nodes(tree, spec.function)
-    strings = [n.value for root in nodes for n in ast.walk(root) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    cutting = {id(a) for root in nodes for n in ast.walk(root) if isinstance(n, ast.Call)
+               and isinstance(n.func, ast.Attribute) and n.func.attr in _CUTTING_METHODS for a in n.args}
+    strings = [n.value for root in nodes for n in ast.walk(root)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in cutting]
     label = spec.label()
     asks = _literal_asks(label, strings)
     if _calls_json_loads(nodes):
@@ -265,15 +274,20 @@ def warnings_from(findings: Sequence[dict]) -> list[str]:
     return [f["warning"] for f in findings if f.get("warning")]
 
 
-def warmup_offer(formats: list[dict]) -> str | None:
+MOSTLY_NO_SIGNAL = 0.5  # above this share of prompts whose completions all tie, most of a step teaches nothing
+
+
+def warmup_offer(formats: list[dict], no_signal_share: float | None = None) -> str | None:
     """The one rule that offers the format warm-up, in the page's words: when at most FORMAT_RARE_SHARE of the sampled
     completions write a format a reward looks for, a sentence saying so, why it matters and what to do; else None.
+    Not when the same completions show the rewards already telling them apart (`no_signal_share`, the share of
+    prompts whose completions all tie, at most MOSTLY_NO_SIGNAL): the sentence's "they tie" would be false.
 
     `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
     completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
     completions "almost none" is a rough measure, and the person sees how rough."""
     found = rare_format(formats)
-    if found is None:
+    if found is None or (no_signal_share is not None and no_signal_share <= MOSTLY_NO_SIGNAL):
         return None
     first, also = found
     return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "

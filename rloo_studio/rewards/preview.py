@@ -163,7 +163,8 @@ def _error_detail(exc: BaseException, name: str, filename: str | None, completio
                  "structures (no huge buffers, no unbounded caches)")
     else:
         error = f"{type(exc).__name__}: {exc}"
-    return {"function": name, "error": error, "lines": lines, "completion": completion[:300]}
+    # `in_code`: the function is the person's own code, whose lines a traceback would name (not a builtin or a judge).
+    return {"function": name, "error": error, "lines": lines, "completion": completion[:300], "in_code": filename is not None}
 
 
 # In a standby scoring child started with a tokenizer (`workers.scorer.start_scorer(tokenizer=...)`): that tokenizer,

@@ -35,7 +35,7 @@ from ..presets import DEFAULT_CPU_PRESET, get_preset
 from ..protocol import Done, PreviewRequest, Progress
 from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
-from ..rewards.asks import warmup_offer
+from ..rewards.asks import MOSTLY_NO_SIGNAL, warmup_offer
 from ..rewards.lint import syntax_problem, undefined_names
 from ..rewards.preview import agreement_sentence, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
@@ -325,7 +325,7 @@ class RewardsTab:
                    f"{cfg.rloo_value('num_generations')} per prompt sampled at temperature {cfg.rloo_value('temperature')}, "
                    f"up to {cfg.rloo_value('max_completion_length')} tokens")
             return [f"Scored {n} completions ({how}) in {time.time() - clicked:.1f} s.", table, summary, findings,
-                    warmup_offer(result.get("asks") or [])]
+                    warmup_offer(result.get("asks") or [], no_signal_of(result))]
 
         offer = gr.State(None)  # the format warm-up's offer (rewards.asks.warmup_offer), shown in the Train tab after the preview
         previewed = self.preview_button.click(preview, inputs=preview_inputs,
@@ -652,7 +652,13 @@ def judge_check_line(check: dict) -> str:
     """A judge's own check (rewards.judge.probe_findings) as a line of the page: a warning when it gives high marks to
     an empty or read-back answer, or could not be checked."""
     fine = not check["high"] and check["asked"]
-    return f"{'✅' if fine else '⚠️'} **Judge check:** {check['message']}"
+    return f"{'✅' if fine else '⚠️'} **Judge check:** {text.as_written(check['message'])}"
+
+
+def no_signal_of(result: dict) -> float | None:
+    """A preview's share of prompts whose completions all tie (its learnability); None when it has none."""
+    share = (result.get("learnability") or {}).get("no_signal_share")
+    return share if isinstance(share, (int, float)) else None
 
 
 def preview_tables(result: dict) -> tuple[dict, dict, str]:
@@ -683,31 +689,33 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
                         f"Raise “{text.RLOO_FIELDS['max_completion_length'][0]}” if the answers need the room.")
     learn = result.get("learnability")
     if learn:
-        icon = "⚠️" if learn["no_signal_share"] > 0.5 else "✅"
-        findings.append(f"{icon} **Learnability:** {learn['verdict']}")
+        icon = "⚠️" if learn["no_signal_share"] > MOSTLY_NO_SIGNAL else "✅"
+        findings.append(f"{icon} **Learnability:** {text.as_written(learn['verdict'])}")
     for warning in result.get("warnings", []):  # a function that scored no completion (failed, or None for all)
-        findings.append(f"⚠️ **Scored nothing:** {warning}")
+        findings.append(f"⚠️ **Scored nothing:** {text.as_written(warning)}")
     if result.get("advantage_note"):
         findings.append(f"ℹ️ **Advantages in training:** {result['advantage_note']}")
     for name, f in result.get("functions", {}).items():
         for e in f["errors"]:
-            where = "  \n".join(f"`{line}`" for line in e["lines"]) or "(no line in your code: check the arguments it expects)"
-            findings.append(f"⛔ **`{name}` failed:** {e['error']}  \non the completion `{e['completion'][:120]}`  \n{where}")
+            where = "  \n".join(f"`{line}`" for line in e["lines"]) or (
+                "(no line in your code: check the arguments it expects)" if e.get("in_code", True) else "")
+            findings.append(f"⛔ **`{name}` failed:** {text.as_written(e['error'])}  \non the completion "
+                            f"`{e['completion'][:120]}`" + (f"  \n{where}" if where else ""))
     findings += [judge_check_line(c) for c in result.get("judge_checks") or [] if c["message"]]
     for a in result.get("asks") or []:  # the prompt <-> reward check (rewards/asks.py), in the page's words
         if a["warning"]:
-            findings.append(f"⚠️ **Not asked for:** `{a['reward']}` looks for {a['looks_for']}, but neither the system prompt "
+            findings.append(f"⚠️ **Not asked for:** `{a['reward']}` looks for `{a['looks_for']}`, but neither the system prompt "
                             f"(Data tab) nor any of the {a['prompts']} prompts here asks for it; {a['matched']} of "
-                            f"{a['completions']} completions write it. Add to the system prompt: “{a['suggestion']}”")
+                            f"{a['completions']} completions write it. Add to the system prompt: “{text.as_written(a['suggestion'])}”")
         elif a["note"]:
             findings.append(f"ℹ️ **Not asked for, written anyway:** {a['matched']} of {a['completions']} completions write "
-                            f"{a['looks_for']}, which `{a['reward']}` looks for and no prompt asks for.")
-    offer = warmup_offer(result.get("asks") or [])  # almost no completion writes a format: the Train tab's warm-up
+                            f"`{a['looks_for']}`, which `{a['reward']}` looks for and no prompt asks for.")
+    offer = warmup_offer(result.get("asks") or [], no_signal_of(result))  # almost no completion writes a format
     if offer:
         findings.append(offer)
     probes = result.get("probes") or []
     for p in probes:
-        findings.append(f"⚠️ **Hack probe:** {p['message']}")
+        findings.append(f"⚠️ **Hack probe:** {text.as_written(p['message'])}")
     if learn and not probes:
         findings.append(probes_line(result, page=True))
     return ({"headers": headers, "data": rows}, {"headers": SUMMARY_HEADERS, "data": summary_rows}, "\n\n".join(findings))

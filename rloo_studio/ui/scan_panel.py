@@ -19,7 +19,7 @@ from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
 from ..protocol import CommandEvent, Done, PreviewRequest, ScanPlan, ScanProgress
-from ..rewards.asks import warmup_offer
+from ..rewards.asks import MOSTLY_NO_SIGNAL, warmup_offer
 from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
 from .plots import in_order
 from . import text
@@ -54,8 +54,9 @@ def summary_markdown(summary: dict, folder) -> str:
     shares = summary["shares"]
     parts = ", ".join(f"**{b}** {summary['buckets'][b]} ({100 * shares[b]:.0f}%)" for b in BUCKETS)
     probes = "".join(f"⚠️ Hack probe: {p['message']}.  \n" for p in summary.get("probes", [])[:3])
-    offer = warmup_offer(summary.get("formats") or [])  # a scan saved before formats were counted has none
-    warn = " — most of each step would teach nothing: keep only the mixed prompts below." if summary["no_spread_share"] > 0.5 else "."
+    offer = warmup_offer(summary.get("formats") or [], summary["no_spread_share"])  # one saved before formats were counted has none
+    warn = (" — most of each step would teach nothing: keep only the mixed prompts below."
+            if summary["no_spread_share"] > MOSTLY_NO_SIGNAL else ".")
     return (f"Scanned **{n} of {summary['of']}** training prompts, {summary['k']} completions each, in {summary['seconds']:.0f} s: "
             f"{parts}.  \n**No spread: {100 * summary['no_spread_share']:.0f}%** of the prompts{warn}  \n"
             f"Per training step ({summary['groups_per_step']} prompts): on average **{summary['useful_groups_per_step']:.1f}** "
@@ -122,7 +123,7 @@ class ScanPanel:
             except StudioError as exc:
                 return [f"**Scan failed:** {page_words(exc.message())}".replace("\n", "  \n"), *empty]
             return [summary_markdown(summary, done), str(done), bucket_frame(summary),
-                    {"headers": EXAMPLE_HEADERS, "data": example_rows(summary)}, warmup_offer(summary.get("formats") or [])]
+                    {"headers": EXAMPLE_HEADERS, "data": example_rows(summary)}, warmup_offer(summary.get("formats") or [], summary["no_spread_share"])]
 
         scan_outputs = [self.status, self.folder, self.chart, self.examples, self.offer]
         scanned = self.button.click(in_order(scan, scan_outputs), inputs=[form.base, self.limit] + form.inputs,

@@ -352,3 +352,10 @@ def optimiser_words(rloo: dict) -> str:
     pull = f"weights pulled a little towards 0 (weight decay {decay:g})" if decay else "no pull towards 0 (weight decay 0)"
     return (f"Updates: {OPTIMISERS.get(optim, 'an optimiser')} ({optim}); {start}, {SCHEDULES.get(schedule, 'then as scheduled')} "
             f"({schedule} schedule); {pull}; random seed {rloo['seed']}.")
+
+
+def as_written(words: str) -> str:
+    """`words` (a model's reply, a reward's error, a tag it looks for) as Markdown that shows it as written: the page's
+    Markdown takes `<think>` for an HTML tag and drops it ("it reads 'Score: +17601'" for "Score: +17</think>601").
+    Not for text inside a code span, which shows the escapes themselves."""
+    return words.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -169,10 +169,60 @@ def test_the_rewards_tab_says_what_no_prompt_asks_for_in_the_pages_words(tmp_pat
     result = score({"groups": groups, "num_generations": 3, "base_dir": str(tmp_path), "probes": False,
                     "rewards": [{"name": "think_format"}]})
     findings = preview_tables(result)[2]
-    assert ("⚠️ **Not asked for:** `think_format` looks for <think>…</think>, but neither the system prompt (Data tab) "
+    assert ("⚠️ **Not asked for:** `think_format` looks for `<think>…</think>`, but neither the system prompt (Data tab) "
             "nor any of the 1 prompts here asks for it; 1 of 3 completions write it.") in findings
-    assert "Add to the system prompt: “First think step by step between <think> and </think>, then give the answer.”" in findings
+    assert ("Add to the system prompt: “First think step by step between &lt;think&gt; and &lt;/think&gt;, then give the "
+            "answer.”") in findings  # the page shows the tags as written
     groups[0]["completions"] = ["<think>x</think>5", "<think>y</think>5", "5"]
     result = score({"groups": groups, "num_generations": 3, "base_dir": str(tmp_path), "probes": False,
                     "rewards": [{"name": "think_format"}]})
-    assert "ℹ️ **Not asked for, written anyway:** 2 of 3 completions write <think>…</think>" in preview_tables(result)[2]
+    assert "ℹ️ **Not asked for, written anyway:** 2 of 3 completions write `<think>…</think>`" in preview_tables(result)[2]
+
+
+def test_a_tag_a_reward_only_cuts_off_is_not_looked_for(tmp_path):
+    """`text.split("</think>")[-1]` drops any thinking before reading the reply: the reward does not need the tag. It
+    was read as looking for <think>…</think>, with a warning, a system prompt to add and a warm-up to tick (a walk)."""
+    (tmp_path / "hours.py").write_text(
+        "def states_hours(completions, hours, **kwargs):\n"
+        "    texts = [c.split('</think>')[-1].strip() for c in completions]\n"
+        "    return [1.0 if t.endswith(str(h)) else 0.0 for t, h in zip(texts, hours)]\n\n"
+        "def needs_thinking(completions, **kwargs):\n"
+        "    return [1.0 if '</think>' in c and c.partition('</think>')[2] else 0.0 for c in completions]\n", encoding="utf-8")
+    asks = {(a.reward, a.looks_for) for a in reward_asks([RewardSpec(file="hours.py", function="states_hours"),
+                                                          RewardSpec(file="hours.py", function="needs_thinking")], tmp_path)}
+    assert asks == {("hours.py:needs_thinking", "<think>…</think>")}  # `in` looks for it; split and partition cut
+
+
+def test_tags_in_the_rewards_tab_findings_are_shown_not_taken_for_html():
+    """The page's Markdown drops what looks like an HTML tag: "24 of 24 completions write , which …", and a judge's
+    "Score: +17</think>601" read as "Score: +17601" (a walk). Every tag outside a code span is escaped."""
+    import re
+
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    result = {"functions": {"judge": {"weight": 1.0, "mean": None, "std": None, "min": None, "max": None, "none": 1,
+                                      "errors": [{"function": "judge", "lines": [], "completion": "x",
+                                                  "error": "RewardError: the reply has no verdict of the form 'Score: N' "
+                                                           "(it reads 'Score: +17</think>601')"}]}},
+              "rows": [{"group": 0, "prompt": "p", "completion": "x", "rewards": {"judge": None}, "total": None,
+                        "baseline": None, "advantage": 0.0}],
+              "asks": [{"reward": "think_format", "looks_for": "<think>…</think>", "prompts": 1, "matched": 1, "completions": 1,
+                        "warning": False, "note": True, "suggestion": "First think between <think> and </think>."}]}
+    findings = preview_tables(result)[2]
+    outside_code = re.sub(r"`[^`]*`", "", findings)
+    assert not re.search(r"</?think>", outside_code), findings
+    assert "Score: +17&lt;/think&gt;601" in findings and "write `<think>…</think>`" in findings
+
+
+def test_no_format_warm_up_is_offered_when_the_rewards_already_tell_completions_apart():
+    """The offer says "Without it every prompt's completions tie at the same reward", under "✅ Learnability: Every
+    prompt's completions got different rewards" (a walk): only where the rewards give little signal is it offered."""
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    rare = [{"reward": "rw.py:tagged", "looks_for": "<answer>…</answer>", "prompts": 4, "matched": 0, "completions": 16,
+             "warning": True, "note": False, "suggestion": "Give the answer between <answer> and </answer>."}]
+    base = {"functions": {}, "rows": [], "asks": rare}
+    signal = {**base, "learnability": {"no_signal_share": 0.0, "verdict": "Every prompt's completions got different rewards."}}
+    flat = {**base, "learnability": {"no_signal_share": 1.0, "verdict": "Every completion got the same total reward."}}
+    assert "format warm-up could help" not in preview_tables(signal)[2]
+    assert "format warm-up could help" in preview_tables(flat)[2]
