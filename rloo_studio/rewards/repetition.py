@@ -102,9 +102,9 @@ def find_loop(text: str | None) -> dict | None:
     return _sentence_loop(text) or _phrase_loop(text) or _run_loop(text)
 
 
-def loop_note(loop: dict | None) -> str:
-    """`repeats “the answer is 4.” 6 times (90 % of the reply)`; "" without a loop."""
+def loop_note(loop: dict | None, of: str = "reply") -> str:
+    """`repeats “the answer is 4.” 6 times (90 % of the reply)`; "" without a loop. `of`: what the share is of."""
     if not loop:
         return ""
     unit = loop["unit"] if len(loop["unit"]) <= SHOWN_CHARS else loop["unit"][:SHOWN_CHARS - 1] + "…"
-    return f"repeats “{unit}” {loop['times']} times ({100 * loop['share']:.0f} % of the reply)"
+    return f"repeats “{unit}” {loop['times']} times ({100 * loop['share']:.0f} % of the {of})"

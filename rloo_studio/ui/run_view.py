@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import alerts, runs, step_time
 from ..workers.jobs import RunView
+from ..rewards.builtin import split_thinking
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
 from . import text
@@ -280,9 +281,15 @@ def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None, 
     said = text if reply is None else reply
     if said is not None and not said.strip():
         marks.append("∅ empty reply")
-    loop = loop_note(find_loop(text))
+    # A loop is said where it is: in the reply, or in the thinking before it (its own column, or a collapsed block).
+    thinking, answer = split_thinking(text or "")
+    loop = loop_note(find_loop(answer))
     if loop:
         marks.append(f"🔁 {loop}")
+    elif thinking:
+        loop = loop_note(find_loop(thinking), of="thinking")
+        if loop:
+            marks.append(f"🔁 the thinking {loop}")
     return marks
 
 

@@ -159,3 +159,12 @@ def test_recent_completions_mark_an_empty_reply_and_never_show_the_thinking_as_t
     assert by_completion[""][3] == "[∅ empty reply] \n"
     assert by_completion["<think>ok</think>Open 9-5."][3] == "Open 9-5."
     assert run_view.reply_mark_list("  ", False) == ["∅ empty reply"] and run_view.reply_mark_list(None, False) == []
+
+
+def test_a_loop_in_the_thinking_is_marked_as_the_thinkings_not_the_replys():
+    """"[🔁 repeats “<think>” 9 times (73 % of the reply)] 8": the repetition was in the thinking column, and the reply
+    was "8" (a walk, Train tab and Chat)."""
+    thought = "<think>" + "<think> " * 9 + "</think>8"
+    assert run_view.reply_mark_list(thought, False) == ["🔁 the thinking repeats “<think>” 9 times (100 % of the thinking)"]
+    assert run_view.reply_mark_list("<think>ok</think>" + "Yes. " * 5, False) == ["🔁 repeats “yes.” 5 times (100 % of the reply)"]
+    assert run_view.reply_mark_list("Yes. " * 5, False) == ["🔁 repeats “yes.” 5 times (100 % of the reply)"]
