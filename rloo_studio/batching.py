@@ -160,6 +160,23 @@ def epochs(train_rows: int, plan: BatchPlan, steps: int) -> float:
     return steps * plan.new_prompts_per_step / train_rows
 
 
+MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn
+
+
+def too_many_epochs(epochs_: float) -> bool:
+    """More passes than MANY_EPOCHS, as `epochs_words` rounds them (3.2 reads "3 epochs" and is not flagged)."""
+    return round(epochs_) > MANY_EPOCHS
+
+
+def steps_for_epochs(train_rows: int, plan: BatchPlan, epochs_: float = MANY_EPOCHS) -> int:
+    """Optimiser steps that make `epochs_` passes over the training prompts (at least 1); `epochs` inverted.
+
+    >>> steps_for_epochs(54, BatchPlan(104, 1, 1, 8, 1, 1))
+    12
+    """
+    return max(1, round(epochs_ * train_rows / plan.new_prompts_per_step))
+
+
 def epochs_words(epochs_: float, bold: bool = False) -> str:
     """'12 epochs (each prompt seen about 12 times)', '1 epoch (each prompt seen about once)', or under one epoch '0.03 epochs (3 % of the prompts seen once)'.
 

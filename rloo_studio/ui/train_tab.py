@@ -21,8 +21,8 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs, trial
-from ..batching import (batch_plan, effective_line, epochs, epochs_words, per_device_that_fills, plan_words,
-                        prompts_needed, summary_line)
+from ..batching import (MANY_EPOCHS, batch_plan, effective_line, epochs, epochs_words, per_device_that_fills,
+                        plan_words, prompts_needed, steps_for_epochs, summary_line, too_many_epochs)
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
 from ..errors import StudioError
@@ -623,9 +623,6 @@ def confirm_shown(confirm_for: dict | None, *values) -> list:
     return [gr.update(visible=current), asked.get("text", "") if current else ""]
 
 
-MANY_EPOCHS = 3  # seen more often than this, a prompt's answer is easier to memorise than to learn
-
-
 def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dict | None = None) -> str:
     """How many times each training prompt would be seen ("54 rows × 150 steps = 37 epochs"), said before Start."""
     try:
@@ -648,8 +645,8 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
                 f"without learning anything. " + fix)
     seen = epochs(rows, plan, steps)
     line = f"{rows} training rows × {steps} steps × {plan.new_prompts_per_step:g} new prompts per step = {epochs_words(seen, bold=True)}."
-    if seen > MANY_EPOCHS:
+    if too_many_epochs(seen):
         return ("⚠️ " + line + " The model may learn these prompts' answers by heart rather than the skill: use fewer "
-                f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {max(1, round(MANY_EPOCHS * rows / plan.new_prompts_per_step))} for "
+                f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {steps_for_epochs(rows, plan)} for "
                 f"{MANY_EPOCHS} epochs) or more data.")
     return line

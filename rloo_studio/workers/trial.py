@@ -36,7 +36,8 @@ from typing import Callable
 
 from .. import runs, step_time
 from . import jobs
-from ..batching import BatchPlan, batch_plan, effective_line, epochs, epochs_words
+from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_words, steps_for_epochs,
+                        too_many_epochs)
 from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards.judge import judge_time_share
@@ -146,6 +147,11 @@ def plan_words(m: Measurement, minutes: float | None = None) -> str:
     else:
         seen = f", {epochs_words(epochs(m.train_rows, BatchPlan(**m.batch), steps))}" if m.train_rows and m.batch else ""
         head = f"for {budget}, use {steps} steps: about {duration_range(*run_range(m, steps))}{seen}"
+        if seen and too_many_epochs(epochs(m.train_rows, BatchPlan(**m.batch), steps)):  # the Train tab's limit, said here too
+            within = max(m.cycle_steps, steps_for_epochs(m.train_rows, BatchPlan(**m.batch)) // m.cycle_steps * m.cycle_steps)
+            head += (f" — more than {MANY_EPOCHS} passes over the data, where the model may learn these prompts' answers by "
+                     f"heart: {within} steps give {MANY_EPOCHS} epochs (about {duration_range(*run_range(m, within))}); more "
+                     "data would use the time better")
     if m.run_steps:
         head += f"; as set now, about {duration_range(*run_range(m, m.run_steps))} for {m.run_steps} steps"
     return head

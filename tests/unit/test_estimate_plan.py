@@ -65,6 +65,19 @@ def test_the_plan_answers_for_n_minutes_and_the_steps_set_as_ranges():
                                                  "take about 22–25 min; allow at least 26 minutes")
 
 
+def test_a_budget_worth_many_epochs_says_so_and_the_steps_that_stay_within_the_limit():
+    """"For 30 minutes, use 776 steps: … 460 epochs" below the Train tab's own warning at 9 epochs that the model may
+    learn the prompts' answers by heart (a walk): the plan says it, with the steps that keep to the limit."""
+    from rloo_studio.batching import MANY_EPOCHS
+
+    m = _measured(train_rows=8)  # 4 new prompts a step: 32 steps are 16 epochs
+    words = trial.plan_words(m, 30)
+    assert words.startswith("for 30 minutes, use 32 steps: about 23–30 min, 16 epochs (each prompt seen about 16 times)")
+    assert (f" — more than {MANY_EPOCHS} passes over the data, where the model may learn these prompts' answers by heart: "
+            f"6 steps give {MANY_EPOCHS} epochs (about ") in words, words
+    assert "by heart" not in trial.plan_words(_measured(), 30)  # 3 epochs: within the limit
+
+
 @pytest.mark.parametrize("low, high, said", [
     (40, 50, "40–50 s"), (130, 170, "2.2–2.8 min"), (1300, 1700, "22–28 min"), (100, 100.2, "1.7 min"),
     (3000, 4000, "50 min – 1 h 06 min"),
