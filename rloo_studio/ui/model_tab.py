@@ -107,22 +107,25 @@ class ModelTab:
             verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
             message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
             new_state = form.state_of(new)
-            parts = form.split(values)
-            # What it was, for Undo and for the line that says what changed (kept in the state: it outlives a reload).
-            new_state["shrunk"] = {"changes": {k: [setting(cfg, k), v] for k, v in changes.items()},
-                                   "before": {"state": state, "model": parts[0], "train": parts[3]}}
+            # What each setting was, for Undo and for the line that says what changed (kept in the state: it outlives a
+            # reload).
+            new_state["shrunk"] = {"changes": {k: [setting(cfg, k), v] for k, v in changes.items()}}
             return [new_state, message] + with_settings(form, values, form.values_from(new))
 
         def undo(state, *values):
-            before = (state or {}).get("shrunk", {}).get("before")
-            if not before:
+            """Put back the settings Shrink to fit changed, each as it was; every other setting as the person has it now
+            (an edit made after Shrink to fit is theirs: the whole tab put back undid it)."""
+            changed = (state or {}).get("shrunk", {}).get("changes")
+            if not changed:
                 return [state, gr.skip()] + list(values)
-            new_values = list(values)
-            sizes = form.sizes
-            train_at = sum(sizes[:3])
-            new_values[:sizes[0]] = before["model"]
-            new_values[train_at:] = before["train"]
-            return [before["state"], "Shrink to fit undone: the settings are as before."] + new_values
+            cfg, problems = form.config_from(state, list(values))
+            if cfg is None:
+                return [state, form.problems_markdown(problems)] + list(values)
+            old = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(was)}" for k, (was, _) in changed.items()]),
+                                      base_dir=cfg.base_dir)
+            new_state = {k: v for k, v in form.state_of(old).items() if k != "shrunk"}
+            return [new_state, "Shrink to fit undone: the settings it changed are as before."] + with_settings(
+                form, values, form.values_from(old))
 
         train, judge = form.train_tab.fields, form.rewards_tab.judge
         # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.

@@ -42,11 +42,15 @@ def test_shrink_to_fit_says_what_it_changed_without_a_field_and_undo_puts_it_bac
         form.values = shrunk
         assert form["Batch per device (completions)"] < 512
         assert [r[2] for r in form[text.BUILTIN_TABLE]["data"] if r[1] == "length_penalty"] == [0.3]
+        # An edit after Shrink to fit is the person's: Undo puts back what Shrink to fit changed and nothing else (it put
+        # the whole Train tab back: 15 training steps became 200 again, a walk found).
+        form["Training steps"] = 15
         # Undo: the batch as it was (the gradient accumulation, which no field shows, with it: the estimate exceeds again).
         message, *undone = client.predict(*form.values, api_name="/undo_shrink_to_fit")
         assert "undone" in message
         form.values = undone
         assert form["Batch per device (completions)"] == 512 == before[form.index("Batch per device (completions)")]
+        assert form["Training steps"] == 15
         assert form.call("/estimate").startswith("⛔ **Estimated peak")  # exceeds, on a CPU or a GPU
 
 
