@@ -251,7 +251,7 @@ def _make(kind, subject, episode, numbers_at, explanation_at, action) -> Alert:
     first, raised, end, held = episode
     numbers = numbers_at(raised, held)
     return Alert(kind, subject, int(first["step"]), int(raised["step"]), int(end["step"]) if end else None, numbers,
-                 explanation_at(numbers), action)
+                 explanation_at(numbers), action(numbers) if callable(action) else action)
 
 
 # ---- the rules -----------------------------------------------------------------------------------
@@ -319,16 +319,27 @@ def _dominant(rows: list[dict], facts: RunFacts) -> list[Alert]:
 
         def numbers(raised, held, name=name):
             s = shares(raised) or {}
+            # The others that never told two completions of a prompt apart: no weight gives them a say.
+            silent = [n for n, _ in pairs if n != name and all(_number(r, GROUP_SPREAD_KEY.format(name=n)) == 0 for r in held)]
             return {"share": s.get(name), "threshold": DOMINANCE_SHARE, "steps": len(held),
-                    "shares": {n: round(v, 4) for n, v in s.items()}}
+                    "shares": {n: round(v, 4) for n, v in s.items()}, "silent": silent}
+
+        def action(n, name=name):
+            if n["silent"]:
+                names = ", ".join(f"`{s}`" for s in n["silent"])
+                return (f"{names} never told two completions of a prompt apart in these steps (the same score for all of "
+                        "them): a weight changes nothing. Check in the preview that the model writes what "
+                        f"{'it looks' if len(n['silent']) == 1 else 'they look'} for, or make "
+                        f"{'it' if len(n['silent']) == 1 else 'them'} graded; check that `{name}` cannot be maxed out by a trick.")
+            return (f"If the other rewards matter, raise their weights or lower `{name}`'s; check in the preview that "
+                    f"`{name}` cannot be maxed out by a trick.")
 
         alerts += [_make(DOMINANT, name, e, numbers,
                          lambda n, name=name: (f"`{name}` makes {_pct(n['share'])} of the spread of the total reward "
                                                "among the completions of one prompt (weight × value), "
                                                f"{n['steps']} steps in a row: the other reward functions barely change "
                                                "which completions are preferred."),
-                         f"If the other rewards matter, raise their weights or lower `{name}`'s; check in the preview that "
-                         f"`{name}` cannot be maxed out by a trick.")
+                         action)
                    for e in _episodes(rows, holds, DOMINANCE_STEPS)]
     return alerts
 

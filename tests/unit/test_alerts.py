@@ -94,6 +94,18 @@ def test_one_reward_dominates_by_its_spread_within_groups():
     assert not of_kind(A.find_alerts(balanced, FACTS), A.DOMINANT)
 
 
+def test_a_reward_that_never_varied_is_named_instead_of_advising_its_weight():
+    """"If the other rewards matter, raise their weights": but `format` scored the same on every completion of a
+    prompt all along (spread 0), and no weight changes that (a walk, `says_hours` at 0.00 throughout)."""
+    n = A.DOMINANCE_STEPS + 2
+    found = A.find_alerts(rows(rewards__correct__group_spread=[0.5] * n, rewards__format__group_spread=[0.0] * n), FACTS)
+    [alert] = of_kind(found, A.DOMINANT)
+    assert "raise their weights" not in alert.action and "`format` never told two completions of a prompt apart" in alert.action
+    assert "a weight changes nothing" in alert.action
+    varied = A.find_alerts(rows(rewards__correct__group_spread=[0.5] * n, rewards__format__group_spread=[0.05] * n), FACTS)
+    assert "raise their weights" in of_kind(varied, A.DOMINANT)[0].action
+
+
 def test_dominance_needs_two_functions_and_some_spread():
     n = A.DOMINANCE_STEPS + 1
     single = A.RunFacts(["correct"], [1.0])
