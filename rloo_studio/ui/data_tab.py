@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ import gradio as gr
 
 from ..config import DataConfig, RunConfig
 from ..data import HEADERLESS_WHAT, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
+from ..stats import FEWEST_TO_DECIDE
 from . import text
 from .freshness import Outdated
 from .pinned_rows import table_rows
@@ -259,7 +261,8 @@ class DataTab:
             held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
             lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". " + columns_sentence(cols))
-        lines += notes
+        few = held_out_too_few(result.get("test_rows"), result["train_rows"], data_cfg) if cols else None
+        lines += notes + ([few] if few else [])
         for problem in result["problems"]:
             if first_row and problem.startswith(HEADERLESS_WHAT):
                 continue  # said above, in the page's words
@@ -268,6 +271,20 @@ class DataTab:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
         return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+
+
+def held_out_too_few(test_rows: int | None, train_rows: int, data_cfg: DataConfig) -> str | None:
+    """A note when the held-out rows can never show base and tuned apart in Evaluate (fewer than the sign test needs
+    to differ, stats.FEWEST_TO_DECIDE): said here, where the split is made, not first at Evaluate."""
+    if not test_rows or test_rows >= FEWEST_TO_DECIDE:
+        return None
+    total = test_rows + train_rows
+    fraction = math.ceil(20 * FEWEST_TO_DECIDE / total) / 20 if total else None  # in steps of 0.05
+    more = (f"Raise “{text.field_label('data', 'test_fraction')}” ({fraction:g} holds out {math.ceil(fraction * total)} of these "
+            f"{total} rows), or give" if data_cfg.test_fraction and fraction and fraction < 0.5 else "Give")
+    return (f"ℹ️ {test_rows} held-out row{'s are' if test_rows != 1 else ' is'} too few for Evaluate to tell base from tuned: "
+            f"it needs at least {FEWEST_TO_DECIDE} prompts on which the two differ. {more} a file of other prompts in "
+            f"“{text.field_label('data', 'test_split')}”.")
 
 
 def _answer_params(row) -> dict | None:

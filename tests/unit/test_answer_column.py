@@ -190,3 +190,20 @@ def test_an_exported_script_compares_with_the_datas_answer_column(tmp_path):
     exported = {r["name"]: r.get("params", {}) for r in yaml.safe_load((out / "config.yaml").read_text())["rewards"]}
     assert exported["numeric_answer"] == {"answer_column": "answer"} and exported["exact_match"] == {"answer_column": "prompt"}
     assert "answer_column" not in exported["think_format"]
+
+
+def test_too_few_held_out_rows_to_tell_base_from_tuned_are_said_in_the_data_tab(tmp_path):
+    """30 rows, a tenth held out: "27 training rows, 3 held out … ✅ Ready to train", and only at Evaluate did the person
+    learn that 3 prompts are "too few to judge" (a walk). The Data tab says it, with the number that can."""
+    from rloo_studio.stats import FEWEST_TO_DECIDE
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "boats.csv").write_text("question,hours\n" + "".join(f"How long for repair {i}?,{i}\n" for i in range(30)))
+    summary = DataTab.preview(config({"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.1}).data,
+                              str(tmp_path), None, [])[0]
+    assert "**27 training rows**, 3 held out" in summary
+    assert (f"ℹ️ 3 held-out rows are too few for Evaluate to tell base from tuned: it needs at least {FEWEST_TO_DECIDE} "
+            "prompts on which the two differ") in summary, summary
+    bigger = DataTab.preview(config({"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.5}).data,
+                             str(tmp_path), None, [])[0]
+    assert "too few for Evaluate" not in bigger
