@@ -18,6 +18,7 @@ the summary and marked in the examples. It loads no model itself.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import gradio as gr
@@ -27,6 +28,7 @@ from .. import runs
 from ..errors import StudioError
 from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
+from ..rewards.builtin import split_thinking
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
 from .plots import in_order
@@ -140,14 +142,47 @@ def _selection_lines(report: dict) -> list[str]:
     return lines
 
 
-def _loops(report: dict, side: str) -> tuple[int, int]:
-    """(replies stuck in a repetition loop, replies) on one side of the evaluation, every sample counted."""
+def _replies(report: dict, side: str) -> list[str]:
+    """Every reply of one side of the evaluation, every sample counted."""
     texts = []
     for record in report.get("per_prompt") or []:
         shown = (record.get("sides") or {}).get(side) or {}
         texts += [s.get("completion") for s in shown.get("samples", [])] or [shown.get("completion")]
-    texts = [t for t in texts if isinstance(t, str)]
+    return [t for t in texts if isinstance(t, str)]
+
+
+def _loops(report: dict, side: str) -> tuple[int, int]:
+    """(replies stuck in a repetition loop, replies) on one side of the evaluation, every sample counted."""
+    texts = _replies(report, side)
     return sum(find_loop(t) is not None for t in texts), len(texts)
+
+
+ONE_REPLY_SHARE = 0.25  # a reply given this often across different prompts is one answer, not answers
+
+
+def _most_common_reply(report: dict, side: str) -> tuple[str, int, int]:
+    """(the reply one side gives most often, after its thinking and with case and spacing evened out; how often; of how
+    many replies)."""
+    texts = [" ".join(split_thinking(t)[1].lower().split()) for t in _replies(report, side)]
+    if not texts:
+        return "", 0, 0
+    reply, count = Counter(texts).most_common(1)[0]
+    return reply, count, len(texts)
+
+
+def one_reply_line(report: dict) -> str | None:
+    """A tuned model that gives one reply to many prompts (a quarter or more of its replies, at least 3, and at least
+    twice as often as base gives its own most common one): what a reward that one short answer often satisfies
+    teaches. Said beside the verdict, which compares scores and cannot see it."""
+    name = report["checkpoint"]
+    reply, count, total = _most_common_reply(report, name)
+    _, base_count, base_total = _most_common_reply(report, "base")
+    if count < 3 or count < ONE_REPLY_SHARE * total or count < 2 * base_count:
+        return None
+    shown = f"“{reply[:60]}{'…' if len(reply) > 60 else ''}”" if reply else "an empty reply"
+    return (f"⚠️ **Tuned ({name}) gives one reply to many prompts:** {shown} is {count} of its {total} replies (base's most "
+            f"common reply: {base_count} of {base_total}). Where the prompts' answers differ, that is one answer that often "
+            "scores, not the task learned: read the Examples, and look at what the rewards give it.")
 
 
 def tuned_verdict(report: dict) -> dict:
@@ -185,6 +220,9 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
         lines.append(f"⚠️ **The weights never changed:** all {still} logged steps of this run had a gradient of 0, so "
                      "tuned is the base model and no number of held-out prompts will separate them. Give the run a "
                      "learning signal first (Rewards tab: Sample and score), then train again.")
+    one_reply = one_reply_line(report)
+    if one_reply:
+        lines.append(one_reply)
     loops = {side: _loops(report, side) for side in ("base", name)}
     if any(count for count, _ in loops.values()):
         lines.append("Replies stuck in a repetition loop (one sentence or phrase at least 3 times over most of the reply): "

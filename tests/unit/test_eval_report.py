@@ -434,3 +434,23 @@ def test_an_evaluation_on_prompts_the_run_trained_on_says_so():
     assert stats.seen_in_training_line(report).startswith("8 of these 11 prompts are training prompts of this run")
     assert stats.seen_in_training_line({**report, "seen_in_training": 0}) is None
     assert stats.seen_in_training_line({"n_prompts": 3}) is None  # an evaluation from before the count was kept
+
+
+def test_a_tuned_model_that_gives_one_reply_to_many_prompts_is_said():
+    """The tuned model learned to answer "1": 60 of its 120 sampled replies, against 12 for base, and only 4 of the 30
+    repairs take 1 hour. Nothing said it; the examples showed "1" row after row (a walk)."""
+    from rloo_studio.ui import eval_tab
+
+    n = 12
+    base = side("base", 0, [0.0] * n)
+    final = side("final", 4, [0.0] * 9 + [1.0] * 3)
+    base.texts = [[f"It takes about {i + 2} hours."] for i in range(n)]
+    final.texts = [["1"] if i < 8 else [f"{i} hours"] for i in range(n)]
+    report = report_of(base, final)
+    main = eval_tab.summary_markdown(report).split("<details>")[0]
+    assert "⚠️ **Tuned (final) gives one reply to many prompts:** “1” is 8 of its 12 replies (base's most common reply: 1 of 12)" in main, main
+    varied = report_of(base, side("final", 4, [0.0] * n))
+    assert "one reply to many prompts" not in eval_tab.summary_markdown(varied)
+    # A base that says it as often already: nothing new learned, nothing said.
+    base.texts = [["1"] if i < 7 else ["2"] for i in range(n)]
+    assert "one reply to many prompts" not in eval_tab.summary_markdown(report_of(base, final))
