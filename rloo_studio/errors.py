@@ -18,7 +18,9 @@ class StudioError(Exception):
         super().__init__(self.message())
 
     def message(self) -> str:
-        parts = [self.what.rstrip(".") + "."]
+        # A `what` that ends with a quoted line of code (indented) ends there: a full stop would read as part of the code.
+        quoted = self.what.rstrip("\n").rsplit("\n", 1)[-1].startswith("    ") if "\n" in self.what else False
+        parts = [self.what.rstrip("\n") if quoted else self.what.rstrip(".") + "."]
         if self.why:
             parts.append(f"Why: {self.why.rstrip('.')}.")
         if self.fix:

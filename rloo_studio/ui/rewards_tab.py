@@ -498,8 +498,11 @@ class RewardsTab:
         if result["problems"]:
             message = "\n\n".join("⚠️ " + p.replace("\n", "  \n") for p in result["problems"])
         elif result["functions"]:
-            message = (f"✅ {len(result['functions'])} function(s) found: " + ", ".join(f"`{n}`" for n in result["functions"]) +
-                       ". Tick **use** to train with one.")
+            ticked = [row[1] for row in table if row and _truthy(row[0])]
+            n = len(result["functions"])
+            message = (f"✅ {n} function{'s' if n != 1 else ''} found: " + ", ".join(f"`{f}`" for f in result["functions"]) + ". "
+                       + (f"Training uses the ticked one{'s' if len(ticked) != 1 else ''}: " + ", ".join(f"`{f}`" for f in ticked) + "."
+                          if ticked else "Tick **use** to train with one."))
             if not columns:  # nothing to check a parameter named after a column against: say so rather than pass it
                 message += (" The data's columns are not known yet (*Preview* in the Data tab): parameters other than TRL's "
                             "are checked against them then, and again before a preview, a pinned check or training.")

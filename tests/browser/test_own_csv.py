@@ -213,7 +213,7 @@ def test_own_csv_up_to_start(studio):
     _type_code(page, LINT_ERROR)
     expect(page.locator("#code-lint")).to_contain_text("lenn is not defined")
     page.locator("#check-code").click()
-    expect(page.locator("#code-check")).to_contain_text("1 function(s) found: polite")
+    expect(page.locator("#code-check")).to_contain_text("1 function found: polite")
     page.locator("#user-rewards").get_by_label("Toggle all: use").check()
 
     # 5 · 9 · Train: page words with a value to use; Start refused while the lint flags the code.

@@ -50,7 +50,7 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir, monkeypatch):
         page.keyboard.insert_text(REWARD)
         expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
         page.locator("#check-code").click()
-        expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brief")
+        expect(page.locator("#code-check")).to_contain_text("1 function found: brief")
         page.locator("#user-rewards").get_by_label("Toggle all: use").check()  # tick "use" for the (only) function
 
         page.locator("#preview-prompts input[type=number]").fill("2")

@@ -168,3 +168,14 @@ def test_a_loop_in_the_thinking_is_marked_as_the_thinkings_not_the_replys():
     assert run_view.reply_mark_list(thought, False) == ["🔁 the thinking repeats “<think>” 9 times (100 % of the thinking)"]
     assert run_view.reply_mark_list("<think>ok</think>" + "Yes. " * 5, False) == ["🔁 repeats “yes.” 5 times (100 % of the reply)"]
     assert run_view.reply_mark_list("Yes. " * 5, False) == ["🔁 repeats “yes.” 5 times (100 % of the reply)"]
+
+
+def test_the_code_check_names_the_ticked_functions_instead_of_asking_to_tick_one():
+    """"✅ 2 function(s) found … Tick use to train with one" while both were ticked (a walk)."""
+    from rloo_studio.ui.rewards_tab import RewardsTab
+
+    code = "def a(completions, **kwargs):\n    return [1.0] * len(completions)\n\ndef b(completions, **kwargs):\n    return [0.0] * len(completions)\n"
+    message, _ = RewardsTab.check_code(code, [[True, "a", 1.0], [True, "b", 0.5]], ["prompt"])
+    assert message == "✅ 2 functions found: `a`, `b`. Training uses the ticked ones: `a`, `b`."
+    message, _ = RewardsTab.check_code(code, [[False, "a", 1.0], [False, "b", 0.5]], ["prompt"])
+    assert message.endswith("Tick **use** to train with one.")

@@ -50,4 +50,4 @@ def test_check_the_code_refuses_a_parameter_no_column_provides_and_says_when_it_
     assert "needs order_number, which no column of the data provides — did you mean `order_id`?" in message, message
     assert "rename the parameter to one of the data's columns (question, order_id)" in message
     unchecked, _table = RewardsTab.check_code(code, [], [])
-    assert "1 function(s) found" in unchecked and "The data's columns are not known yet" in unchecked, unchecked
+    assert "1 function found" in unchecked and "The data's columns are not known yet" in unchecked, unchecked

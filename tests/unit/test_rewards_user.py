@@ -89,6 +89,8 @@ def test_syntax_error_names_file_line_and_text():
     assert "def bad(completions, **kwargs)" in err.what
     assert err.fix == "fix line 4 of my_rewards.py"
     assert "What to do: fix line 4 of my_rewards.py." in err.message()
+    # The quoted line ends as written: "def bad(completions, **kwargs)." read as a full stop in the code (a walk).
+    assert "\n    def bad(completions, **kwargs)\nWhy:" in err.message(), err.message()
 
 
 def test_missing_module_suggests_installing():
