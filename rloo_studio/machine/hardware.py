@@ -52,7 +52,7 @@ class Hardware:
 
     def summary(self) -> str:
         """One readable line per device, for the app and the CLI."""
-        ram = f", {self.ram_gb:.0f} GiB RAM" if self.ram_gb else ""  # bytes / 1024**3, the estimate's unit
+        ram = f", {self.ram_gb:.1f} GiB RAM" if self.ram_gb else ""  # bytes / 1024**3, as the estimate says it (23.5, not 24)
         if self.problem:
             return f"⛔ {self.problem}\nCPU: {self.cpu_cores} cores{ram}"
         if not self.gpus:

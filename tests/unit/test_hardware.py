@@ -29,7 +29,9 @@ def test_summary_lists_every_gpu_with_memory_and_bf16():
     lines = hw.summary().splitlines()
     assert lines[0] == "GPU 0: NVIDIA GeForce RTX 4090 — 23.6 GB, 22.9 GB free, compute 8.9, bf16 yes"
     assert lines[1] == "GPU 1: Tesla T4 — 14.6 GB, compute 7.5, bf16 no (fp16 is used)"
-    assert lines[2] == "CPU: 16 cores, 64 GiB RAM"
+    assert lines[2] == "CPU: 16 cores, 64.0 GiB RAM"
+    # As the memory estimate says it: "24 GiB RAM" beside "23.5 GiB" read as two different machines (a walk).
+    assert Hardware(gpus=[], cpu_cores=2, ram_gb=23.47).summary().startswith("CPU: 2 cores, 23.5 GiB RAM")
     assert Hardware.from_dict(hw.to_dict()) == hw
 
 
