@@ -278,11 +278,11 @@ def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None, 
     marks = []
     if cut_off:
         marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}" if budget else "✂ cut off by the token budget")
-    said = text if reply is None else reply
-    if said is not None and not said.strip():
-        marks.append("∅ empty reply")
     # A loop is said where it is: in the reply, or in the thinking before it (its own column, or a collapsed block).
     thinking, answer = split_thinking(text or "")
+    said = reply if reply is not None else answer if text is not None else None
+    if said is not None and not said.strip():
+        marks.append("∅ empty reply")
     loop = loop_note(find_loop(answer))
     if loop:
         marks.append(f"🔁 {loop}")

@@ -159,6 +159,8 @@ def test_recent_completions_mark_an_empty_reply_and_never_show_the_thinking_as_t
     assert by_completion[""][3] == "[∅ empty reply] \n"
     assert by_completion["<think>ok</think>Open 9-5."][3] == "Open 9-5."
     assert run_view.reply_mark_list("  ", False) == ["∅ empty reply"] and run_view.reply_mark_list(None, False) == []
+    # A chat reply that only thinks: its thinking shows in a collapsed block, and nothing under it.
+    assert run_view.reply_mark_list("<think>9 trains a day</think>", False) == ["∅ empty reply"]
 
 
 def test_a_loop_in_the_thinking_is_marked_as_the_thinkings_not_the_replys():
