@@ -452,6 +452,8 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
     parts["activations (training)"] = activations
     parts["logits (training)"] = logits
     peak_dynamic = max(generation, training)
+    notes.append(f"generation ({generation / GIB:.2f} GiB) and the training pass ({training / GIB:.2f} GiB) take turns: the "
+                 "peak counts the larger, so the parts add up to more than it")
     if generation >= training:
         notes.append("the peak is during generation (KV cache); fewer or shorter completions per step lower it most")
     else:

@@ -59,6 +59,15 @@ def test_pinned_breakdown_qwen3_06b_bf16_lora():
     assert parts["allocator slack"] == pytest.approx(0.10 * (static + training))
     assert est.total_gib == pytest.approx(1.10 * (static + training) + 0.8)
     assert est.verdict is None
+    # The parts add up to more than the peak: said, with both phases' numbers (a walk read 34 GiB of parts under a
+    # headline of 19.1 GiB, with nothing visible saying why).
+    assert sum(parts.values()) > est.total_gib
+    assert (f"generation ({generation:.2f} GiB) and the training pass ({training:.2f} GiB) take turns: the peak counts "
+            "the larger, so the parts add up to more than it") in est.notes, est.notes
+    from rloo_studio.ui.model_tab import estimate_markdown
+
+    shown = estimate_markdown(dataclasses.replace(est, device_gib=24.0), "this GPU").split("<details>")[0]
+    assert "take turns: the peak counts the larger" in shown
 
 
 def test_pinned_4bit_weights():
