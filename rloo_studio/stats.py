@@ -211,6 +211,8 @@ def fmt_interval(estimate: dict | None, percent: bool = False) -> str:
         text += f" [{scale * estimate['low']:.{digits}f}, {scale * estimate['high']:.{digits}f}]"
     if isinstance(estimate.get("n"), int):
         text += f" (n={estimate['n']}, every one the same)" if estimate.get("same") else f" (n={estimate['n']})"
+    elif estimate.get("same"):  # a table whose n has a column of its own: still why there is no interval
+        text += " (every one the same)"
     return text
 
 

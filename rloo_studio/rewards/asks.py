@@ -280,19 +280,22 @@ MOSTLY_NO_SIGNAL = 0.5  # above this share of prompts whose completions all tie,
 def warmup_offer(formats: list[dict], no_signal_share: float | None = None) -> str | None:
     """The one rule that offers the format warm-up, in the page's words: when at most FORMAT_RARE_SHARE of the sampled
     completions write a format a reward looks for, a sentence saying so, why it matters and what to do; else None.
-    Not when the same completions show the rewards already telling them apart (`no_signal_share`, the share of
-    prompts whose completions all tie, at most MOSTLY_NO_SIGNAL): the sentence's "they tie" would be false.
+    Why it matters follows the same completions' learnability (`no_signal_share`, the share of prompts whose
+    completions all tie): most tie, and RLOO has nearly nothing to learn from; few tie (the other rewards tell them
+    apart), and the format's reward alone teaches nothing yet.
 
     `formats`: rewards.asks.check_asks findings counted on sampled completions (reward, looks_for, matched,
     completions), from the reward preview or the scan (`format_counts`). The counts are in the sentence: on a few
     completions "almost none" is a rough measure, and the person sees how rough."""
     found = rare_format(formats)
-    if found is None or (no_signal_share is not None and no_signal_share <= MOSTLY_NO_SIGNAL):
+    if found is None:
         return None
     first, also = found
+    why = (f"Until some do, `{first['reward']}` gives them all the same score and teaches nothing (your other rewards "
+           "still tell the completions apart)." if no_signal_share is not None and no_signal_share <= MOSTLY_NO_SIGNAL else
+           "Without it every prompt's completions tie at the same reward and RLOO has (nearly) nothing to learn from.")
     return (f"**A format warm-up could help:** only {first['matched']} of {first['completions']} sampled completions write "
-            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. Without it every prompt's completions tie at "
-            "the same reward and RLOO has (nearly) nothing to learn from. Tick **Warm up the format first** in the Train "
+            f"`{first['looks_for']}`, which `{first['reward']}` looks for{also}. {why} Tick **Warm up the format first** in the Train "
             "tab's *Format warm-up* (opened for you): a few dozen supervised steps on replies in that format, then RLOO.")
 
 

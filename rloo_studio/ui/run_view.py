@@ -281,7 +281,7 @@ def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None, 
     # A loop is said where it is: in the reply, or in the thinking before it (its own column, or a collapsed block).
     thinking, answer = split_thinking(text or "")
     said = reply if reply is not None else answer if text is not None else None
-    if said is not None and not said.strip():
+    if said is not None and not said.strip() and not cut_off:  # a reply cut off before it began is said cut off
         marks.append("∅ empty reply")
     loop = loop_note(find_loop(answer))
     if loop:

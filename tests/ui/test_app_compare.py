@@ -47,7 +47,8 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         rows = table["data"]
         assert [r[0] for r in rows] == ["base model", "checkpoint-1", "final"]
         assert [r[2] for r in rows] == [4, 4, 4] and rows[0][3] == 24  # n and the token budget on every row
-        assert rows[0][4].startswith(f"{report['base']['mean_reward']:.3f} [")  # mean reward with its interval
+        # Mean reward with its interval, or (every prompt scored the same) the words that say why it has none.
+        assert rows[0][4].startswith(f"{report['base']['mean_reward']:.3f} [") or rows[0][4].endswith("(every one the same)")
         # The run's only reward scores the answer: no format rate column (nor chart line) for a format nothing scores.
         assert table["headers"] == ["model", "step", "n", "token budget", "mean reward [95 %]", "answer accuracy [95 %]",
                                     "cut off [95 %]", "wins", "ties", "losses", "vs base"]
@@ -58,7 +59,11 @@ def test_evaluate_all_checkpoints_fills_the_table_and_chart(compare_runs_dir):
         assert "not distinguishable at this size" in summary and "Best checkpoint" not in summary and report["best"] is None
         points = chart["value"]["data"]  # an update (data and title); long format: step, metric, value — base at step 0, then each checkpoint's step
         metrics = {p[1] for p in points}
-        assert {"mean reward", "answer accuracy", "mean reward · 95 % low", "mean reward · 95 % high"} <= metrics
+        assert {"mean reward", "answer accuracy", "answer accuracy · 95 % low", "answer accuracy · 95 % high"} <= metrics
+        # A mean reward's bounds are drawn where it has an interval (none where every prompt scored the same).
+        spread = any(s["intervals"]["mean_reward"].get("low") is not None
+                     for s in [report["base"]] + [c["summary"] for c in report["checkpoints"]])
+        assert ({"mean reward · 95 % low", "mean reward · 95 % high"} <= metrics) == spread
         assert not any(m.startswith("format rate") for m in metrics) and "format rate" not in main
         assert {p[0] for p in points} == {"0", "1", "2"} and chart["sort"] == ["0", "1", "2"]  # whole steps on the axis, in order
         assert [p[2] for p in points if p[0] == "0" and p[1] == "mean reward"] == [pytest.approx(report["base"]["mean_reward"])]

@@ -214,9 +214,9 @@ def test_tags_in_the_rewards_tab_findings_are_shown_not_taken_for_html():
     assert "Score: +17&lt;/think&gt;601" in findings and "write `<think>…</think>`" in findings
 
 
-def test_no_format_warm_up_is_offered_when_the_rewards_already_tell_completions_apart():
-    """The offer says "Without it every prompt's completions tie at the same reward", under "✅ Learnability: Every
-    prompt's completions got different rewards" (a walk): only where the rewards give little signal is it offered."""
+def test_the_format_warm_up_offer_never_says_completions_tie_when_the_rewards_tell_them_apart():
+    """The offer said "Without it every prompt's completions tie at the same reward", under "✅ Learnability: Every
+    prompt's completions got different rewards" (a walk): its reason follows what the same completions show."""
     from rloo_studio.ui.rewards_tab import preview_tables
 
     rare = [{"reward": "rw.py:tagged", "looks_for": "<answer>…</answer>", "prompts": 4, "matched": 0, "completions": 16,
@@ -224,5 +224,7 @@ def test_no_format_warm_up_is_offered_when_the_rewards_already_tell_completions_
     base = {"functions": {}, "rows": [], "asks": rare}
     signal = {**base, "learnability": {"no_signal_share": 0.0, "verdict": "Every prompt's completions got different rewards."}}
     flat = {**base, "learnability": {"no_signal_share": 1.0, "verdict": "Every completion got the same total reward."}}
-    assert "format warm-up could help" not in preview_tables(signal)[2]
-    assert "format warm-up could help" in preview_tables(flat)[2]
+    said = preview_tables(signal)[2]
+    assert "format warm-up could help" in said and "tie at the same reward" not in said
+    assert "Until some do, `rw.py:tagged` gives them all the same score and teaches nothing (your other rewards still" in said
+    assert "every prompt's completions tie at the same reward" in preview_tables(flat)[2]

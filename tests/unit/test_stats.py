@@ -64,6 +64,7 @@ def test_a_mean_without_spread_gets_no_zero_width_interval():
     assert stats.fmt_interval(zero) == "0.000 (n=2, every one the same)"
     assert stats.fmt_interval(stats.mean([3.0, 3.0])) == "3.000 (n=2, every one the same)"
     assert stats.fmt_interval(stats.mean([3.0])) == "3.000 (n=1)"
+    assert stats.fmt_interval({**zero, "n": None}) == "0.000 (every one the same)"  # a table's cell, its n in a column
     spread = stats.mean([0.0, 1.0, 0.5])
     assert "same" not in spread and spread["low"] is not None
 
