@@ -64,12 +64,20 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, default=str))
         return _preview_exit(result)
+    print_preview(result, k)
+    return _preview_exit(result)
+
+
+def print_preview(result: dict, k: int) -> None:
+    """The preview's table and findings, in config words."""
     names = list(result["functions"])
     print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
     for i, row in enumerate(result["rows"]):
         if i % k == 0:
             print(f"\nprompt {row['group'] + 1}: {row['prompt'][:100]!r}")
-        text = row["completion"].replace("\n", " ")
+        # The marks of every completions table: cut off by the budget, empty (rows of a sampled preview carry cut_off).
+        text = ("[cut off] " if row.get("cut_off") else "[empty] " if not row["completion"].strip() else "") \
+            + row["completion"].replace("\n", " ")
         print(f"{i % k + 1:>3}  {text[:40]:<40}" + "".join(f"{_cell(row['rewards'][n], 13)}" for n in names)
               + f"{_cell(row['total'], 9)}{_cell(row['baseline'], 9)}{_cell(row['advantage'], 10)}")
         for name, said in row.get("reasons", {}).items():  # a judge's own words under its score
@@ -82,6 +90,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
             for line in e["lines"]:
                 print(f"{'':26}at {line}")
             print(f"{'':26}on the completion {e['completion'][:80]!r}")
+    cut = sum(1 for r in result["rows"] if r.get("cut_off"))
+    if cut:
+        print(f"\nCut off: {cut} of {len(result['rows'])} completions hit the token budget (rloo.max_completion_length) before "
+              "they ended: a reward that reads the answer at the end scores them as if it were wrong.")
     print(f"\nLearnability: {result['learnability']['verdict']}")
     if result.get("agreement"):
         from ..rewards.preview import agreement_sentence
@@ -100,7 +112,6 @@ def cmd_preview(args: argparse.Namespace) -> int:
             print(f"{'Warning' if ask['warning'] else 'Note'}: {ask['warning'] or ask['note']}")
     for warning in result.get("warnings", []):
         print(f"Warning: {warning}")
-    return _preview_exit(result)
 
 
 def _preview_exit(result: dict) -> int:

@@ -427,3 +427,16 @@ def test_one_pinned_example_that_makes_a_reward_raise_fails_alone(tmp_path):
     assert "1/2 pinned examples pass" in report, report
     friday = next(line for line in report.splitlines() if "We are open" in line)
     assert friday.startswith("- ✅") and "raised" not in friday, report
+
+
+def test_the_command_lines_preview_marks_cut_off_and_empty_completions_too(capsys):
+    """The page marks them (test above); `rloo-studio preview` printed the same rows unmarked."""
+    from rloo_studio.cli.rewards import print_preview
+
+    source = "def numeric_answer(completions, **kwargs):\n    return [1.0 if c.endswith('75') else 0.0 for c in completions]\n"
+    req = request(source, [["So 47 plus 28 is", "75", ""]])
+    req["groups"][0]["cut_off"] = [True, False, False]
+    print_preview(scorer.score(req), 3)
+    out = capsys.readouterr().out
+    assert "[cut off] So 47 plus 28 is" in out and "[empty] " in out
+    assert "Cut off: 1 of 3 completions hit the token budget (rloo.max_completion_length)" in out
