@@ -96,15 +96,21 @@ def prompts_needed(plan: BatchPlan) -> int:
 
 
 def per_device_that_fills(train_prompts: int, plan: BatchPlan) -> int | None:
-    """The largest per-device batch whose generation batch `train_prompts` prompts fill and which k divides (as RLOOConfig
-    requires); None when even the smallest needs more (the steps per generation, or the processes, are too many).
+    """The largest per-device batch whose generation batch `train_prompts` prompts fill: a multiple of k where one fits
+    (as the Train tab's field asks), else one whose generation batch k divides (as RLOOConfig requires); None when even
+    the smallest needs more (the steps per generation, or the processes, are too many).
 
-    >>> per_device_that_fills(22, BatchPlan(256, 1, 1, 8, 1, 1)), per_device_that_fills(22, BatchPlan(8, 8192, 1, 8, 8192, 1))
-    (176, None)
+    >>> per_device_that_fills(22, BatchPlan(256, 1, 1, 8, 1, 1)), per_device_that_fills(34, BatchPlan(4096, 16, 1, 8, 16, 1))
+    (176, 16)
+    >>> per_device_that_fills(22, BatchPlan(8, 8192, 1, 8, 8192, 1))
     """
     per_generation = plan.processes * plan.steps_per_generation  # the generation batch is per_device times this
-    for per_device in range(train_prompts * plan.num_generations // per_generation, 0, -1):
-        if per_device * per_generation % plan.num_generations == 0:
+    most = train_prompts * plan.num_generations // per_generation
+    k = plan.num_generations
+    if most >= k:
+        return most - most % k
+    for per_device in range(most, 0, -1):
+        if per_device * per_generation % k == 0:
             return per_device
     return None
 

@@ -16,6 +16,7 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs
+from ..batching import prompts_needed
 from ..config import FAST_GENERATION, FOUR_BIT_NEEDS_LORA, LoraConfig, RunConfig, apply_overrides
 from ..errors import StudioError
 from ..presets import Preset, get_preset
@@ -91,6 +92,7 @@ class ModelTab:
             return estimate_markdown(est, name)
 
         def shrink(state, *values):
+            *values, train_rows = values
             cfg, problems = form.config_from(state, list(values))
             device_gib, bf16, name, on_cpu = form.device_of()
             if cfg is None:
@@ -104,8 +106,8 @@ class ModelTab:
             new = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(v)}" for k, v in changes.items()]),
                                       base_dir=cfg.base_dir)
             listed = "; ".join(f"{text.setting_words(k)} to {text.value_words(k, v)}" for k, v in changes.items())
-            verdict = "now fits" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
-            message = f"**Changed:** {listed} → {verdict}.\n\n" + estimate_markdown(est, name)
+            verdict = "now fits in memory" if est and est.verdict == "fits" else "still does not fit — choose a smaller model"
+            message = f"**Changed:** {listed} → {verdict}.{unfilled_line(new, train_rows)}\n\n" + estimate_markdown(est, name)
             new_state = form.state_of(new)
             # What each setting was, for Undo and for the line that says what changed (kept in the state: it outlives a
             # reload).
@@ -121,11 +123,16 @@ class ModelTab:
             cfg, problems = form.config_from(state, list(values))
             if cfg is None:
                 return [state, form.problems_markdown(problems)] + list(values)
-            old = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(was)}" for k, (was, _) in changed.items()]),
+            # A setting edited since is the person's own: it stays, and the message says so.
+            back = {k: was for k, (was, set_to) in changed.items() if setting(cfg, k) == set_to}
+            kept = [k for k in changed if k not in back]
+            old = RunConfig.from_dict(apply_overrides(cfg.to_dict(), [f"{k}={json.dumps(was)}" for k, was in back.items()]),
                                       base_dir=cfg.base_dir)
             new_state = {k: v for k, v in form.state_of(old).items() if k != "shrunk"}
-            return [new_state, "Shrink to fit undone: the settings it changed are as before."] + with_settings(
-                form, values, form.values_from(old))
+            said = "Shrink to fit undone: the settings it changed are as before." + (
+                " Kept as you set them since: " + "; ".join(f"{text.setting_words(k)} {text.value_words(k, setting(cfg, k))}"
+                                                            for k in kept) + "." if kept else "")
+            return [new_state, said] + with_settings(form, values, form.values_from(old))
 
         train, judge = form.train_tab.fields, form.rewards_tab.judge
         # What the estimate depends on outside this tab: the batch, the lengths, the reference model, a local judge's copy.
@@ -135,7 +142,7 @@ class ModelTab:
         form.derived.on(estimate_triggers, update_estimate, inputs=estimate_inputs, outputs=self.estimate)
         form.derived.on([self.method], lambda m: gr.update(visible=m == text.METHOD_CHOICES[0]), inputs=[self.method],
                         outputs=self.lora_row)
-        self.shrink.click(shrink, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
+        self.shrink.click(shrink, inputs=estimate_inputs + [form.data_rows], outputs=[form.base, self.estimate] + form.inputs, api_name="shrink_to_fit")
         self.undo_shrink.click(undo, inputs=estimate_inputs, outputs=[form.base, self.estimate] + form.inputs,
                                api_name="undo_shrink_to_fit").then(update_estimate, inputs=estimate_inputs, outputs=self.estimate,
                                                                    api_visibility="private")
@@ -318,6 +325,18 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     details = (f"\n\n<details><summary>details</summary>\n\nThe estimate as `rloo-studio estimate` prints it:\n\n```\n"
                f"{est.table()}\n```\n\n{technical}\n\n</details>")
     return f"{head}{advice}\n\n| part | GiB |\n|---|---|\n{rows}\n\n{notes}{details}"
+
+
+def unfilled_line(cfg: RunConfig, train_rows) -> str:
+    """After Shrink to fit: when the data the Data tab counted cannot fill one generation batch of `cfg` (the Train tab's
+    ⛔ line says it too, with a batch that does), that memory fitting is not a run that trains; "" otherwise."""
+    if not isinstance(train_rows, int) or train_rows <= 0:
+        return ""
+    needed = prompts_needed(cfg.batch_plan())
+    if train_rows >= needed:
+        return ""
+    return (f"\n\n⛔ **But no step can be made:** one generation batch needs {needed} prompts and the data has {train_rows} "
+            "training rows, so training would finish at step 0. Lower the batch: the Train tab says to what.")
 
 
 def nothing_to_shrink(est: Estimate | None, device: str | None) -> str:

@@ -52,8 +52,24 @@ def test_a_batch_the_data_cannot_fill_is_said_before_start():
     assert "8192 accumulation steps a preset or Shrink to fit set; its Undo puts the batch back" in line
     # Without the hidden accumulation: a batch of 24 completions is 3 prompts, which 22 rows fill.
     assert not epochs_markdown(22, 8, 24, 10).startswith("⛔")
+    # With Shrink to fit's 16 accumulation steps (34 rows, a batch of 4096): it said "to 17 (34 prompts × 8 completions)",
+    # 17 not the multiple of k the field asks for, and 17 × 16 completions are not 34 × 8 (a walk).
+    shrunk = epochs_markdown(34, 8, 4096, 10, 1, {"config": {"rloo": {"gradient_accumulation_steps": 16}}})
+    assert ("Lower “Batch per device (completions)” to 16: with the 16 accumulation steps a preset or Shrink to fit set "
+            "(no field on this page; Shrink to fit's Undo puts them back), that is 256 completions, 32 prompts × 8.") in shrunk, shrunk
     # The suggestion is a batch that fits: 22 prompts × 8 completions.
     assert "“Batch per device (completions)” to 176 (22 prompts × 8 completions)" in epochs_markdown(22, 8, 256, 10)
+
+
+def test_shrink_to_fit_says_when_the_settings_that_fit_cannot_make_a_step():
+    """"✅ … fits" for 65536 completions a step on 34 rows (a walk): memory fits, but no step can be made."""
+    from rloo_studio.ui.model_tab import unfilled_line
+
+    cfg = RunConfig.from_dict({"rloo": {"num_generations": 8, "per_device_train_batch_size": 4096,
+                                        "gradient_accumulation_steps": 16}})
+    line = unfilled_line(cfg, 34)
+    assert "⛔ **But no step can be made:** one generation batch needs 8192 prompts and the data has 34 training rows" in line
+    assert unfilled_line(cfg, None) == "" and unfilled_line(cfg, 9000) == ""
 
 
 def test_the_method_a_preset_chose_is_explained():

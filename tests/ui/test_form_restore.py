@@ -52,6 +52,15 @@ def test_shrink_to_fit_says_what_it_changed_without_a_field_and_undo_puts_it_bac
         assert form["Batch per device (completions)"] == 512 == before[form.index("Batch per device (completions)")]
         assert form["Training steps"] == 15
         assert form.call("/estimate").startswith("⛔ **Estimated peak")  # exceeds, on a CPU or a GPU
+        # The same field edited after Shrink to fit: the person's value stays, and Undo says so (it put 512 back over
+        # the 32 typed since, without a word: a walk).
+        message, *shrunk = form.call("/shrink_to_fit")
+        form.values = shrunk
+        form["Batch per device (completions)"] = 32
+        message, *undone = client.predict(*form.values, api_name="/undo_shrink_to_fit")
+        form.values = undone
+        assert form["Batch per device (completions)"] == 32
+        assert "Kept as you set them since: “Batch per device (completions)” 32" in message, message
 
 
 def test_the_shrunk_line_names_the_setting_that_has_no_field():
