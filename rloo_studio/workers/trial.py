@@ -147,11 +147,13 @@ def plan_words(m: Measurement, minutes: float | None = None) -> str:
     else:
         seen = f", {epochs_words(epochs(m.train_rows, BatchPlan(**m.batch), steps))}" if m.train_rows and m.batch else ""
         head = f"for {budget}, use {steps} steps: about {duration_range(*run_range(m, steps))}{seen}"
-        if seen and too_many_epochs(epochs(m.train_rows, BatchPlan(**m.batch), steps)):  # the Train tab's limit, said here too
+        if seen and too_many_epochs(epochs(m.train_rows, BatchPlan(**m.batch), steps)):
+            # The Train tab's limit: what fits the minutes is not what to use. The steps within it lead.
             within = max(m.cycle_steps, steps_for_epochs(m.train_rows, BatchPlan(**m.batch)) // m.cycle_steps * m.cycle_steps)
-            head += (f" — more than {MANY_EPOCHS} passes over the data, where the model may learn these prompts' answers by "
-                     f"heart: {within} steps give {MANY_EPOCHS} epochs (about {duration_range(*run_range(m, within))}); more "
-                     "data would use the time better")
+            head = (f"for {budget}, use at most {within} steps: {MANY_EPOCHS} epochs, about "
+                    f"{duration_range(*run_range(m, within))}. The whole {budget} would be {steps} steps{seen}: more than "
+                    f"{MANY_EPOCHS} passes over these {m.train_rows} rows, where the model may learn their answers by heart; "
+                    "more data would use the time better")
     if m.run_steps:
         head += f"; as set now, about {duration_range(*run_range(m, m.run_steps))} for {m.run_steps} steps"
     return head

@@ -67,14 +67,13 @@ def test_the_plan_answers_for_n_minutes_and_the_steps_set_as_ranges():
 
 def test_a_budget_worth_many_epochs_says_so_and_the_steps_that_stay_within_the_limit():
     """"For 30 minutes, use 776 steps: … 460 epochs" below the Train tab's own warning at 9 epochs that the model may
-    learn the prompts' answers by heart (a walk): the plan says it, with the steps that keep to the limit."""
-    from rloo_studio.batching import MANY_EPOCHS
-
+    learn the prompts' answers by heart (a walk); then, with a warning behind it, the bold headline still said "use 786
+    steps" (a second walk): the steps within the limit lead."""
     m = _measured(train_rows=8)  # 4 new prompts a step: 32 steps are 16 epochs
     words = trial.plan_words(m, 30)
-    assert words.startswith("for 30 minutes, use 32 steps: about 23–30 min, 16 epochs (each prompt seen about 16 times)")
-    assert (f" — more than {MANY_EPOCHS} passes over the data, where the model may learn these prompts' answers by heart: "
-            f"6 steps give {MANY_EPOCHS} epochs (about ") in words, words
+    assert words.startswith("for 30 minutes, use at most 6 steps: 3 epochs, about "), words
+    assert ("The whole 30 minutes would be 32 steps, 16 epochs (each prompt seen about 16 times): more than 3 passes over "
+            "these 8 rows, where the model may learn their answers by heart") in words, words
     assert "by heart" not in trial.plan_words(_measured(), 30)  # 3 epochs: within the limit
 
 
