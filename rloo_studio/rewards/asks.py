@@ -84,7 +84,7 @@ def _json_ask(reward: str, keys: Sequence[str]) -> Ask:
                    (r"\bjson\b", *(rf"(?<!\w){re.escape(k)}(?!\w)" for k in keys)),
                    lambda text: check([text])[0] == 1.0, f"Reply with a JSON object only, with the keys {named}.")
     check = valid_json()
-    return Ask(reward, "a JSON object", (r"\bjson\b",), lambda text: check([text])[0] == 1.0,
+    return Ask(reward, "a JSON object or array", (r"\bjson\b",), lambda text: check([text])[0] == 1.0,
                "Reply with a JSON object only.")
 
 

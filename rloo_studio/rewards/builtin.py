@@ -542,11 +542,12 @@ def _parse_json(text: str) -> tuple[bool, Any]:
 
 def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True,
                prompt_opens_think: bool = False) -> RewardFunc:
-    """1.0 for JSON holding every ``required_keys`` key, 0.5 if keys are missing, 0.0 if not JSON.
+    """1.0 for a JSON object or array holding every ``required_keys`` key, 0.5 if keys are missing, 0.0 if not JSON.
 
-    The text may be bare JSON or sit inside a fenced ```json block```. Without
-    ``required_keys`` any JSON value counts. ``answer_only`` skips the ``<think>`` part (a thought
-    never closed has no answer: 0.0).
+    The text may be bare JSON or sit inside a fenced ```json block```. Without ``required_keys`` any
+    object or array counts. A bare number, string, true/false or null is JSON but no structure: 0.0 (a
+    small model's "95" is not what a JSON reward is for). ``answer_only`` skips the ``<think>`` part (a
+    thought never closed has no answer: 0.0).
 
     >>> reward = valid_json(required_keys=["name"])
     >>> reward(['{"name": "a"}', '```json\\n{"x": 1}\\n```', "nope"])
@@ -560,7 +561,7 @@ def valid_json(required_keys: str | Iterable[str] = (), answer_only: bool = True
             text = _read(completion, prompt_opens_think)
             answer = final_answer(text) if answer_only else completion_text(completion)
             parsed, value = _parse_json(answer) if answer is not None else (False, None)
-            if not parsed:
+            if not parsed or not isinstance(value, (dict, list)):
                 scores.append(0.0)
             elif keys and not (isinstance(value, dict) and all(key in value for key in keys)):
                 scores.append(0.5)

@@ -436,6 +436,13 @@ def test_valid_json():
     assert reward.__name__ == "valid_json"
 
 
+def test_a_bare_number_or_word_is_json_but_no_structure_and_scores_nothing():
+    """`95`, `66` and `6` each scored 1 (a small model's replies to questions about opening hours), and the page said
+    "23 of 24 completions write a JSON object" (a walk): a JSON reward pays for an object or an array."""
+    reward = valid_json()
+    assert reward(["95", '"yes"', "true", "null", "6.5", '{"hours": "11-19"}', "[11, 19]"]) == [0.0] * 5 + [1.0, 1.0]
+
+
 def test_valid_json_required_keys():
     reward = valid_json(required_keys=["name", "age"])
     completions = ['{"name": "a", "age": 3}', '{"name": "a"}', "[1]", "nope"]
