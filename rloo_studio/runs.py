@@ -46,6 +46,7 @@ ADAPTER_DIR = "adapter"
 MODEL_DIR = "model"  # full fine-tuning writes the whole model here instead of adapter/
 FINAL = "final"  # the name of the run's final adapter/ (or model/) wherever a checkpoint is named (eval, export, chat)
 EVAL_FILE = "eval.json"  # what `rloo-studio eval` writes: base vs the chosen weights
+EVALS_DIR = "evals"  # the earlier evaluations, each kept when a new one takes eval.json's place
 # The difficulty scan (rloo_studio.scan, docs/scan.md): RUNS/scans/<scan-id>/ holds one line per prompt and the summary.
 SCANS_DIR = "scans"
 SCAN_FILE = "scan.jsonl"
@@ -264,6 +265,28 @@ def read_eval(run_dir: str | Path) -> dict | None:
         return None
     tuned = report["tuned"]
     return report if isinstance(tuned, dict) and "intervals" in tuned and isinstance(report["checkpoints"], list) else None
+
+
+def write_eval(run_dir: str | Path, report: dict) -> Path | None:
+    """Write `report` as the run's eval.json; an evaluation already there moves to evals/eval-<its time>.json first
+    (an evaluation is a person's work: a second one with other settings, or on other prompts, must not erase the
+    first). Returns where the earlier one now is, None when there was none."""
+    path = Path(run_dir) / EVAL_FILE
+    kept = None
+    if path.exists():
+        earlier = read_json(path) or {}
+        when = earlier.get("created_at") if isinstance(earlier.get("created_at"), (int, float)) else path.stat().st_mtime
+        folder = Path(run_dir) / EVALS_DIR
+        folder.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when))
+        kept = folder / f"eval-{stamp}.json"
+        n = 1
+        while kept.exists():
+            n += 1
+            kept = folder / f"eval-{stamp}-{n}.json"
+        os.replace(path, kept)
+    write_json_atomic(path, {**report, **({"previous": str(kept.relative_to(run_dir))} if kept else {})})
+    return kept
 
 
 def old_eval(run_dir: str | Path) -> bool:

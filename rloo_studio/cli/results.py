@@ -112,7 +112,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _print_base_vs_tuned(report, args.run_dir)
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
-    print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}")
+    print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}"
+          + (f" (the evaluation before it is kept in {Path(args.run_dir) / report['previous']})" if report.get("previous") else ""))
     return EXIT_OK
 
 

@@ -512,7 +512,9 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, limit: int | Non
         "seconds": round(time.time() - started, 1),
         "created_at": time.time(),
     }
-    runs.write_json_atomic(run_dir / runs.EVAL_FILE, report)
+    kept = runs.write_eval(run_dir, report)
+    if kept is not None:
+        report["previous"] = str(kept.relative_to(run_dir))
     progress(EvalDone(seconds=report["seconds"], file=str(run_dir / runs.EVAL_FILE)))
     return report
 

@@ -229,7 +229,8 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
                      + ", ".join(f"{'base' if side == 'base' else f'tuned ({side})'} {count} of {total}"
                                  for side, (count, total) in loops.items()) + " (see Examples).")
     lines += _selection_lines(report)
-    lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s).")
+    lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s)"
+                 + (f"; the evaluation before it is kept in `{report['previous']}`." if report.get("previous") else "."))
     methods = "; ".join(f"{k}: {v}" for k, v in (report.get("statistics") or {}).items())
     details = [found["details"]] + ([f"Methods: {methods}."] if methods else [])
     return "  \n".join(lines) + "\n\n<details><summary>details</summary>\n\n" + "\n\n".join(details) + "\n\n</details>"

@@ -454,3 +454,21 @@ def test_a_tuned_model_that_gives_one_reply_to_many_prompts_is_said():
     # A base that says it as often already: nothing new learned, nothing said.
     base.texts = [["1"] if i < 7 else ["2"] for i in range(n)]
     assert "one reply to many prompts" not in eval_tab.summary_markdown(report_of(base, final))
+
+
+def test_a_new_evaluation_keeps_the_one_before_it():
+    """Three evaluations (greedy, sampled at 6 tokens, the training CSV as held-out data) left only the last in
+    eval.json: the proper held-out result was gone (a walk). Each earlier one is kept in evals/, and said."""
+    from rloo_studio import runs
+    from rloo_studio.ui import eval_tab
+
+    folder = Path(tempfile.mkdtemp())
+    first, second = {"n_prompts": 6, "created_at": 1_700_000_000.0}, {"n_prompts": 40, "created_at": 1_700_000_100.0}
+    assert runs.write_eval(folder, first) is None
+    kept = runs.write_eval(folder, second)
+    assert kept.parent.name == runs.EVALS_DIR and json.loads(kept.read_text())["n_prompts"] == 6
+    now = json.loads((folder / runs.EVAL_FILE).read_text())
+    assert now["n_prompts"] == 40 and now["previous"] == f"{runs.EVALS_DIR}/{kept.name}"
+    third = runs.write_eval(folder, {"n_prompts": 3, "created_at": 1_700_000_100.0})  # the same second: its own name
+    assert third != kept and len(list((folder / runs.EVALS_DIR).iterdir())) == 2
+    assert "the evaluation before it is kept in `evals/" in eval_tab.summary_markdown({**six_prompt_report(), "previous": "evals/eval-1.json"})
