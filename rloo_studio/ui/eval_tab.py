@@ -157,6 +157,20 @@ def _loops(report: dict, side: str) -> tuple[int, int]:
     return sum(find_loop(t) is not None for t in texts), len(texts)
 
 
+def _where_loops(report: dict, name: str) -> str:
+    """Which prompts hold the loops, by their number: the Examples show the first few only."""
+    numbers = []
+    for i, record in enumerate(report.get("per_prompt") or []):
+        sides = record.get("sides") or {}
+        texts = [s.get("completion") for side in ("base", name) for s in ((sides.get(side) or {}).get("samples") or
+                                                                         [sides.get(side) or {}])]
+        if any(isinstance(t, str) and find_loop(t) is not None for t in texts):
+            numbers.append(str(i + 1))
+    shown = ", ".join(numbers[:12]) + (f" and {len(numbers) - 12} more" if len(numbers) > 12 else "")
+    return f"held-out prompt{'s' if len(numbers) != 1 else ''} {shown} of {len(report.get('per_prompt') or [])}; " \
+           f"the Examples show the first {len(report.get('examples') or [])}, {runs.EVAL_FILE} every reply"
+
+
 ONE_REPLY_SHARE = 0.25  # a reply given this often across different prompts is one answer, not answers
 
 
@@ -227,7 +241,7 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
     if any(count for count, _ in loops.values()):
         lines.append("Replies stuck in a repetition loop (one sentence or phrase at least 3 times over most of the reply): "
                      + ", ".join(f"{'base' if side == 'base' else f'tuned ({side})'} {count} of {total}"
-                                 for side, (count, total) in loops.items()) + " (see Examples).")
+                                 for side, (count, total) in loops.items()) + f" ({_where_loops(report, name)}).")
     lines += _selection_lines(report)
     lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s)"
                  + (f"; the evaluation before it is kept in `{report['previous']}`." if report.get("previous") else "."))

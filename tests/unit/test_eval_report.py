@@ -277,6 +277,8 @@ def test_all_answers_cut_off_never_reads_better_in_the_tab_or_the_engine():
     assert "larger token budget (e.g. 96)" in main and "sign test" not in main and "pass@1" not in main
     assert "sign test" in text.split("<details>")[1] and "p = 0.0156" in text  # the rule behind the fold
     assert "Replies stuck in a repetition loop (" in main and "tuned (final) 7 of 7" in main and "base 0 of 7" in main
+    # Where they are: "(see Examples)" pointed at the first 5 prompts, which held none of a run's loops (a walk).
+    assert "(held-out prompts 1, 2, 3, 4, 5, 6, 7 of 7; the Examples show the first 5, eval.json every reply)" in main, main
     assert eval_tab.table(report)[-1][-1] == "higher, mostly cut off"
     tuned_cell = eval_tab.examples(report)[0][3]
     assert tuned_cell.startswith("[✂ cut off at 24 tokens] [🔁 repeats “the answer is 4.” 6 times (100 % of the reply)] \n")
