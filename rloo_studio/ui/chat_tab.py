@@ -16,6 +16,7 @@ talks to the worker through `rloo_studio.workers.inference`; it loads no model i
 from __future__ import annotations
 
 import random
+import re
 import time
 from pathlib import Path
 
@@ -81,12 +82,21 @@ def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
             shown.append({"role": "assistant", "content": thinking or "(empty)",
                           "metadata": {"title": "Thinking", "status": "pending" if still else "done"}})
         if answer or thinking is None:
-            shown.append({"role": "assistant", "content": answer or "…"})
+            shown.append({"role": "assistant", "content": _as_written(answer) or "…"})
         marks = [] if message.get("pending") else reply_mark_list(message["content"], bool(message.get("cut_off")),
                                                                   message.get("max_new_tokens"))
         if marks:
             shown.append({"role": "assistant", "content": "⚠️ " + " · ".join(marks)})
     return shown
+
+
+_ONLY_MARKERS = re.compile(r"\s*[-+*#>=_`]+\s*")
+
+
+def _as_written(reply: str) -> str:
+    """A reply that is nothing but Markdown's markers (`+`, `#`, `---`) is shown as those characters: rendered, it is
+    an empty bullet or heading, which reads as no reply at all. Any other reply is rendered as the model wrote it."""
+    return re.sub(r"([-+*#>=_`])", r"\\\1", reply) if _ONLY_MARKERS.fullmatch(reply or "") else reply
 
 
 def said(message: dict) -> dict:

@@ -175,3 +175,12 @@ def test_picking_a_run_sets_the_sampling_controls_to_what_the_run_trained_with(r
     temperature, top_p, max_tokens, note = tab.pick_run("r1", False)[-4:]
     assert temperature == gr.update() and max_tokens == gr.update()
     assert "could not be read" in note
+
+
+def test_a_reply_that_is_only_a_markdown_marker_is_shown_as_written():
+    """A 4-token reply `+` showed as an empty list bullet, which read as no reply at all (a walk)."""
+    from rloo_studio.ui.chat_tab import pane
+
+    shown = pane([{"role": "user", "content": "q"}, {"role": "assistant", "content": "+"},
+                  {"role": "assistant", "content": "- 3 trains"}, {"role": "assistant", "content": "#"}])
+    assert [m["content"] for m in shown[1:]] == ["\\+", "- 3 trains", "\\#"]
