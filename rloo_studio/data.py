@@ -438,9 +438,27 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
         rows = load_rows(cfg, base_dir)
         result["train_rows"] = len(rows.train)
         result["test_rows"] = len(rows.test) if rows.test is not None else None
+        result["repeats"] = repeats(rows, cfg.prompt_column)
     except DataError as exc:
         result["problems"].append(exc.message())
     return result
+
+
+def repeats(rows: Rows, prompt_column: str) -> dict:
+    """Prompts written more than once, by their text: {prompts (how many distinct ones repeat), held_out (held-out rows
+    whose prompt is also a training prompt: they measure memory, not the skill), differ ({column: how many repeated
+    prompts have different values there}: in the answer column, the data teaches two answers to one question)}."""
+    from collections import defaultdict
+
+    copies: dict[str, list[dict]] = defaultdict(list)
+    for row in list(rows.train) + list(rows.test or []):
+        copies[str(row.get(prompt_column))].append(row)
+    repeated = [group for group in copies.values() if len(group) > 1]
+    columns = [c for c in rows.columns if c != prompt_column]
+    trained = {str(row.get(prompt_column)) for row in rows.train}
+    return {"prompts": len(repeated),
+            "held_out": sum(1 for row in rows.test or [] if str(row.get(prompt_column)) in trained),
+            "differ": {c: n for c in columns if (n := sum(1 for g in repeated if len({str(r.get(c)) for r in g}) > 1))}}
 
 
 def _short(value: Any, limit: int = 300) -> Any:

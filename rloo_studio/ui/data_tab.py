@@ -262,7 +262,7 @@ class DataTab:
             lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". " + columns_sentence(cols))
         few = held_out_too_few(result.get("test_rows"), result["train_rows"], data_cfg) if cols else None
-        lines += notes + ([few] if few else [])
+        lines += notes + ([few] if few else []) + ([repeats_line(result["repeats"], answer_col)] if result.get("repeats", {}).get("prompts") else [])
         for problem in result["problems"]:
             if first_row and problem.startswith(HEADERLESS_WHAT):
                 continue  # said above, in the page's words
@@ -271,6 +271,19 @@ class DataTab:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
         return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+
+
+def repeats_line(found: dict, answer_col: str | None) -> str:
+    """The prompts the data writes more than once (data.repeats), and what that does to training and Evaluate."""
+    n = found["prompts"]
+    parts = [f"ℹ️ {n} prompt{'s appear' if n != 1 else ' appears'} more than once"]
+    differ = (found.get("differ") or {}).get(answer_col) if answer_col and answer_col != NO_ANSWER else None
+    if differ:
+        parts.append(f", {differ} of them with a different `{answer_col}`: the data teaches two answers to one question")
+    if found.get("held_out"):
+        parts.append(f"; {found['held_out']} held-out row{'s repeat' if found['held_out'] != 1 else ' repeats'} a training "
+                     "prompt, so Evaluate would score memory there, not the skill")
+    return "".join(parts) + "."
 
 
 def held_out_too_few(test_rows: int | None, train_rows: int, data_cfg: DataConfig) -> str | None:

@@ -207,3 +207,22 @@ def test_too_few_held_out_rows_to_tell_base_from_tuned_are_said_in_the_data_tab(
     bigger = DataTab.preview(config({"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.5}).data,
                              str(tmp_path), None, [])[0]
     assert "too few for Evaluate" not in bigger
+
+
+def test_prompts_written_more_than_once_are_said_with_what_they_do(tmp_path):
+    """The CSV repeated 4 questions word for word, 3 with different hours; the Data tab said "✅ Ready to train" and
+    only Evaluate found "2 of these 6 prompts are training prompts" (a walk)."""
+    from rloo_studio.ui.data_tab import DataTab
+
+    rows = [f"Hours of gallery {i}?,{10 + i}-18\n" for i in range(36)]
+    rows += ["Hours of gallery 0?,11-19\n", "Hours of gallery 1?,12-19\n", "Hours of gallery 2?,13-19\n", "Hours of gallery 3?,13-18\n"]
+    (tmp_path / "museum.csv").write_text("question,hours\n" + "".join(rows))
+    data = config({"source": "museum.csv", "prompt_column": "question", "answer_column": "hours", "test_fraction": 0.15}).data
+    summary = DataTab.preview(data, str(tmp_path), "hours", [])[0]
+    assert "ℹ️ 4 prompts appear more than once, 3 of them with a different `hours`: the data teaches two answers to one question" in summary, summary
+    from rloo_studio.data import load_rows, repeats
+
+    found = repeats(load_rows(data, tmp_path), "question")
+    assert found["prompts"] == 4 and found["differ"] == {"hours": 3}
+    if found["held_out"]:
+        assert f"{found['held_out']} held-out row" in summary and "score memory there, not the skill" in summary
