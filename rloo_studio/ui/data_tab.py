@@ -289,8 +289,12 @@ def repeats_line(found: dict, answer_col: str | None) -> str:
 def held_out_too_few(test_rows: int | None, train_rows: int, data_cfg: DataConfig) -> str | None:
     """A note when the held-out rows can never show base and tuned apart in Evaluate (fewer than the sign test needs
     to differ, stats.FEWEST_TO_DECIDE): said here, where the split is made, not first at Evaluate."""
-    if not test_rows or test_rows >= FEWEST_TO_DECIDE:
+    if test_rows is not None and test_rows >= FEWEST_TO_DECIDE or not train_rows:
         return None
+    if not test_rows:  # none held out: said too, as Evaluate would first say it
+        return (f"ℹ️ No rows are held out, so Evaluate has none of its own to score base and tuned on: set "
+                f"“{text.field_label('data', 'test_fraction')}” (0.1 holds out a tenth), or give a file of other prompts in "
+                f"“{text.field_label('data', 'test_split')}” now or at Evaluate.")
     total = test_rows + train_rows
     fraction = math.ceil(20 * FEWEST_TO_DECIDE / total) / 20 if total else None  # in steps of 0.05
     more = (f"Raise “{text.field_label('data', 'test_fraction')}” ({fraction:g} holds out {math.ceil(fraction * total)} of these "

@@ -207,6 +207,9 @@ def test_too_few_held_out_rows_to_tell_base_from_tuned_are_said_in_the_data_tab(
     bigger = DataTab.preview(config({"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.5}).data,
                              str(tmp_path), None, [])[0]
     assert "too few for Evaluate" not in bigger
+    none = DataTab.preview(config({"source": "boats.csv", "prompt_column": "question", "test_fraction": 0.0}).data,
+                           str(tmp_path), None, [])[0]
+    assert "ℹ️ No rows are held out, so Evaluate has none of its own to score base and tuned on" in none, none
 
 
 def test_prompts_written_more_than_once_are_said_with_what_they_do(tmp_path):
