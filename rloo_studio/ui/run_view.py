@@ -157,11 +157,19 @@ def alerts_html(run_dir: str | Path | None) -> str:
     found = alerts.current(runs.iter_jsonl(Path(run_dir) / runs.ALERTS_FILE)) if run_dir else []
     if not found:
         return ""
+    # How far an ongoing alert has held: its explanation's numbers are those of the step it was raised at.
+    status = runs.read_status(run_dir)
+    step_now = status.get("step") if isinstance(status.get("step"), int) else None
+    over = runs.effective_state(status) not in runs.ACTIVE_STATES
     items = []
     for a in found:
         ended = a.get("ended_step") is not None
         colour = "#6b7280" if ended else "#c2410c"
-        when = (f"steps {a.get('began_step')}–{a.get('ended_step')}, over" if ended else f"since step {a.get('began_step')}")
+        began = a.get("began_step")
+        lasted = isinstance(step_now, int) and isinstance(began, int) and step_now > (a.get("raised_step") or began)
+        when = (f"steps {began}–{a.get('ended_step')}, over" if ended
+                else f"steps {began}–{step_now}, to the run’s last step" if lasted and over
+                else f"since step {began}, still at step {step_now}" if lasted else f"since step {began}")
         subject = f" — {a['subject']}" if a.get("subject") else ""
         # What the run did on its own about it (the config's `alerts:` section), when it acted.
         taken = f' data-taken="{html.escape(str(a["taken"]))}"' if a.get("taken") else ""

@@ -3,6 +3,8 @@ the epochs warning, why a preset trains what it trains, no GPU table without a G
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
 from rloo_studio.config import RunConfig
@@ -197,3 +199,17 @@ def test_the_code_check_names_the_ticked_functions_instead_of_asking_to_tick_one
     assert message == "✅ 2 functions found: `a`, `b`. Training uses the ticked ones: `a`, `b`."
     message, _ = RewardsTab.check_code(code, [[False, "a", 1.0], [False, "b", 0.5]], ["prompt"])
     assert message.endswith("Tick **use** to train with one.")
+
+
+def test_an_ongoing_alert_says_how_long_it_has_held(tmp_path):
+    """"No learning signal · since step 1 … 3 steps in a row" still read so after all 15 steps (a walk): the badge
+    says how far it held."""
+    from rloo_studio import runs
+
+    run_dir = runs.create_run_dir(tmp_path / "runs", "r")
+    runs.append_jsonl(run_dir / runs.ALERTS_FILE, {"kind": "no_signal", "title": "No learning signal", "began_step": 1,
+                                                  "raised_step": 3, "explanation": "3 steps in a row", "action": "x"})
+    runs.update_status(run_dir, state="running", pid=os.getpid(), step=9)
+    assert "since step 1, still at step 9" in run_view.alerts_html(run_dir)
+    runs.update_status(run_dir, state="finished", step=15)
+    assert "steps 1–15, to the run’s last step" in run_view.alerts_html(run_dir)
