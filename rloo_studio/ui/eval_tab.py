@@ -32,7 +32,7 @@ from ..rewards.builtin import split_thinking
 from ..rewards.repetition import find_loop
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
 from .plots import in_order
-from .run_view import reply_marks, step_axis, steps_without_gradient
+from .run_view import reply_marks, step_axis, steps_without_gradient, y_range
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
 from ..workers.commands import event_of, run_cli
 from .poller import Poller
@@ -385,7 +385,7 @@ class EvalTab:
         again = (gr.update(visible=True, value=f"Evaluate again with a token budget of {suggested}") if suggested
                  else gr.update(visible=False))
         frame, order = step_axis(chart_frame(report))  # whole steps on the axis, not 1.0, 1.2, 1.4 …
-        return [message or summary_markdown(report), gr.update(value=frame, sort=order, title=chart_title(report)),
+        return [message or summary_markdown(report), gr.update(value=frame, sort=order, title=chart_title(report), y_lim=y_range(frame)),
                 gr.update(value={"headers": columns, "data": table(report)}, column_widths=column_widths(columns)),
                 {"headers": examples_headers(report), "data": examples(report)}, again]
 

@@ -235,12 +235,20 @@ def plot_update(frame: pd.DataFrame | None):
 
     if frame is None or frame.empty:
         return gr.update(value=_frame([]))
-    low, high = float(frame["value"].min()), float(frame["value"].max())
-    pad = max(0.05, 0.08 * (high - low))
     series = list(dict.fromkeys(frame["series"]))
     frame, order = step_axis(frame)
-    return gr.update(value=frame, sort=order, y_lim=[low - pad, high + pad],
+    return gr.update(value=frame, sort=order, y_lim=y_range(frame),
                      color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
+
+
+def y_range(frame: pd.DataFrame) -> list[float] | None:
+    """A chart's y range with room above and below: a line at 1.0 is not cut by the frame, and values that are all
+    the same get an axis (not one tick labelled '1.000000'). None for no data."""
+    if frame.empty:
+        return None
+    low, high = float(frame["value"].min()), float(frame["value"].max())
+    pad = max(0.05, 0.08 * (high - low))
+    return [low - pad, high + pad]
 
 
 def reward_frame(view: RunView | None) -> pd.DataFrame | None:

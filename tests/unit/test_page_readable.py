@@ -91,6 +91,8 @@ def test_chart_steps_are_whole_numbers_on_the_axis():
     assert twelve["sort"] == [str(s) for s in range(1, 13)]  # "10" after "9", as steps go
     many = run_view.plot_update(frame(range(1, run_view.FEW_STEPS + 2)))
     assert many["sort"] is None and many["value"]["step"].max() - many["value"]["step"].min() >= run_view.FEW_STEPS
+    # Every value the same (Evaluate: mean reward 1.000 on both sides): an axis around it, not one tick "1.000000".
+    assert run_view.y_range(frame([1, 2]).assign(value=1.0)) == [0.95, 1.05]
     empty = run_view.plot_update(None)["value"]  # an empty chart, never None: a chart sent None leaves the page
     assert empty is not None and empty.empty and list(empty.columns) == ["step", "value", "series"]
 
