@@ -21,7 +21,7 @@ def _cell(value, width: int = 8) -> str:
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from ..config import RewardSpec, RunConfig
-    from ..rewards.preview import probes_line, scoring_request
+    from ..rewards.preview import scoring_request
     from ..workers import scorer
 
     quiet = (lambda *a, **k: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -70,6 +70,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 def print_preview(result: dict, k: int) -> None:
     """The preview's table and findings, in config words."""
+    from ..rewards.preview import agreement_sentence, probes_line
+
     names = list(result["functions"])
     print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
     for i, row in enumerate(result["rows"]):
@@ -96,8 +98,6 @@ def print_preview(result: dict, k: int) -> None:
               "they ended: a reward that reads the answer at the end scores them as if it were wrong.")
     print(f"\nLearnability: {result['learnability']['verdict']}")
     if result.get("agreement"):
-        from ..rewards.preview import agreement_sentence
-
         print(f"Agreement: {agreement_sentence(result['agreement'])}")
     if result.get("advantage_note"):
         print(f"Advantages in training: {result['advantage_note']}")

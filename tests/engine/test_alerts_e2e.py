@@ -69,7 +69,8 @@ def test_constant_reward_raises_no_signal_and_the_tabs_show_it(workspace):
     from rloo_studio.ui.train_tab import TrainTab
 
     badges = TrainTab.alerts_of(str(run_dir))
-    assert 'data-alert="no_signal"' in badges and "since step 1" in badges and "What to do:" in badges
+    # Raised at step 3, held to the run's last step (4): the badge says both ends.
+    assert 'data-alert="no_signal"' in badges and "steps 1–4, to the run’s last step" in badges and "What to do:" in badges
     assert 'data-alert="no_signal"' in RunsTab.alerts_of(SimpleNamespace(runs_dir=run_dir.parent), run_dir.name)
 
 

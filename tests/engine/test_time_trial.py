@@ -49,7 +49,11 @@ def test_a_trial_times_the_config_and_the_run_that_follows_takes_about_that_per_
     # The plan: the most steps whose run fits 20 minutes at the slower end, and the sentence said about them.
     fit = answer["steps_for_minutes"]
     assert load + SLOWER_PACE * (warmup + (fit - 1) * per_step) <= 20 * 60 < load + SLOWER_PACE * (warmup + fit * per_step)
-    assert answer["plan"].startswith(f"for 20 minutes, use {fit} steps: about ")
+    # 39 rows cannot fill 20 minutes without many passes over them: the steps within the epoch limit lead, then
+    # what the whole time would be.
+    # 2 new prompts per step over 39 rows: 3 epochs are 58 steps.
+    assert answer["plan"].startswith(f"for 20 minutes, use at most {3 * len(ADDITION_ROWS) // 2} steps: 3 epochs, about ")
+    assert f"The whole 20 minutes would be {fit} steps" in answer["plan"]
     # 8 completions per step / 4 per prompt = 2 new prompts per step, over all 39 rows (none held out).
     assert measured["epochs"] == pytest.approx(STEPS * 2 / len(ADDITION_ROWS))
     assert measured["peak_rss_gib"] > 0.2  # torch and a model were loaded in the trial's worker

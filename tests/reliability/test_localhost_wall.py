@@ -177,7 +177,7 @@ def test_reward_code_sent_past_the_wall_never_runs_and_with_the_token_it_does(ap
             assert status in (401, 403), (label, path, status, text[:300])
     # The queue runs calls in order: had any attempt above been let in, it would have run by now.
     stream = _call_and_wait(port, marker_code(marker, "allowed"), BEARER)
-    assert "1 function(s) found" in stream
+    assert "1 function found" in stream
     assert marker.read_text().splitlines() == ["allowed"]
 
 
@@ -229,7 +229,7 @@ def test_gradio_client_works_with_the_token_and_not_without(app, tmp_path):
     url = f"http://127.0.0.1:{port}/"
     marker = tmp_path / "marker.txt"
     message, _ = connect(url).predict(marker_code(marker, "client"), EMPTY_TABLE, api_name="/check_rewards")
-    assert "1 function(s) found: `brevity`" in message and marker.read_text() == "client\n"
+    assert "1 function found: `brevity`" in message and marker.read_text() == "client\n"
     with pytest.raises(Exception, match="credentials were not provided"):  # gradio_client's words for a 401
         Client(url, verbose=False)
 
@@ -323,7 +323,7 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 page.keyboard.press("Delete")
                 page.keyboard.insert_text(marker_code(marker, "browser"))
                 page.locator("#check-code").click()
-                expect(page.locator("#code-check")).to_contain_text("1 function(s) found: brevity", timeout=60_000)
+                expect(page.locator("#code-check")).to_contain_text("1 function found: brevity", timeout=60_000)
                 assert set(marker.read_text().splitlines()) == {"browser"}  # leaving the editor checks too: once or twice
                 # An uploaded file's link (a navigation, which cannot carry the header) still gives the file.
                 data = tmp_path / "prompts.jsonl"
