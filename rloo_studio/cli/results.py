@@ -105,16 +105,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return EXIT_OK
+    print_report(report, args.run_dir)
+    return EXIT_OK
+
+
+def print_report(report: dict, run_dir) -> None:
+    """The evaluation in config words: the table, the verdict, and what the replies show that a score cannot (a
+    repetition loop, one reply to many prompts), as the Evaluate tab says them."""
+    from ..rewards.replies import loops_sentence, one_reply, one_reply_sentence
+
     print(f"Run {report['run']}: {_decoding_line(report)}\n")
     if len(report["checkpoints"]) > 1:
-        _print_checkpoint_table(report, args.run_dir)
+        _print_checkpoint_table(report, run_dir)
     else:
-        _print_base_vs_tuned(report, args.run_dir)
+        _print_base_vs_tuned(report, run_dir)
+    found = one_reply(report)
+    if found:
+        headline, rest = one_reply_sentence(found, f"the replies in {runs.EVAL_FILE}")
+        print(f"\nWarning: {headline}: {rest}")
+    looped = loops_sentence(report, f"{runs.EVAL_FILE} has every reply")
+    if looped:
+        print(f"\n{looped}")
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
-    print(f"Saved {Path(args.run_dir) / runs.EVAL_FILE}"
-          + (f" (the evaluation before it is kept in {Path(args.run_dir) / report['previous']})" if report.get("previous") else ""))
-    return EXIT_OK
+    print(f"Saved {Path(run_dir) / runs.EVAL_FILE}"
+          + (f" (the evaluation before it is kept in {Path(run_dir) / report['previous']})" if report.get("previous") else ""))
 
 
 def _decoding_line(report: dict) -> str:

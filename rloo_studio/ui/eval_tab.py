@@ -18,7 +18,6 @@ the summary and marked in the examples. It loads no model itself.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 import gradio as gr
@@ -28,8 +27,7 @@ from .. import runs
 from ..errors import StudioError
 from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
-from ..rewards.builtin import split_thinking
-from ..rewards.repetition import find_loop
+from ..rewards.replies import loops_sentence, one_reply, one_reply_sentence
 from ..stats import decoding_text, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
 from .plots import in_order
 from .run_view import reply_marks, step_axis, steps_without_gradient, y_range
@@ -142,61 +140,13 @@ def _selection_lines(report: dict) -> list[str]:
     return lines
 
 
-def _replies(report: dict, side: str) -> list[str]:
-    """Every reply of one side of the evaluation, every sample counted."""
-    texts = []
-    for record in report.get("per_prompt") or []:
-        shown = (record.get("sides") or {}).get(side) or {}
-        texts += [s.get("completion") for s in shown.get("samples", [])] or [shown.get("completion")]
-    return [t for t in texts if isinstance(t, str)]
-
-
-def _loops(report: dict, side: str) -> tuple[int, int]:
-    """(replies stuck in a repetition loop, replies) on one side of the evaluation, every sample counted."""
-    texts = _replies(report, side)
-    return sum(find_loop(t) is not None for t in texts), len(texts)
-
-
-def _where_loops(report: dict, name: str) -> str:
-    """Which prompts hold the loops, by their number: the Examples show the first few only."""
-    numbers = []
-    for i, record in enumerate(report.get("per_prompt") or []):
-        sides = record.get("sides") or {}
-        texts = [s.get("completion") for side in ("base", name) for s in ((sides.get(side) or {}).get("samples") or
-                                                                         [sides.get(side) or {}])]
-        if any(isinstance(t, str) and find_loop(t) is not None for t in texts):
-            numbers.append(str(i + 1))
-    shown = ", ".join(numbers[:12]) + (f" and {len(numbers) - 12} more" if len(numbers) > 12 else "")
-    return f"held-out prompt{'s' if len(numbers) != 1 else ''} {shown} of {len(report.get('per_prompt') or [])}; " \
-           f"the Examples show the first {len(report.get('examples') or [])}, {runs.EVAL_FILE} every reply"
-
-
-ONE_REPLY_SHARE = 0.25  # a reply given this often across different prompts is one answer, not answers
-
-
-def _most_common_reply(report: dict, side: str) -> tuple[str, int, int]:
-    """(the reply one side gives most often, after its thinking and with case and spacing evened out; how often; of how
-    many replies)."""
-    texts = [" ".join(split_thinking(t)[1].lower().split()) for t in _replies(report, side)]
-    if not texts:
-        return "", 0, 0
-    reply, count = Counter(texts).most_common(1)[0]
-    return reply, count, len(texts)
-
-
 def one_reply_line(report: dict) -> str | None:
-    """A tuned model that gives one reply to many prompts (a quarter or more of its replies, at least 3, and at least
-    twice as often as base gives its own most common one): what a reward that one short answer often satisfies
-    teaches. Said beside the verdict, which compares scores and cannot see it."""
-    name = report["checkpoint"]
-    reply, count, total = _most_common_reply(report, name)
-    _, base_count, base_total = _most_common_reply(report, "base")
-    if count < 3 or count < ONE_REPLY_SHARE * total or count < 2 * base_count:
+    """The one-reply warning (`rewards.replies.one_reply`) in the tab's words; None without one."""
+    found = one_reply(report)
+    if not found:
         return None
-    shown = f"“{reply[:60]}{'…' if len(reply) > 60 else ''}”" if reply else "an empty reply"
-    return (f"⚠️ **Tuned ({name}) gives one reply to many prompts:** {shown} is {count} of its {total} replies (base's most "
-            f"common reply: {base_count} of {base_total}). Where the prompts' answers differ, that is one answer that often "
-            "scores, not the task learned: read the Examples, and look at what the rewards give it.")
+    headline, rest = one_reply_sentence(found, "the Examples")
+    return f"⚠️ **{headline[0].upper() + headline[1:]}:** {rest}"
 
 
 def tuned_verdict(report: dict) -> dict:
@@ -237,11 +187,10 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
     one_reply = one_reply_line(report)
     if one_reply:
         lines.append(one_reply)
-    loops = {side: _loops(report, side) for side in ("base", name)}
-    if any(count for count, _ in loops.values()):
-        lines.append("Replies stuck in a repetition loop (one sentence or phrase at least 3 times over most of the reply): "
-                     + ", ".join(f"{'base' if side == 'base' else f'tuned ({side})'} {count} of {total}"
-                                 for side, (count, total) in loops.items()) + f" ({_where_loops(report, name)}).")
+    looped = loops_sentence(report, f"the Examples show the first {len(report.get('examples') or [])}, "
+                                    f"{runs.EVAL_FILE} every reply")
+    if looped:
+        lines.append(looped)
     lines += _selection_lines(report)
     lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s)"
                  + (f"; the evaluation before it is kept in `{report['previous']}`." if report.get("previous") else "."))

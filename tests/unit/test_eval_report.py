@@ -474,3 +474,22 @@ def test_a_new_evaluation_keeps_the_one_before_it():
     third = runs.write_eval(folder, {"n_prompts": 3, "created_at": 1_700_000_100.0})  # the same second: its own name
     assert third != kept and len(list((folder / runs.EVALS_DIR).iterdir())) == 2
     assert "the evaluation before it is kept in `evals/" in eval_tab.summary_markdown({**six_prompt_report(), "previous": "evals/eval-1.json"})
+
+
+def test_the_command_line_says_loops_and_one_reply_to_many_prompts_as_the_tab_does(capsys):
+    """`rloo-studio eval` printed the verdict without the tab's loop line and one-reply warning: a tuned model that
+    says "1" to 8 of 12 prompts, or one sentence over and over, read as any other result in the terminal."""
+    from rloo_studio.cli import results
+
+    results.print_report(all_cut_off_report(), "runs/r")
+    out = capsys.readouterr().out
+    assert "Replies stuck in a repetition loop" in out and "tuned (final) 7 of 7" in out and "base 0 of 7" in out
+    assert "held-out prompts 1, 2, 3, 4, 5, 6, 7 of 7; eval.json has every reply" in out, out
+    n = 12
+    base, final = side("base", 0, [0.0] * n), side("final", 4, [0.0] * 9 + [1.0] * 3)
+    base.texts = [[f"It takes about {i + 2} hours."] for i in range(n)]
+    final.texts = [["1"] if i < 8 else [f"{i} hours"] for i in range(n)]
+    results.print_report(report_of(base, final), "runs/r")
+    out = capsys.readouterr().out
+    assert "Warning: tuned (final) gives one reply to many prompts: “1” is 8 of its 12 replies (base's most common reply: 1 of 12)" in out, out
+    assert "repetition loop" not in out
