@@ -311,10 +311,7 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     expect(banner).to_contain_text(f"Run {run_dir.name} is training")
     expect(banner).to_be_in_viewport()
     _shot(page, "4-reloaded")
-    # Nothing the person made is lost with the reload: the pinned examples are back, the one that raises included.
-    page.get_by_role("tab", name="3 · Rewards").click()
-    expect(page.locator("#pinned")).to_contain_text("BOOM")
-    expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
+    # At once: on an idle machine the tiny model's steps take a third of a second, and the banner goes with the run.
     page.locator("#run-banner-open").click()
     expect(page.locator("#train-status")).to_contain_text(f"{run_dir.name} — training", timeout=180_000)
     # Stop once a checkpoint is saved (the pickers have a checkpoint-N to show), as soon as the step counter says so.
@@ -327,6 +324,11 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     status = runs.read_status(run_dir)
     assert status["state"] == "stopped" and status["step"] < STEPS, f"the run was not stopped mid-run (raise STEPS): {status}"
     expect(page.locator("#train-notice")).to_have_text("", timeout=30_000)  # 3 · "stopping…" ends with the stopping
+    # Nothing the person made is lost with the reload: the pinned examples are back, the one that raises included.
+    page.get_by_role("tab", name="3 · Rewards").click()
+    expect(page.locator("#pinned")).to_contain_text("BOOM")
+    expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
+    page.get_by_role("tab", name="4 · Train").click()
     # The reward plot draws its lines: coloured pixels (the axes and grid are grey) in the chart; the newest completions
     # with their rewards.
     plot = page.locator("#reward-plot")
