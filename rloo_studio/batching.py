@@ -197,6 +197,16 @@ def epochs_words(epochs_: float, bold: bool = False) -> str:
     return f"{mark}{epochs_:.2g} epochs{mark} ({100 * epochs_:.0f} % of the prompts seen once)"
 
 
+def epochs_sum(rows: int, steps: int, new_prompts_per_step: float, bold: bool = False) -> str:
+    """How the epochs are counted, as the sum it is: the prompts the steps use over the rows there are.
+
+    >>> epochs_sum(34, 15, 16)
+    '15 steps × 16 new prompts per step ÷ 34 training rows = 7 epochs (each prompt seen about 7 times)'
+    """
+    return (f"{steps} steps × {new_prompts_per_step:g} new prompts per step ÷ {rows} training rows = "
+            f"{epochs_words(steps * new_prompts_per_step / rows if rows else 0.0, bold)}")
+
+
 def summary_line(plan: BatchPlan) -> str:
     """What one training step uses and how often completions are generated, in the Train tab's words.
 

@@ -21,7 +21,7 @@ import gradio as gr
 
 from .. import runs
 from ..workers import jobs, trial
-from ..batching import (MANY_EPOCHS, batch_plan, effective_line, epochs, epochs_words, per_device_that_fills,
+from ..batching import (MANY_EPOCHS, batch_plan, effective_line, epochs, epochs_sum, per_device_that_fills,
                         plan_words, prompts_needed, steps_for_epochs, summary_line, too_many_epochs)
 from ..config import RunConfig, rloo_default
 from ..data import is_hub_source, peek, peek_in_child
@@ -650,7 +650,7 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
                 f"({plan.generation_batch} completions ÷ {plan.num_generations} per prompt): training would finish at step 0 "
                 f"without learning anything. " + fix)
     seen = epochs(rows, plan, steps)
-    line = f"{rows} training rows × {steps} steps × {plan.new_prompts_per_step:g} new prompts per step = {epochs_words(seen, bold=True)}."
+    line = epochs_sum(rows, steps, plan.new_prompts_per_step, bold=True) + "."
     if too_many_epochs(seen):
         return ("⚠️ " + line + " The model may learn these prompts' answers by heart rather than the skill: use fewer "
                 f"“{text.RLOO_FIELDS['max_steps'][0]}” (about {steps_for_epochs(rows, plan)} for "

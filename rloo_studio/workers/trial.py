@@ -36,7 +36,7 @@ from typing import Callable
 
 from .. import runs, step_time
 from . import jobs
-from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_words, steps_for_epochs,
+from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_sum, epochs_words, steps_for_epochs,
                         too_many_epochs)
 from ..config import RunConfig
 from ..errors import StudioError
@@ -360,8 +360,7 @@ def summary_lines(m: Measurement, minutes: float | None = None) -> list[str]:
                  "same work (measured on a CPU; why is not known, and it varies by machine), so the steps suggested fit "
                  "the time at that pace; a run whose steps keep the trial's pace ends sooner")
     if m.epochs is not None:
-        lines.append(f"{m.train_rows} training rows × {m.run_steps} steps × {m.new_prompts_per_step:g} new prompts per step = "
-                     f"{epochs_words(m.epochs)}")
+        lines.append(epochs_sum(m.train_rows, m.run_steps, m.new_prompts_per_step))
     if m.trainer_line:
         lines.append(f"as the trial's trainer ran it: {m.trainer_line}")
     for key, (given, used) in (m.trainer_changed or {}).items():

@@ -231,7 +231,7 @@ def test_own_csv_up_to_start(studio):
     expect(problems).to_contain_text("lenn")  # 9 · the lint's message, before anything runs
     assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()], "Start started a run despite the problems"
     _fill(page, "rloo-per-device-train-batch-size", 8)
-    expect(page.locator("#epochs-note")).to_contain_text("54 training rows × 40 steps")  # 10 · epochs said before Start
+    expect(page.locator("#epochs-note")).to_contain_text("40 steps × 2 new prompts per step ÷ 54 training rows")  # 10 · epochs said before Start
 
     # 8 · A pinned example, added with the button; it fails while the function raises on it.
     page.get_by_role("tab", name="3 · Rewards").click()

@@ -143,7 +143,7 @@ def test_estimate_time_measures_a_trial_and_is_refused_while_a_run_trains(runs_d
         assert "for 30 steps.**" in measured and "\n\nMeasured: loading took " in measured
         assert " s (generation + update, the next step); the first step took " in measured
         # The demo's 2000 training rows, counted although the Data tab was never shown: 30 steps x 2 new prompts.
-        assert "2000 training rows × 30 steps × 2 new prompts per step = 0.03 epochs (3 % of the prompts seen once)" in measured
+        assert "30 steps × 2 new prompts per step ÷ 2000 training rows = 0.03 epochs (3 % of the prompts seen once)" in measured
         assert not [p for p in runs_dir.iterdir() if (p / runs.STATUS_FILE).exists()]  # the trial is not one of the person's runs
 
         form["Training steps"] = 3

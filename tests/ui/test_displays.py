@@ -34,13 +34,13 @@ def test_reward_lines_at_one_are_inside_the_chart_and_colours_differ():
 
 def test_the_epochs_are_said_before_start():
     warning = epochs_markdown(54, 8, 104, 150)
-    assert warning.startswith("⚠️ 54 training rows × 150 steps × 13 new prompts per step = **36 epochs**")
+    assert warning.startswith("⚠️ 150 steps × 13 new prompts per step ÷ 54 training rows = **36 epochs**")
     assert "“Training steps”" in warning and "(about 12 for 3 epochs)" in warning
     # Two passes over each generation batch: a step draws half as many new prompts from the data.
-    assert epochs_markdown(54, 8, 104, 150, 2).startswith("⚠️ 54 training rows × 150 steps × 6.5 new prompts per step = **18 epochs**")
+    assert epochs_markdown(54, 8, 104, 150, 2).startswith("⚠️ 150 steps × 6.5 new prompts per step ÷ 54 training rows = **18 epochs**")
     assert not epochs_markdown(2000, 8, 128, 10).startswith("⚠️") and epochs_markdown(None, 8, 128, 10) == ""
     # Under one epoch: the share of prompts seen, not "0 epochs (each prompt seen about 0 times)".
-    assert epochs_markdown(2000, 8, 32, 40) == "2000 training rows × 40 steps × 4 new prompts per step = **0.08 epochs** (8 % of the prompts seen once)."
+    assert epochs_markdown(2000, 8, 32, 40) == "40 steps × 4 new prompts per step ÷ 2000 training rows = **0.08 epochs** (8 % of the prompts seen once)."
 
 
 def test_a_batch_the_data_cannot_fill_is_said_before_start():
