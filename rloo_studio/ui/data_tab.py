@@ -286,22 +286,30 @@ def repeats_line(found: dict, answer_col: str | None) -> str:
     return "".join(parts) + "."
 
 
+HELD_OUT_ADVISED = 2 * FEWEST_TO_DECIDE  # room for prompts on which base and tuned tie: those do not count
+
+
 def held_out_too_few(test_rows: int | None, train_rows: int, data_cfg: DataConfig) -> str | None:
     """A note when the held-out rows can never show base and tuned apart in Evaluate (fewer than the sign test needs
-    to differ, stats.FEWEST_TO_DECIDE): said here, where the split is made, not first at Evaluate."""
-    if test_rows is not None and test_rows >= FEWEST_TO_DECIDE or not train_rows:
+    to differ, stats.FEWEST_TO_DECIDE), or only if the two differ on nearly every one (fewer than HELD_OUT_ADVISED):
+    said here, where the split is made, not first at Evaluate."""
+    if test_rows is not None and test_rows >= HELD_OUT_ADVISED or not train_rows:
         return None
     if not test_rows:  # none held out: said too, as Evaluate would first say it
         return (f"ℹ️ No rows are held out, so Evaluate has none of its own to score base and tuned on: set "
                 f"“{text.field_label('data', 'test_fraction')}” (0.1 holds out a tenth), or give a file of other prompts in "
                 f"“{text.field_label('data', 'test_split')}” now or at Evaluate.")
     total = test_rows + train_rows
-    fraction = math.ceil(20 * FEWEST_TO_DECIDE / total) / 20 if total else None  # in steps of 0.05
+    fraction = math.ceil(20 * HELD_OUT_ADVISED / total) / 20 if total else None  # in steps of 0.05
     more = (f"Raise “{text.field_label('data', 'test_fraction')}” ({fraction:g} holds out {math.ceil(fraction * total)} of these "
-            f"{total} rows), or give" if data_cfg.test_fraction and fraction and fraction < 0.5 else "Give")
+            f"{total} rows), or give" if data_cfg.test_fraction and fraction and fraction <= 0.5 else "Give")
+    other = f"{more} a file of other prompts in “{text.field_label('data', 'test_split')}”."
+    if test_rows >= FEWEST_TO_DECIDE:
+        every = "every one here" if test_rows == FEWEST_TO_DECIDE else f"{FEWEST_TO_DECIDE} of these {test_rows}"
+        return (f"ℹ️ With {test_rows} held-out rows, Evaluate can tell base from tuned only if the two differ on at least "
+                f"{FEWEST_TO_DECIDE} of them ({every}); prompts on which both score the same do not count. {other}")
     return (f"ℹ️ {test_rows} held-out row{'s are' if test_rows != 1 else ' is'} too few for Evaluate to tell base from tuned: "
-            f"it needs at least {FEWEST_TO_DECIDE} prompts on which the two differ. {more} a file of other prompts in "
-            f"“{text.field_label('data', 'test_split')}”.")
+            f"it needs at least {FEWEST_TO_DECIDE} prompts on which the two differ. {other}")
 
 
 def _answer_params(row) -> dict | None:

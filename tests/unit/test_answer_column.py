@@ -229,3 +229,25 @@ def test_prompts_written_more_than_once_are_said_with_what_they_do(tmp_path):
     assert found["prompts"] == 4 and found["differ"] == {"hours": 3}
     if found["held_out"]:
         assert f"{found['held_out']} held-out row" in summary and "score memory there, not the skill" in summary
+
+
+def test_the_held_out_advice_leaves_room_for_prompts_on_which_base_and_tuned_tie(tmp_path):
+    """40 rows, 10 % held out: the note said '0.15 holds out 6 of these 40 rows'; with 6, the note went and Evaluate
+    said 'too few to judge … the two differ on 0 of 6 prompts': 6 is enough only if base and tuned differ on every one
+    (a walk). The advice holds out twice that, and a share between says what it can and cannot show."""
+    from rloo_studio.stats import FEWEST_TO_DECIDE
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "vet.csv").write_text("question,days\n" + "".join(f"How many days for case {i}?,{i}\n" for i in range(40)))
+
+    def summary(fraction):
+        return DataTab.preview(config({"source": "vet.csv", "prompt_column": "question", "test_fraction": fraction}).data,
+                               str(tmp_path), None, [])[0]
+
+    assert "(0.3 holds out 12 of these 40 rows)" in summary(0.1), summary(0.1)
+    six = summary(0.15)
+    assert "**34 training rows**, 6 held out" in six
+    assert (f"ℹ️ With 6 held-out rows, Evaluate can tell base from tuned only if the two differ on at least {FEWEST_TO_DECIDE} "
+            "of them (every one here)") in six, six
+    assert "0.3 holds out 12 of these 40 rows" in six
+    assert "held-out rows" not in summary(0.3)
