@@ -144,6 +144,8 @@ class DataTab:
             checking = [s.name for s in cfg.rewards if s.name in ANSWER_REWARDS]
             summary, rows, cols, prompt_col, answer_col, train_rows = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(),
                                                                                       answer, checking)
+            demo = demo_model_note(cfg.model.name_or_path, data_cfg.source)
+            summary = f"{demo}\n\n{summary}" if demo and cols else summary
             table = {"headers": cols, "data": rows} if cols else None
             prompt_choices = gr.update(choices=cols, value=prompt_col) if cols else gr.update()
             answer_choices = gr.update(choices=cols + [NO_ANSWER], value=answer_col) if cols else gr.update()
@@ -271,6 +273,16 @@ class DataTab:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
         return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+
+
+def demo_model_note(model: str, source: str) -> str | None:
+    """Own data with the bundled demo model: a run works, the task is not learned (the model knows only the demo's sums)."""
+    if model != "demo" or source == "demo":
+        return None
+    return (f"ℹ️ **The model is the bundled demo** ({text.MODEL} in 1 · Model & hardware): a 0.8M-parameter model that "
+            "has only learned the demo's arithmetic word problems. Training on your data runs and shows how the app "
+            "works, but it will not learn your task: to your prompts it writes sums. To learn the task, choose a real "
+            "model there (a Hugging Face id such as Qwen/Qwen3-0.6B, or a local folder).")
 
 
 def repeats_line(found: dict, answer_col: str | None) -> str:

@@ -64,6 +64,17 @@ def test_a_csv_without_a_header_row_is_said(app, tmp_path):
     assert "no header row" not in summary and "Ready to train" in summary
 
 
+def test_own_data_with_the_demo_model_says_the_model_knows_only_arithmetic(app, tmp_path):
+    """A vet clinic's 40 questions trained on the demo model: it answered "How many days should the cone stay on?" with
+    "8+5-8 → 14" for 15 steps, and no tab said that this model can only write sums (a walk)."""
+    form = own_csv(app, tmp_path, "vet.csv", "question,days\n" + "".join(f"How many days for case {i}?,{i}\n" for i in range(20)))
+    form[text.PROMPT_COLUMN] = "question"
+    summary, *_ = form.call("/preview_data")
+    assert "ℹ️ **The model is the bundled demo**" in summary and "it will not learn your task" in summary, summary
+    form[text.MODEL] = "Qwen/Qwen3-0.6B"
+    assert "bundled demo" not in form.call("/preview_data")[0]
+
+
 def test_new_columns_are_named_from_the_current_file(app, tmp_path):
     form = own_csv(app, tmp_path, "first.csv", "question,solution\nWhat is 2+2?,4\nWhat is 3+5?,8\n")
     form[text.PROMPT_COLUMN], form[text.ANSWER_COLUMN], form[text.TEST_SPLIT] = "question", "solution", ""
