@@ -171,6 +171,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     elif on_cpu:
         print(f"\nIn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of it; other programs need some too). No "
               "CUDA GPU detected: pass --gpu-gb N for a verdict against a card of N GB.")
+        if est.beyond_free:
+            print(f"warning: {est.free_line()}.")
     else:
         print(f"\nOn {device_name}: {est.verdict} (fits: under {100 * 0.85:.0f}% of the device; tight: up to 100%).")
     for note in est.notes:

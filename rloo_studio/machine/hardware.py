@@ -81,6 +81,19 @@ def _ram_gb() -> float | None:
         return None
 
 
+def free_ram_gb() -> float | None:
+    """The RAM free for a new program now (Linux's MemAvailable: free memory plus caches it can drop), in GiB; None
+    where the system does not say. Read at each call: other programs take and give back memory all the time."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024**2  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def nvidia_smi_gpus() -> list[str]:
     """The GPUs the NVIDIA driver lists ("name, driver, memory"), without torch; [] when there is no working driver."""
     smi = shutil.which("nvidia-smi")

@@ -363,6 +363,7 @@ class Estimate:
     device_gib: float | None = None
     notes: list[str] = field(default_factory=list)
     on_cpu: bool = False               # the memory is the computer's RAM (training on the CPU), not a GPU's
+    free_gib: float | None = None      # on the CPU: the RAM free now (other programs hold the rest), read with the estimate
 
     @property
     def verdict(self) -> str | None:
@@ -371,6 +372,17 @@ class Estimate:
         if self.total_gib <= FITS_FRACTION * self.device_gib:
             return "fits"
         return "tight" if self.total_gib <= self.device_gib else "exceeds"
+
+    @property
+    def beyond_free(self) -> bool:
+        """On the CPU: the run fits the computer's RAM, but needs more than is free now."""
+        return self.verdict in ("fits", "tight") and self.free_gib is not None and self.total_gib > self.free_gib
+
+    def free_line(self) -> str:
+        """What `beyond_free` means, and what to do."""
+        return (f"only {self.free_gib:.1f} GiB of it is free now: other programs hold the rest, and a run that needs "
+                f"{self.total_gib:.1f} GiB would push memory to disk (very slow) or be stopped by the system. Close other "
+                "programs, or lower the batch until the estimate is under what is free")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": self.verdict}
@@ -488,7 +500,12 @@ def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: b
     settings = settings_from_config(cfg, gpu_bf16)
     if on_cpu and cfg.model.dtype == "auto":
         settings = replace(settings, dtype="float32")
-    return estimate(shape, settings, device_gib, local_judges(cfg), on_cpu=on_cpu)
+    found = estimate(shape, settings, device_gib, local_judges(cfg), on_cpu=on_cpu)
+    if on_cpu:
+        from .hardware import free_ram_gb
+
+        found.free_gib = free_ram_gb()
+    return found
 
 
 def local_judges(cfg: RunConfig) -> dict[str, ModelShape | None]:

@@ -301,12 +301,15 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
     """The estimate as the tab shows it: verdict first, then the breakdown and what dominates."""
     if est is None:
         return text.ESTIMATE_UNKNOWN
-    icon = {"fits": "✅", "tight": "⚠️", "exceeds": "⛔"}.get(est.verdict or "", "ℹ️")
+    icon = {"fits": "⚠️" if est.beyond_free else "✅", "tight": "⚠️", "exceeds": "⛔"}.get(est.verdict or "", "ℹ️")
     if est.verdict and est.on_cpu:
         # No GPU: the run trains on the CPU, in RAM; other programs need some of it too.
         words = {"fits": "fits in", "tight": "tight in", "exceeds": "more than"}.get(est.verdict, est.verdict)
         head = (f"{icon} **Estimated peak memory: {est.total_gib:.1f} GiB — {words}** {device} (no GPU here: "
                 "training runs on the CPU, in RAM)")
+        if est.beyond_free:
+            line = est.free_line()
+            head += f"\n\n⚠️ **But {line.split(':', 1)[0]}**:{line.split(':', 1)[1]}."
     elif est.verdict:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
     else:

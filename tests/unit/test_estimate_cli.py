@@ -60,3 +60,12 @@ def test_without_a_gpu_the_estimate_is_held_against_ram_and_says_how_to_get_a_gp
     assert "In this computer's RAM, " in out and ": exceeds" in out and "pass --gpu-gb N" in out
     assert "Python, PyTorch and the libraries" in out and "CUDA context" not in out
     assert "To fit, change: rloo.per_device_train_batch_size=" in out and "load_in_4bit" not in out
+
+
+def test_without_a_gpu_the_estimate_reads_the_ram_free_now(tmp_path):
+    from rloo_studio.machine.hardware import _ram_gb
+
+    result = run_cli("estimate", ROOT / "presets" / "cpu-small-real.yaml", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["on_cpu"] and 0 < found["free_gib"] <= _ram_gb()

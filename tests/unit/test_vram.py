@@ -208,3 +208,24 @@ def test_out_of_memory_advice_names_what_used_the_memory_and_what_to_change():
     assert "checkpoints saved so far stay usable" in err.fix
     plain = out_of_memory_error(3)
     assert "rloo-studio estimate CONFIG" in plain.fix
+
+
+def test_on_a_cpu_the_estimate_says_when_more_ram_is_needed_than_is_free_now():
+    """'✅ Estimated peak memory: 18.0 GiB — fits in this computer's RAM (23.5 GiB)' while 9 GiB of it were in use and
+    14 free: the run would swap or be killed on a green tick (a walk). The RAM free now is read with the estimate."""
+    from rloo_studio.machine.hardware import free_ram_gb, _ram_gb
+    from rloo_studio.machine.vram import Estimate
+    from rloo_studio.ui.model_tab import estimate_markdown
+
+    free = free_ram_gb()
+    assert free is not None and 0 < free <= _ram_gb()
+    cfg = RunConfig.from_dict({})  # the demo: estimated on the CPU with the RAM free now
+    assert estimate_config(cfg, 23.5, False, on_cpu=True).free_gib == pytest.approx(free_ram_gb(), abs=1.0)
+    assert estimate_config(cfg, 80.0, True).free_gib is None  # a GPU's memory: its own free memory is not RAM's
+
+    busy = Estimate("m", 1, {"weights": 18.0}, 18.0, device_gib=23.5, on_cpu=True, free_gib=14.0)
+    page = estimate_markdown(busy, "this computer's RAM (23.5 GiB)")
+    assert page.startswith("⚠️ **Estimated peak memory: 18.0 GiB — fits in** this computer's RAM (23.5 GiB)"), page
+    assert "⚠️ **But only 14.0 GiB of it is free now**" in page
+    idle = dataclasses.replace(busy, free_gib=20.0)
+    assert estimate_markdown(idle, "this computer's RAM (23.5 GiB)").startswith("✅") and "free now" not in estimate_markdown(idle, "x")
