@@ -70,7 +70,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 def print_preview(result: dict, k: int) -> None:
     """The preview's table and findings, in config words."""
-    from ..rewards.preview import agreement_sentence, probes_line
+    from ..rewards.preview import agreement_sentence, cut_off_lines, probes_line
 
     names = list(result["functions"])
     print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
@@ -96,6 +96,8 @@ def print_preview(result: dict, k: int) -> None:
     if cut:
         print(f"\nCut off: {cut} of {len(result['rows'])} completions hit the token budget (rloo.max_completion_length) before "
               "they ended: a reward that reads the answer at the end scores them as if it were wrong.")
+        for line in cut_off_lines(result):
+            print(line.replace("⚠️ ", "Warning: "))
     print(f"\nLearnability: {result['learnability']['verdict']}")
     if result.get("agreement"):
         print(f"Agreement: {agreement_sentence(result['agreement'])}")

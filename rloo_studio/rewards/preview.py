@@ -500,8 +500,8 @@ def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = No
 
 def probes_line(result: dict, page: bool = False) -> str:
     """The hack probes' verdict when none was flagged: which functions they tested (a function whose real scores did
-    not differ — all alike, None, or failed — has nothing a degenerate answer could be compared with), never a plain ✅
-    for a test that did not run."""
+    not differ — all alike, None, or failed — has nothing a degenerate answer could be compared with), never a ✅ over a
+    function they did not reach."""
     probed = result.get("probed")
     names = list(result.get("functions") or {})
     untested = [n for n in names if probed is not None and n not in probed]
@@ -509,9 +509,48 @@ def probes_line(result: dict, page: bool = False) -> str:
     if probed is not None and not probed:
         return (f"{'ℹ️ ' if page else ''}{b}Hack probes:{b} not run — no function's scores differed among these completions "
                 "(all alike, None or failed), so there was nothing to compare an empty, repeated or echoed answer with.")
-    said = ("no function scores empty, tag-only, repeated, rambling or echoed completions as well as the real ones"
-            + (f" (not tested: {', '.join(f'`{n}`' for n in untested)}, whose scores did not differ)" if untested else "") + ".")
-    return f"{'✅ ' if page else ''}{b}Hack probes:{b} {said}"
+    passed = "score empty, tag-only, repeated, rambling or echoed completions as well as the real ones"
+    if untested:
+        tested = ", ".join(f"`{n}`" for n in names if n not in untested)
+        return (f"{'ℹ️ ' if page else ''}{b}Hack probes:{b} {', '.join(f'`{n}`' for n in untested)} not tested — "
+                f"{'its' if len(untested) == 1 else 'their'} scores did not differ among these completions, so there was "
+                f"nothing to compare a degenerate answer with (paste an empty or a repeated answer to see what "
+                f"{'it gives' if len(untested) == 1 else 'they give'} it); {tested} {'does' if len(names) - len(untested) == 1 else 'do'} "
+                f"not {passed}.")
+    return f"{'✅ ' if page else ''}{b}Hack probes:{b} no function {passed.replace('score', 'scores', 1)}."
+
+
+def cut_off_scores(result: dict) -> dict[str, tuple[float | None, float | None]]:
+    """Each function's mean score of the completions cut off by the token budget, and of the finished ones (None where
+    there are none, or none was scored): how the rewards treat what the budget cut short."""
+    rows = result.get("rows") or []
+    found = {}
+    for name in result.get("functions") or {}:
+        means = []
+        for cut in (True, False):
+            values = [r["rewards"][name] for r in rows if bool(r.get("cut_off")) == cut and r["rewards"].get(name) is not None]
+            means.append(sum(values) / len(values) if values else None)
+        found[name] = (means[0], means[1])
+    return found
+
+
+def cut_off_lines(result: dict) -> list[str]:
+    """What the scores of the cut-off completions show, beside the finished ones': 'Their scores: `f` 0.00 (the
+    finished ones: 1.00)', and a warning for a function that scores them as high or higher (it rewards being cut short,
+    a length reward's trap). [] when none was cut off."""
+    if not any(r.get("cut_off") for r in result.get("rows") or []):
+        return []
+    scores = cut_off_scores(result)
+    said = [f"`{n}` {cut:.2f}" + (f" (the finished ones: {done:.2f})" if done is not None else "")
+            for n, (cut, done) in scores.items() if cut is not None]
+    lines = [f"Their scores: {', '.join(said)}."] if said else []
+    functions = result.get("functions") or {}
+    for n, (cut, done) in scores.items():
+        varied = functions.get(n, {}).get("min") != functions.get(n, {}).get("max")
+        if cut is not None and done is not None and varied and cut >= done:
+            lines.append(f"⚠️ `{n}` scores the cut-off ones as high as the finished ones or higher: it rewards what the "
+                         "token budget cut short, and training would push towards answers that never end.")
+    return lines
 
 
 def _varies(values) -> bool:

@@ -37,7 +37,7 @@ from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.asks import MOSTLY_NO_SIGNAL, warmup_offer
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import agreement_sentence, probes_line, scoring_request, written_request
+from ..rewards.preview import agreement_sentence, cut_off_lines, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
 from ..rewards.user import public_function_names
 from . import text
@@ -689,7 +689,9 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     if cut:  # their rewards read what was written before the budget ran out, not an answer
         findings.append(f"✂ **Cut off:** {cut} of {len(result['rows'])} completions hit the token budget before they ended "
                         f"(marked in the table): a reward that looks for the answer at the end scores them as if it were wrong. "
-                        f"Raise “{text.RLOO_FIELDS['max_completion_length'][0]}” if the answers need the room.")
+                        f"Raise “{text.RLOO_FIELDS['max_completion_length'][0]}” if the answers need the room. "
+                        + " ".join(line for line in cut_off_lines(result) if not line.startswith("⚠️")))
+        findings += [line for line in cut_off_lines(result) if line.startswith("⚠️")]
     learn = result.get("learnability")
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > MOSTLY_NO_SIGNAL else "✅"

@@ -277,6 +277,15 @@ def test_sampled_completions_cut_off_by_the_budget_are_marked_and_said_in_the_pr
     replies = [row[table["headers"].index("reply")] for row in table["data"]]
     assert replies[0] == "[✂ cut off by the token budget] \nSo 47 plus 28 is" and replies[1] == "75"
     assert "✂ **Cut off:** 2 of 3 completions hit the token budget" in findings, findings
+    # How each reward scores the cut-off ones, beside the finished ones: numeric_answer gives them 0, the finished 1.
+    assert "Their scores: `numeric_answer` 0.00 (the finished ones: 1.00)." in findings, findings
+    # A reward that scores them as high as the finished ones or higher rewards what the budget cut short (a walk:
+    # `under_20_words` gave all 24 cut-off completions full marks, and the line said they scored "as if wrong").
+    short = "def under_5_words(completions, **kwargs):\n    return [1.0 if len(c.split()) < 5 else 0.0 for c in completions]\n"
+    req = request(short, [["So 47", "75 is the sum of them all", "Let me"]])
+    req["groups"][0]["cut_off"] = [True, False, True]
+    findings = preview_tables(scorer.score(req))[2]
+    assert "⚠️ `under_5_words` scores the cut-off ones as high as the finished ones or higher" in findings, findings
     # Hand-written completions were never cut off: nothing is said.
     written = scorer.score(request(source, [["So 47 plus 28 is", "75"]]))
     assert all(r["cut_off"] is None for r in written["rows"]) and "Cut off" not in preview_tables(written)[2]
@@ -398,6 +407,13 @@ def test_the_hack_probes_never_read_as_passed_when_they_could_not_run():
     assert flat["probed"] == [] and "not run" in probes_line(flat) and "✅" not in probes_line(flat, page=True)
     varied = score(request("def longer(completions, **kwargs):\n    return [-float(len(c)) for c in completions]\n"))
     assert varied["probed"] == ["longer"] and probes_line(varied, page=True).startswith("✅")
+    # One tested, one not: no ✅ over a function the probes never reached (a walk: "✅ Hack probes: … (not tested:
+    # `under_20_words` …)", and pasted completions then showed that it gives an empty answer full marks).
+    both = score(request("def longer(completions, **kwargs):\n    return [-float(len(c)) for c in completions]\n\n\n"
+                         "def short(completions, **kwargs):\n    return [1.0 for c in completions]\n"))
+    line = probes_line(both, page=True)
+    assert both["probed"] == ["longer"] and line.startswith("ℹ️ **Hack probes:** `short` not tested"), line
+    assert "✅" not in line and "`longer`" in line
 
 
 def test_one_pinned_example_that_makes_a_reward_raise_fails_alone(tmp_path):
