@@ -171,6 +171,9 @@ def alerts_html(run_dir: str | Path | None) -> str:
                 else f"steps {began}–{step_now}, to the run’s last step" if lasted and over
                 else f"since step {began}, still at step {step_now}" if lasted else f"since step {began}")
         subject = f" — {a['subject']}" if a.get("subject") else ""
+        # The explanation's numbers are the raising step's: once the alert has held past it, they say so.
+        raised = a.get("raised_step") or began
+        then = f"At step {raised}, when raised: " if (ended or lasted) and isinstance(raised, int) else ""
         # What the run did on its own about it (the config's `alerts:` section), when it acted.
         taken = f' data-taken="{html.escape(str(a["taken"]))}"' if a.get("taken") else ""
         done = f' <b>Done:</b> {html.escape(str(a["done"]))}.' if a.get("done") else ""
@@ -179,9 +182,17 @@ def alerts_html(run_dir: str | Path | None) -> str:
             f'style="border-left:4px solid {colour};padding:4px 8px;margin:4px 0;">'
             f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:12px;">'
             f'⚠ {html.escape(str(a.get("title") or a.get("kind")))}{html.escape(subject)} · {html.escape(when)}</span> '
-            f'{html.escape(without_config_keys(str(a.get("explanation") or "")))} <b>What to do:</b> '
+            f'{html.escape(_after(then, without_config_keys(str(a.get("explanation") or ""))))} <b>What to do:</b> '
             f'{html.escape(without_config_keys(str(a.get("action") or "")))}{done}</div>')
     return '<div id="health-alerts">' + "".join(items) + "</div>"
+
+
+def _after(lead: str, sentence: str) -> str:
+    """`sentence` after `lead`, its first letter lower-cased when a lead goes before it ('At step 3, when raised: in
+    100 % …'); a word in capitals (KL) keeps them."""
+    if not lead or len(sentence) < 2 or not sentence[1].islower():
+        return lead + sentence
+    return lead + sentence[0].lower() + sentence[1:]
 
 
 def readable_log(text: str) -> str:

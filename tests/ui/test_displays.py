@@ -213,3 +213,8 @@ def test_an_ongoing_alert_says_how_long_it_has_held(tmp_path):
     assert "since step 1, still at step 9" in run_view.alerts_html(run_dir)
     runs.update_status(run_dir, state="finished", step=15)
     assert "steps 1–15, to the run’s last step" in run_view.alerts_html(run_dir)
+    # Its numbers are those of the step it was raised at, and say so: "In 100% of the prompt groups" at step 9 read as
+    # step 9's share, which was 75 % (a walk).
+    assert "At step 3, when raised: 3 steps in a row" in run_view.alerts_html(run_dir)
+    runs.update_status(run_dir, state="running", step=3)
+    assert "At step 3" not in run_view.alerts_html(run_dir)  # raised now: the numbers are now's
