@@ -113,6 +113,7 @@ def print_report(report: dict, run_dir) -> None:
     """The evaluation in config words: the table, the verdict, and what the replies show that a score cannot (a
     repetition loop, one reply to many prompts), as the Evaluate tab says them."""
     from ..rewards.replies import loops_sentence, one_reply, one_reply_sentence
+    from ..stats import evaluation_time
 
     print(f"Run {report['run']}: {_decoding_line(report)}\n")
     if len(report["checkpoints"]) > 1:
@@ -128,7 +129,8 @@ def print_report(report: dict, run_dir) -> None:
         print(f"\n{looped}")
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
-    print(f"Saved {Path(run_dir) / runs.EVAL_FILE}"
+    took = evaluation_time(report)
+    print(f"Saved {Path(run_dir) / runs.EVAL_FILE}" + (f"; {took}" if took else "")
           + (f" (the evaluation before it is kept in {Path(run_dir) / report['previous']})" if report.get("previous") else ""))
 
 

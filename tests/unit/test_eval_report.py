@@ -525,3 +525,20 @@ def test_the_command_lines_tables_keep_their_columns_apart_when_a_cell_is_long(c
         cells = re.split(r" {2,}", line)
         assert len(cells) == len(headings), (headings, cells)
         assert "1.000 (every one the same)" in cells and "same)1" not in line and "%1" not in line
+
+
+def test_the_evaluations_seconds_say_what_they_count_in_the_tab_and_the_command_line(capsys):
+    """"Saved in `eval.json` (0.2 s)" after a command that took several seconds: the 0.2 s left out importing torch,
+    transformers and PEFT (a tester). eval.json's `seconds` is the whole evaluation and `load_seconds` its loading; an
+    eval.json of an earlier version, without `load_seconds`, says what its seconds leave out."""
+    from rloo_studio.cli import results
+    from rloo_studio.ui import eval_tab
+
+    n = 6
+    report = {**report_of(side("base", 0, [0.0] * n), side("final", 4, [0.5] * n)), "seconds": 6.1, "load_seconds": 5.9}
+    said = "the evaluation took 6.1 s, 5.9 s of it loading the libraries and the base model"
+    assert f"Saved in `eval.json`; {said}." in eval_tab.summary_markdown(report)
+    results.print_report(report, "runs/r")
+    assert f"Saved runs/r/eval.json; {said}" in capsys.readouterr().out
+    earlier = {k: v for k, v in report.items() if k != "load_seconds"}
+    assert "the evaluation took 6.1 s, not counting loading the libraries" in eval_tab.summary_markdown(earlier)
