@@ -4,7 +4,7 @@ Pure functions on plain lists (standard library only, no numpy, no torch), so th
 line and the app's pages compute and word an evaluation's uncertainty the same way. Where this module
 stops: it knows nothing about models or running rewards — callers hand it numbers; of eval.json it
 reads only a summary's values and intervals (`summary_estimate`), its decoding record
-(`decoding_text`) and which rows it measures (`measured`).
+(`decoding_text`), which rows it measures (`measured`) and how long it took (`evaluation_time`).
 
 - Rates (answer accuracy, format rate, truncation rate): the Wilson score interval. Unlike the
   textbook "p ± 1.96·sqrt(p(1-p)/n)" it stays inside [0, 1] and does not collapse to a zero-width
@@ -318,6 +318,19 @@ def seen_in_training_line(report: dict) -> str | None:
         return None
     return (f"{seen} of these {n} prompts are training prompts of this run: their scores show how it does on prompts it "
             "trained on, not on new ones — evaluate on prompts it never saw")
+
+
+def evaluation_time(report: dict) -> str | None:
+    """How long an evaluation took and what that counts ("the evaluation took 6.1 s, 5.9 s of it loading the libraries
+    and the base model"); None when eval.json does not say. An eval.json of an earlier version has `seconds` without
+    `load_seconds`: its clock started after torch, transformers and PEFT were imported, so a 0.2 s evaluation could
+    follow seconds of loading, and the words say so."""
+    seconds, loading = report.get("seconds"), report.get("load_seconds")
+    if not isinstance(seconds, (int, float)):
+        return None
+    if not isinstance(loading, (int, float)):
+        return f"the evaluation took {seconds:g} s, not counting loading the libraries"
+    return f"the evaluation took {seconds:g} s, {loading:g} s of it loading the libraries and the base model"
 
 
 def decoding_text(decoding: dict | None) -> str:

@@ -113,6 +113,7 @@ def print_report(report: dict, run_dir) -> None:
     """The evaluation in config words: the table, the verdict, and what the replies show that a score cannot (a
     repetition loop, one reply to many prompts), as the Evaluate tab says them."""
     from ..rewards.replies import loops_sentence, one_reply, one_reply_sentence
+    from ..stats import evaluation_time
 
     print(f"Run {report['run']}: {_decoding_line(report)}\n")
     if len(report["checkpoints"]) > 1:
@@ -128,7 +129,8 @@ def print_report(report: dict, run_dir) -> None:
         print(f"\n{looped}")
     for s in report.get("skipped", []):
         print(f"skipped {s['name']}: {s['why']}")
-    print(f"Saved {Path(run_dir) / runs.EVAL_FILE}"
+    took = evaluation_time(report)
+    print(f"Saved {Path(run_dir) / runs.EVAL_FILE}" + (f"; {took}" if took else "")
           + (f" (the evaluation before it is kept in {Path(run_dir) / report['previous']})" if report.get("previous") else ""))
 
 
@@ -160,6 +162,19 @@ def _verdict_lines(report: dict, comparison: dict, summary: dict, name: str, run
     return lines
 
 
+# Between two columns of a table: a cell as long as its column still stands apart from the next one.
+COLUMN_GAP = "  "
+
+
+def _table(rows: list[list[str]], left: tuple[int, ...] = (0,)) -> list[str]:
+    """`rows` (the heading row first) as lines of columns, each as wide as its longest cell and COLUMN_GAP apart: cells
+    right-aligned but in the `left` columns. Fixed widths ran a long cell ("1.000 (n=6, every one the same)") into the
+    next one."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [COLUMN_GAP.join(f"{cell:<{widths[i]}}" if i in left else f"{cell:>{widths[i]}}"
+                            for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
 def _print_base_vs_tuned(report: dict, run_dir) -> None:
     from ..stats import fmt_interval, measured, summary_estimate
 
@@ -168,11 +183,13 @@ def _print_base_vs_tuned(report: dict, run_dir) -> None:
     rows = [row for row in (("answer accuracy", "answer_accuracy", True), ("format rate (<think>..)", "format_rate", True),
                             ("cut off (hit the budget)", "truncation_rate", True), ("mean total reward", "mean_reward", False))
             if shown.get(row[1], True)]
-    print(f"{'':28}{'base':>30}{'tuned':>30}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
-    for label, key, percent in rows:
-        print(f"{label:28}{fmt_interval(summary_estimate(base, key), percent):>30}{fmt_interval(summary_estimate(tuned, key), percent):>30}")
-    for name in base["rewards"]:
-        print(f"{'  ' + name:28}{_num(base['rewards'][name]):>30}{_num(tuned['rewards'][name]):>30}")
+    cells = [["", "base", "tuned"]]
+    cells += [[label, fmt_interval(summary_estimate(base, key), percent), fmt_interval(summary_estimate(tuned, key), percent)]
+              for label, key, percent in rows]
+    cells += [["  " + name, _num(base["rewards"][name]).strip(), _num(tuned["rewards"][name]).strip()] for name in base["rewards"]]
+    heading, *lines = _table(cells)
+    print(f"{heading}   (tuned = {report['checkpoint']}; 95 % intervals, n prompts)")
+    print("\n".join(lines))
     print("\n" + "\n".join(_verdict_lines(report, report["tuned_vs_base"], tuned, report["checkpoint"], run_dir)))
 
 
@@ -182,16 +199,15 @@ def _print_checkpoint_table(report: dict, run_dir) -> None:
     from ..stats import fmt_interval, fmt_paired, measured, summary_estimate, verdict
 
     shown = measured(report)
-    width = max(len(c["name"]) for c in report["checkpoints"]) + 2
-    print(f"{'':{width}}{'step':>6}{'mean reward [95 %]':>24}" + (f"{'answer acc [95 %]':>24}" if shown["answer_accuracy"] else "")
-          + (f"{'format rate':>13}" if shown["format_rate"] else "") + f"{'cut off':>9}{'wins/ties/losses':>18}  vs base")
+    cells = [["", "step", "mean reward [95 %]"] + (["answer acc [95 %]"] if shown["answer_accuracy"] else [])
+             + (["format rate"] if shown["format_rate"] else []) + ["cut off", "wins/ties/losses", "vs base"]]
 
     def row(name, step, s, wtl, versus="-", mark=""):
         mean_reward = fmt_interval({**summary_estimate(s, "mean_reward"), "n": None})
         accuracy = fmt_interval({**summary_estimate(s, "answer_accuracy"), "n": None}, True)
-        print(f"{name:{width}}{step:>6}{mean_reward:>24}" + (f"{accuracy:>24}" if shown["answer_accuracy"] else "")
-              + (f"{_pct(s['format_rate']):>13}" if shown["format_rate"] else "")
-              + f"{_pct(s.get('truncation_rate')):>9}{wtl:>18}  {versus}{mark}")
+        cells.append([name, str(step), mean_reward] + ([accuracy] if shown["answer_accuracy"] else [])
+                     + ([_pct(s["format_rate"]).strip()] if shown["format_rate"] else [])
+                     + [_pct(s.get("truncation_rate")).strip(), wtl, versus + mark])
 
     base = report["base"]
     row("base", 0, base, "-")
@@ -199,6 +215,7 @@ def _print_checkpoint_table(report: dict, run_dir) -> None:
         v, s = c["tuned_vs_base"], c["summary"]
         label = verdict(v, cut_off={"tuned": s.get("truncation_rate"), "base": base.get("truncation_rate")})["label"]
         row(c["name"], c["step"], s, f"{v['wins']}/{v['ties']}/{v['losses']}", label, "  *" if c["name"] == report.get("best") else "")
+    print("\n".join(_table(cells, left=(0, len(cells[0]) - 1))))
     print(f"(n = {report['n_prompts']} prompts on every row; wins/ties/losses: per prompt against base)")
     final = next((c for c in report["checkpoints"] if c["name"] == report["checkpoint"]), report["checkpoints"][-1])
     print("\n" + "\n".join(_verdict_lines(report, final["tuned_vs_base"], final["summary"], final["name"], run_dir)))

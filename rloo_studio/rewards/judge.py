@@ -98,11 +98,14 @@ SECONDS_METRIC = "judge/{name}/seconds"
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 # The verdict: a line (or a sentence) that says "Score: N" and then stops, or gives its reason after a break ("Score: 7.
-# Clear.", "Score: 7/10 - clear", "**Score:** 7"). A number that runs on into more words of the same clause ("Score: 10 if
-# the answer is a fruit, 0 otherwise.", a rubric read back; "Score: 9 + 8 = 17", the answer read back) is no verdict.
-_VERDICT = re.compile(r"(?:^|(?<=[.!?])[ \t]+)[*_]*score[*_]*[ \t]*[:=][ \t]*[*_]*[ \t]*(" + _NUMBER + r")"
-                      r"(?:[ \t]*(?:/|out of)[ \t]*" + _NUMBER + r")?[*_]*"
-                      r"(?=[ \t]*$|[ \t]*[.!;,)\u2013\u2014-](?:[ \t]|$))", re.IGNORECASE | re.MULTILINE)
+# Clear.", "Score: 7/10 - clear", "**Score:** 7", "Score: +1<think>…"). A number that runs on into more words of the same
+# clause ("Score: 10 if the answer is a fruit, 0 otherwise.", a rubric read back; "Score: 9 + 8 = 17", the answer read
+# back) is no verdict. A tag (`<think>`, `</think>`) is markup, not words: it ends the verdict as a line break does.
+_LABEL = r"[*_]*score[*_]*[ \t]*[:=][ \t]*[*_]*[ \t]*"
+_SCORED = r"(" + _NUMBER + r")(?:[ \t]*(?:/|out of)[ \t]*" + _NUMBER + r")?[*_]*"
+_ENDS = r"[ \t]*$|[ \t]*[.!;,)\u2013\u2014-](?:[ \t]|$)|[ \t]*</?[a-z][^<>\n]*>"
+_AT_START = r"(?:^|(?<=[.!?])[ \t]+)"
+_VERDICT = re.compile(_AT_START + _LABEL + _SCORED + r"(?=" + _ENDS + r")", re.IGNORECASE | re.MULTILINE)
 _LABEL_FIRST = re.compile(r"^[*_\s]*score\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 # A reply repeats its instructions when the words after its "Score:" label start with ECHO_WORDS + 1 words that stand
@@ -151,13 +154,40 @@ def _repeats(text: str, rubric: str, template: str) -> str:
     return ""
 
 
+def _why_no_verdict(text: str) -> str:
+    """Why `text` (a reply as read, `as_read`) holds no `_VERDICT`, in words: no number after "Score:", a number that
+    runs on into more words, or a "Score:" inside a sentence. A label with a number is told of before one without."""
+    labels = list(re.finditer(_LABEL, text, re.IGNORECASE))
+    scored = [(label, re.match(_SCORED, text[label.end():], re.IGNORECASE)) for label in labels]
+    with_number = [(label, number) for label, number in scored if number]
+    if not labels:
+        return f"the reply has no 'Score:' with a colon before a number (it reads {_shown(text.splitlines()[0].strip(), 80)!r})"
+    if not with_number:
+        return f"no number follows 'Score:' (it reads {_shown(text.splitlines()[0].strip(), 80)!r})"
+    label, number = with_number[0]
+    said = number.group(0).strip("*_ \t")
+    if not re.match(r"(?:" + _ENDS + r")", text[label.end() + number.end():], re.IGNORECASE | re.MULTILINE):
+        after = text[label.end() + number.end():].split("\n", 1)[0].strip()
+        return (f"the number after 'Score:' ({said}) runs on into {_shown(after, 30)!r} with no line break or full stop "
+                "after it, so it is not read as the judge's score: a verdict ends its line or sentence after the number "
+                "('Score: 7' or 'Score: 7. Why.')")
+    line = text[text.rfind("\n", 0, label.start()) + 1:label.start() + number.end()].strip()
+    return (f"'Score:' stands inside a sentence ({_shown(line, 80)!r}), so it is not read as the judge's score: a verdict "
+            "starts its own line or sentence")
+
+
+def _shown(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with … where it was cut."""
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
 def parse_score(reply: str, low: float, high: float, rubric: str = "", template: str = "") -> tuple[float | None, str]:
     """The score the judge gives as its verdict in `reply` on the scale [low, high], or (None, the reason).
 
     `reply` is read as the judge wrote it after REPLY_START (`as_read`). The verdict is "Score: N" with nothing after the
-    number but "/10" and a sentence break (`_VERDICT`); no other number in the reply is the judge's score. A reply that
-    reads back the `rubric` or the `template` (`_repeats`), has no verdict or two different ones, or scores outside the
-    scale (not clipped: the judge misread the task) gives None.
+    number but "/10" and a line or sentence break or a tag (`_VERDICT`); no other number in the reply is the judge's
+    score. A reply that reads back the `rubric` or the `template` (`_repeats`), has no verdict (`_why_no_verdict` says
+    why) or two different ones, or scores outside the scale (not clipped: the judge misread the task) gives None.
 
     >>> parse_score("7/10. Clear.", 0, 10)
     (7.0, '')
@@ -174,7 +204,7 @@ def parse_score(reply: str, low: float, high: float, rubric: str = "", template:
         return None, echo
     verdicts = list(_VERDICT.finditer(text))
     if not verdicts:
-        return None, f"the reply has no verdict of the form 'Score: N' (it reads {text.splitlines()[0].strip()[:80]!r})"
+        return None, _why_no_verdict(text)
     values = sorted({float(m.group(1)) for m in verdicts})
     if len(values) > 1:
         return None, "the reply gives several scores (" + ", ".join(f"{v:g}" for v in values) + ")"

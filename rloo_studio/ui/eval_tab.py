@@ -28,7 +28,7 @@ from ..errors import StudioError
 from ..protocol import EvalPlan, EvalSide
 from ..workers.inference import InferenceWorker
 from ..rewards.replies import loops_sentence, one_reply, one_reply_sentence
-from ..stats import decoding_text, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
+from ..stats import decoding_text, evaluation_time, fmt_interval, fmt_paired, measured, seen_in_training_line, summary_estimate, verdict
 from .plots import in_order
 from .run_view import reply_marks, step_axis, steps_without_gradient, y_range
 from .pickers import RunPicker, busy_ended, busy_message, default_checkpoint, not_final_note, refuse
@@ -192,7 +192,8 @@ def summary_markdown(report: dict | None, run_dir: str | Path | None = None) -> 
     if looped:
         lines.append(looped)
     lines += _selection_lines(report)
-    lines.append(f"Saved in `{runs.EVAL_FILE}` ({report.get('seconds')} s)"
+    took = evaluation_time(report)
+    lines.append(f"Saved in `{runs.EVAL_FILE}`" + (f"; {took}" if took else "")
                  + (f"; the evaluation before it is kept in `{report['previous']}`." if report.get("previous") else "."))
     methods = "; ".join(f"{k}: {v}" for k, v in (report.get("statistics") or {}).items())
     details = [found["details"]] + ([f"Methods: {methods}."] if methods else [])

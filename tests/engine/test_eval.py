@@ -155,3 +155,27 @@ def test_eval_options_are_checked_before_any_model_loads(trained_run, tmp_path):
     assert result.returncode == 2 and "leaves the tuned model no tokens" in result.stderr
     result = run_cli("eval", run_dir, "--decoding", "beam", cwd=tmp_path)
     assert result.returncode == 2 and "greedy, sampled" in result.stderr
+
+
+def test_the_evaluations_seconds_count_loading_the_libraries_and_the_model(trained_run):
+    """eval.json's `seconds` read 0.2 s for a command that took several: importing torch, transformers and PEFT came
+    before its clock started (a tester). Here the import is made to take 1000 s by moving the clock on, so no real
+    duration is compared: the whole evaluation and its loading must both count them."""
+    run_dir, _ = trained_run
+    code = """
+import json, sys, time
+from rloo_studio.engine import evaluate, stack
+real, moved = time.monotonic, [0.0]
+imported = stack.import_training_stack
+def import_taking_1000_s(*args, **kwargs):
+    moved[0] = 1000.0
+    return imported(*args, **kwargs)
+stack.import_training_stack = import_taking_1000_s
+time.monotonic = lambda: real() + moved[0]
+report = evaluate.evaluate_run(sys.argv[1], limit=2)
+print(json.dumps({"seconds": report["seconds"], "load_seconds": report.get("load_seconds")}))
+"""
+    result = run_code(code, run_dir, stack="transformers", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    timed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert timed["load_seconds"] is not None and 1000 <= timed["load_seconds"] <= timed["seconds"], timed

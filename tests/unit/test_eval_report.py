@@ -493,3 +493,52 @@ def test_the_command_line_says_loops_and_one_reply_to_many_prompts_as_the_tab_do
     out = capsys.readouterr().out
     assert "Warning: tuned (final) gives one reply to many prompts: “1” is 8 of its 12 replies (base's most common reply: 1 of 12)" in out, out
     assert "repetition loop" not in out
+
+
+def test_the_command_lines_tables_keep_their_columns_apart_when_a_cell_is_long(capsys):
+    """Every value the same on both sides gives the longest cells ("1.000 (n=6, every one the same)", 31 characters):
+    the table ran them together ("1.000 (n=6, every one the same)1.000 (n=6, every one the same)"; a tester). Each
+    column is as wide as its longest cell, with two spaces between columns."""
+    import re
+
+    from rloo_studio.cli import results
+
+    n = 6
+    base, final = side("base", 0, [1.0] * n), side("final", 4, [1.0] * n)
+    report = report_of(base, final)
+    results._print_base_vs_tuned(report, "runs/r")
+    lines = capsys.readouterr().out.splitlines()
+    same = stats.fmt_interval(stats.summary_estimate(report["base"], "mean_reward"))
+    assert same == "1.000 (n=6, every one the same)"
+    row = next(line for line in lines if line.startswith("mean total reward"))
+    assert re.split(r" {2,}", row) == ["mean total reward", same, same], row
+    header = lines[0]
+    assert header.index("base") + len("base") == row.index(same) + len(same)  # right-aligned under their headings
+    assert header.index("tuned") + len("tuned") == len(row)
+    checkpoint = side("checkpoint-2", 2, [1.0] * n)
+    report = {**report, "checkpoints": [{"name": s.name, "step": s.step, "summary": evaluate._summary(s, list(range(n)), SEED),
+                                         "tuned_vs_base": stats.paired(base.totals, s.totals, SEED)} for s in (checkpoint, final)]}
+    results._print_checkpoint_table(report, "runs/r")
+    lines = capsys.readouterr().out.splitlines()
+    headings = re.split(r" {2,}", lines[0])  # the first heading is empty: the column of the names
+    for line in lines[1:4]:
+        cells = re.split(r" {2,}", line)
+        assert len(cells) == len(headings), (headings, cells)
+        assert "1.000 (every one the same)" in cells and "same)1" not in line and "%1" not in line
+
+
+def test_the_evaluations_seconds_say_what_they_count_in_the_tab_and_the_command_line(capsys):
+    """"Saved in `eval.json` (0.2 s)" after a command that took several seconds: the 0.2 s left out importing torch,
+    transformers and PEFT (a tester). eval.json's `seconds` is the whole evaluation and `load_seconds` its loading; an
+    eval.json of an earlier version, without `load_seconds`, says what its seconds leave out."""
+    from rloo_studio.cli import results
+    from rloo_studio.ui import eval_tab
+
+    n = 6
+    report = {**report_of(side("base", 0, [0.0] * n), side("final", 4, [0.5] * n)), "seconds": 6.1, "load_seconds": 5.9}
+    said = "the evaluation took 6.1 s, 5.9 s of it loading the libraries and the base model"
+    assert f"Saved in `eval.json`; {said}." in eval_tab.summary_markdown(report)
+    results.print_report(report, "runs/r")
+    assert f"Saved runs/r/eval.json; {said}" in capsys.readouterr().out
+    earlier = {k: v for k, v in report.items() if k != "load_seconds"}
+    assert "the evaluation took 6.1 s, not counting loading the libraries" in eval_tab.summary_markdown(earlier)

@@ -79,9 +79,11 @@ ECHOED = "Score 10 if the answer is a fruit, 0 otherwise."
     ("", (None, "the reply is empty")),
     ("-1", (None, "the score -1 is outside the scale 0-10")),
     # Not a verdict: another label, no number, a number that runs on into the sentence it was read from.
-    ("Rating = 8.5", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: Rating = 8.5')")),
-    ("no idea", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: no idea')")),
-    ("9 + 8 = 17", (None, "the reply has no verdict of the form 'Score: N' (it reads 'Score: 9 + 8 = 17')")),
+    ("Rating = 8.5", (None, "no number follows 'Score:' (it reads 'Score: Rating = 8.5')")),
+    ("no idea", (None, "no number follows 'Score:' (it reads 'Score: no idea')")),
+    ("9 + 8 = 17", (None, "the number after 'Score:' (9) runs on into '+ 8 = 17' with no line break or full stop after "
+                          "it, so it is not read as the judge's score: a verdict ends its line or sentence after the "
+                          "number ('Score: 7' or 'Score: 7. Why.')")),
     ("7\nScore: 3", (None, "the reply gives several scores (3, 7)")),
     ("7\nScore: 7. Right.", (7.0, "")),
     # The rubric read back: the number it names is not the judge's verdict.
@@ -274,3 +276,32 @@ def test_the_train_tab_prices_a_ticked_judge_per_step():
     assert "on the judge server" in judge_cost_markdown(8, 16, 1, True, text.JUDGE_SERVER_CHOICE)
     # Two passes over each generation batch: half the new completions per step, so half the calls.
     assert judge_cost_markdown(4, 16, 2, True, text.JUDGE_BASE).startswith("Judge calls per training step: 8 (")
+
+
+# A reply the preview refused as "no verdict of the form 'Score: N' (it reads 'Score: +1<think>')": a person reads
+# "Score: +1" and sees no reason. A tag after the number ends the verdict as a line break does; what is refused says why.
+@pytest.mark.parametrize("reply, expected", [
+    ("+1<think>\nThe answer is short.</think>", (1.0, "")),
+    ("+1", (1.0, "")),
+    ("Score: +7/10</think>", (7.0, "")),
+    ("+17</think>601", (None, "the score 17 is outside the scale 0-10")),
+])
+def test_a_plus_sign_and_a_tag_after_the_number_read_as_a_verdict(reply, expected):
+    assert parse_score(reply, 0, 10) == expected
+
+
+@pytest.mark.parametrize("reply, why", [
+    ("+1 point", "the number after 'Score:' (+1) runs on into 'point' with no line break or full stop after it"),
+    ("9 + 8 = 17", "the number after 'Score:' (9) runs on into '+ 8 = 17' with no line break or full stop after it"),
+    ("7/10 because it is short and it is right",
+     "the number after 'Score:' (7/10) runs on into 'because it is short and it is…' with no line break or full stop"),
+    ("Rating = 8.5", "no number follows 'Score:' (it reads 'Score: Rating = 8.5')"),
+    ("no idea", "no number follows 'Score:' (it reads 'Score: no idea')"),
+    ("The answer is fine, Score: 7", "'Score:' stands inside a sentence"),
+    ("**Score** 7", "the reply has no 'Score:' with a colon before a number (it reads '**Score** 7')"),
+])
+def test_a_refused_reply_says_why_in_words(reply, why):
+    value, said = parse_score(reply, 0, 10)
+    assert value is None and why in said, said
+    if "runs on" in why:  # and what a verdict is, so that the person can tell what the judge should have written
+        assert "a verdict ends its line or sentence after the number" in said, said
