@@ -238,7 +238,7 @@ def step_axis(frame: pd.DataFrame, column: str = "step") -> tuple[pd.DataFrame, 
     return frame.assign(**{column: frame[column].map(lambda s: str(int(s)))}), [str(s) for s in steps]
 
 
-def plot_update(frame: pd.DataFrame | None):
+def plot_update(frame: pd.DataFrame | None, from_zero: bool = False):
     """A line chart's data with whole steps on its axis (`step_axis`), a y range that leaves room above and below (a
     line at 1.0 is not cut by the frame) and one distinct colour per series; an empty chart for no data (never None:
     see `_frame`)."""
@@ -248,16 +248,19 @@ def plot_update(frame: pd.DataFrame | None):
         return gr.update(value=_frame([]))
     series = list(dict.fromkeys(frame["series"]))
     frame, order = step_axis(frame)
-    return gr.update(value=frame, sort=order, y_lim=y_range(frame),
+    return gr.update(value=frame, sort=order, y_lim=y_range(frame, from_zero),
                      color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
 
 
-def y_range(frame: pd.DataFrame) -> list[float] | None:
+def y_range(frame: pd.DataFrame, from_zero: bool = False) -> list[float] | None:
     """A chart's y range with room above and below: a line at 1.0 is not cut by the frame, and values that are all
-    the same get an axis (not one tick labelled '1.000000'). None for no data."""
+    the same get an axis (not one tick labelled '1.000000'). `from_zero`: counts (lengths in tokens) start at 0, where
+    a one-token wobble looks like one. None for no data."""
     if frame.empty:
         return None
     low, high = float(frame["value"].min()), float(frame["value"].max())
+    if from_zero and low >= 0:
+        return [0.0, high + max(0.05, 0.08 * high)]
     pad = max(0.05, 0.08 * (high - low))
     return [low - pad, high + pad]
 

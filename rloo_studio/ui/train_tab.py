@@ -435,7 +435,7 @@ class TrainTab:
                 + trainer_markdown(view.path if view else None),
                 run_view.progress_html(view) + run_view.step_time_html(view),
                 run_view.plot_update(run_view.reward_frame(view)),
-                run_view.plot_update(run_view.length_frame(view)), run_view.samples_rows(view),
+                run_view.plot_update(run_view.length_frame(view), from_zero=True), run_view.samples_rows(view),
                 run_view.readable_log(view.log_tail) if view else ""]
 
     @staticmethod

@@ -13,6 +13,7 @@ from rloo_studio.ui.model_tab import estimate_markdown, method_note
 from rloo_studio.ui.rewards_tab import pinned_report
 from rloo_studio.ui.train_tab import epochs_markdown
 from rloo_studio.machine.vram import estimate_config
+from rloo_studio.ui.train_tab import TrainTab
 
 
 def test_the_log_has_no_raw_dicts_or_progress_redraws():
@@ -30,6 +31,16 @@ def test_reward_lines_at_one_are_inside_the_chart_and_colours_differ():
     low, high = update["y_lim"]
     assert low < 0.0 and high > 1.0
     assert len(set(update["color_map"].values())) == 3
+
+
+def test_the_length_chart_starts_at_zero():
+    """Lengths of 9.8 to 11 tokens on an axis from 9.8 to 11: a wobble of one token read as a collapse (a walk)."""
+    from types import SimpleNamespace
+
+    view = SimpleNamespace(metrics=[{"step": s, "completions/mean_length": v} for s, v in enumerate([10.5, 9.8, 11.0, 10.2], 1)])
+    update = run_view.plot_update(run_view.length_frame(view), from_zero=True)
+    assert update["y_lim"][0] == 0 and update["y_lim"][1] > 11.0
+    assert TrainTab.render(None)[3]["value"].empty  # (the tab's length chart goes through the same update)
 
 
 def test_the_epochs_are_said_before_start():
