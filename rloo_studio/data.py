@@ -447,7 +447,8 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
 def repeats(rows: Rows, prompt_column: str) -> dict:
     """Prompts written more than once, by their text: {prompts (how many distinct ones repeat), held_out (held-out rows
     whose prompt is also a training prompt: they measure memory, not the skill), differ ({column: how many repeated
-    prompts have different values there}: in the answer column, the data teaches two answers to one question)}."""
+    prompts have different values there}: in the answer column, the data teaches two answers to one question), examples
+    (the first repeated prompts, each with its copies' values per column)}."""
     from collections import defaultdict
 
     copies: dict[str, list[dict]] = defaultdict(list)
@@ -458,7 +459,14 @@ def repeats(rows: Rows, prompt_column: str) -> dict:
     trained = {str(row.get(prompt_column)) for row in rows.train}
     return {"prompts": len(repeated),
             "held_out": sum(1 for row in rows.test or [] if str(row.get(prompt_column)) in trained),
-            "differ": {c: n for c in columns if (n := sum(1 for g in repeated if len({str(r.get(c)) for r in g}) > 1))}}
+            "differ": {c: n for c in columns if (n := sum(1 for g in repeated if len({str(r.get(c)) for r in g}) > 1))},
+            # Which ones, so they can be found: the prompt and each column's distinct values, in the data's order.
+            "examples": [{"prompt": _short(str(g[0].get(prompt_column)), 80), "times": len(g),
+                          "values": {c: list(dict.fromkeys(str(r.get(c)) for r in g)) for c in columns}}
+                         for g in repeated[:REPEATS_SHOWN * 4]]}
+
+
+REPEATS_SHOWN = 3  # repeated prompts named by the Data tab; the rest are counted
 
 
 def _short(value: Any, limit: int = 300) -> Any:

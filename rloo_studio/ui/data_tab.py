@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
-from ..data import HEADERLESS_WHAT, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
+from ..data import HEADERLESS_WHAT, REPEATS_SHOWN, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
 from ..stats import FEWEST_TO_DECIDE
 from . import text
 from .freshness import Outdated
@@ -292,10 +292,24 @@ def repeats_line(found: dict, answer_col: str | None) -> str:
     differ = (found.get("differ") or {}).get(answer_col) if answer_col and answer_col != NO_ANSWER else None
     if differ:
         parts.append(f", {differ} of them with a different `{answer_col}`: the data teaches two answers to one question")
+    parts.append(" (" + repeats_named(found, answer_col if differ else None) + ")")
     if found.get("held_out"):
         parts.append(f"; {found['held_out']} held-out row{'s repeat' if found['held_out'] != 1 else ' repeats'} a training "
                      "prompt, so Evaluate would score memory there, not the skill")
     return "".join(parts) + "."
+
+
+def repeats_named(found: dict, answer_col: str | None) -> str:
+    """The first repeated prompts by their text: with two answers, those first and each with its answers
+    ('“Hours of gallery 0?”: 10-18 or 11-19'); otherwise how often ('“…” 3 times'); then how many more."""
+    examples = found.get("examples") or []
+    if answer_col:
+        examples = sorted(examples, key=lambda e: len(e["values"].get(answer_col) or []) < 2)  # stable: data order kept
+    shown = [f"“{e['prompt']}”: " + " or ".join(e["values"][answer_col])
+             if answer_col and len(e["values"].get(answer_col) or []) > 1 else f"“{e['prompt']}” {e['times']} times"
+             for e in examples[:REPEATS_SHOWN]]
+    more = found["prompts"] - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
 HELD_OUT_ADVISED = 2 * FEWEST_TO_DECIDE  # room for prompts on which base and tuned tie: those do not count

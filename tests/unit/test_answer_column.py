@@ -5,6 +5,8 @@ scenario: a CSV `question,order_id` whose reference is `order_id`, and no builti
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -227,6 +229,12 @@ def test_prompts_written_more_than_once_are_said_with_what_they_do(tmp_path):
 
     found = repeats(load_rows(data, tmp_path), "question")
     assert found["prompts"] == 4 and found["differ"] == {"hours": 3}
+    # Which ones, so the person need not hunt for them (a walk): those with two answers first, each with its answers.
+    # (in the order the split meets them: the held-out share is drawn at random)
+    named = summary.split("one question (", 1)[1].split(")", 1)[0]
+    for i in range(3):
+        assert re.search(rf"“Hours of gallery {i}\?”: ({10 + i}-18 or {11 + i}-19|{11 + i}-19 or {10 + i}-18)", named), named
+    assert named.endswith("; and 1 more") and "gallery 3" not in named
     if found["held_out"]:
         assert f"{found['held_out']} held-out row" in summary and "score memory there, not the skill" in summary
 
