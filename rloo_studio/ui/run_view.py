@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import html
 import re
+import statistics
 import time
 from pathlib import Path
 
@@ -59,6 +60,32 @@ def elapsed_s(view: RunView) -> float | None:
     return max(0.0, end - started)
 
 
+REWARD_WINDOW = 5  # steps averaged at each end of the run: one step's reward is a few prompts' worth
+
+
+def reward_line(metrics: list[dict]) -> str:
+    """The run's reward so far: the latest step's, the means of its first and last few steps with the per-step range,
+    and when the two means differ by less than the steps' own spread, that it may be chance. A first and a last step
+    alone read a wobble as a gain ("1.016 now (first step 1.000)" for a run Evaluate found unchanged)."""
+    steps = [(m.get("step"), m["reward"]) for m in metrics if isinstance(m.get("reward"), (int, float))]
+    if not steps:
+        return ""
+    step, now = steps[-1]
+    values = [v for _, v in steps]
+    line = f"Reward: {now:.3f} at step {step}"
+    if len(values) < 2:
+        return line
+    if len(values) < 2 * REWARD_WINDOW:
+        return f"{line} (first step {values[0]:.3f}; per step {min(values):.3f}–{max(values):.3f})"
+    first, last = statistics.fmean(values[:REWARD_WINDOW]), statistics.fmean(values[-REWARD_WINDOW:])
+    line += (f"; mean of the last {REWARD_WINDOW} steps {last:.3f}, of the first {REWARD_WINDOW} {first:.3f} (per step "
+             f"{min(values):.3f}–{max(values):.3f})")
+    if abs(last - first) <= statistics.stdev(values):
+        line += (" — the two differ by no more than the step-to-step wobble; Evaluate tells whether tuned is better on "
+                 "held-out prompts")
+    return line
+
+
 def status_markdown(view: RunView | None) -> str:
     if view is None:
         return text.NO_RUN
@@ -69,8 +96,7 @@ def status_markdown(view: RunView | None) -> str:
     if view.metrics:
         last = view.metrics[-1]
         if isinstance(last.get("reward"), (int, float)):
-            first = next((m["reward"] for m in view.metrics if isinstance(m.get("reward"), (int, float))), None)
-            lines.append(f"Reward: {last['reward']:.3f} now (first step {first:.3f})")
+            lines.append(reward_line(view.metrics))
         judge_share = judge_share_line(view.metrics)
         if judge_share:
             lines.append(judge_share)

@@ -229,3 +229,19 @@ def test_an_ongoing_alert_says_how_long_it_has_held(tmp_path):
     assert "At step 3, when raised: 3 steps in a row" in run_view.alerts_html(run_dir)
     runs.update_status(run_dir, state="running", step=3)
     assert "At step 3" not in run_view.alerts_html(run_dir)  # raised now: the numbers are now's
+
+
+def test_the_reward_line_compares_steps_with_their_spread():
+    """"Reward: 1.016 now (first step 1.000)" over steps that wobbled between 1.000 and 1.062 read as a gain; the
+    evaluation found none (a walk). Means of several steps, the per-step range, and chance said when it is as small."""
+    from types import SimpleNamespace
+
+    rewards = [1.0, 1.0625, 1.0, 1.0, 1.0625, 1.0, 1.0, 1.0625, 1.0, 1.0, 1.0, 1.0625, 1.0, 1.0, 1.0156]
+    view = SimpleNamespace(metrics=[{"step": i, "reward": r} for i, r in enumerate(rewards, 1)])
+    line = run_view.reward_line(view.metrics)
+    assert line.startswith("Reward: 1.016 at step 15; mean of the last 5 steps 1.016, of the first 5 1.025 (per step "
+                           "1.000–1.062)"), line
+    assert "the two differ by no more than the step-to-step wobble; Evaluate tells" in line
+    rising = [{"step": i, "reward": i / 15} for i in range(1, 16)]
+    assert "wobble" not in run_view.reward_line(rising)
+    assert run_view.reward_line([{"step": 1, "reward": 0.5}]) == "Reward: 0.500 at step 1"
