@@ -49,6 +49,9 @@ def _prepare_environment() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Unsloth writes compiled modules into the current directory unless told otherwise.
     os.environ.setdefault("UNSLOTH_COMPILE_LOCATION", str(cache_dir() / "unsloth_compiled_cache"))
+    # bitsandbytes, on a CPU with AVX-512 BF16, warns at import that the optional `kernels` package is missing and falls
+    # back to its own kernel: nothing the person can act on, and under `rloo-studio eval` it read as a failure.
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 
 def import_training_stack(backend: str = "auto") -> TrainingStack:
