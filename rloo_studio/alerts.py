@@ -648,7 +648,7 @@ def action_record(alert: Alert, step: int, taken: str, done: str) -> dict:
 
 def current(records: Iterable[dict]) -> list[dict]:
     """One entry per alert episode of an alerts.jsonl, its latest record (an "ended" one carries `ended_step`) with
-    what the run did about it (`taken`, `done`) when it acted, active ones first, then by the step they began."""
+    the step it was raised at (`raised_step`: the numbers of its explanation are that step's), what the run did about it (`taken`, `done`) when it acted, active ones first, then by the step they began."""
     latest: dict[tuple, dict] = {}
     acted: dict[tuple, dict] = {}
     for r in records:
@@ -658,7 +658,9 @@ def current(records: Iterable[dict]) -> list[dict]:
         if r.get("event") == ACTION_EVENT:
             acted[key] = r
         elif r.get("event") == "ended" or key not in latest:
-            latest[key] = r
+            # The step it was raised at is the "began" record's step: an "ended" record carries it on.
+            raised = r.get("step") if r.get("event") == "began" else (latest.get(key) or {}).get("raised_step")
+            latest[key] = {**r, "raised_step": raised}
     found = [{**r, **({"taken": acted[key]["taken"], "done": acted[key]["done"]} if key in acted else {})}
              for key, r in latest.items()]
     return sorted(found, key=lambda r: (r.get("ended_step") is not None, r.get("began_step") or 0))

@@ -271,11 +271,28 @@ def plot_update(frame: pd.DataFrame | None, from_zero: bool = False):
     import gradio as gr
 
     if frame is None or frame.empty:
-        return gr.update(value=_frame([]))
+        return gr.update(value=_frame([]), caption=None)
     series = list(dict.fromkeys(frame["series"]))
+    caption = overlap_caption(frame)
     frame, order = step_axis(frame)
-    return gr.update(value=frame, sort=order, y_lim=y_range(frame, from_zero),
+    return gr.update(value=frame, sort=order, y_lim=y_range(frame, from_zero), caption=caption,
                      color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
+
+
+def overlap_caption(frame: pd.DataFrame) -> str | None:
+    """Lines that lie on each other at most of their steps (a reward equal to the weighted total, two rewards that
+    agree): only the one drawn last shows there, and the other reads as missing. None when no two do."""
+    values = {name: dict(zip(part["step"], part["value"])) for name, part in frame.groupby("series", sort=False)}
+    names, pairs = list(values), []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = set(values[a]) & set(values[b])
+            same = sum(1 for step in common if abs(values[a][step] - values[b][step]) < 1e-9)
+            if common and same * 2 > len(common):
+                pairs.append(f"“{a}” and “{b}” are equal at {same} of {len(common)} steps")
+    if not pairs:
+        return None
+    return f"Lines on top of each other: {'; '.join(pairs)}, where the line drawn last hides the other."
 
 
 def y_range(frame: pd.DataFrame, from_zero: bool = False) -> list[float] | None:

@@ -218,8 +218,10 @@ def test_an_ongoing_alert_says_how_long_it_has_held(tmp_path):
     from rloo_studio import runs
 
     run_dir = runs.create_run_dir(tmp_path / "runs", "r")
-    runs.append_jsonl(run_dir / runs.ALERTS_FILE, {"kind": "no_signal", "title": "No learning signal", "began_step": 1,
-                                                  "raised_step": 3, "explanation": "3 steps in a row", "action": "x"})
+    # As alerts.jsonl writes it: the "began" record's step is the step it was raised at.
+    runs.append_jsonl(run_dir / runs.ALERTS_FILE, {"event": "began", "step": 3, "kind": "no_signal", "title": "No learning signal",
+                                                  "began_step": 1, "ended_step": None, "explanation": "3 steps in a row",
+                                                  "action": "x"})
     runs.update_status(run_dir, state="running", pid=os.getpid(), step=9)
     assert "since step 1, still at step 9" in run_view.alerts_html(run_dir)
     runs.update_status(run_dir, state="finished", step=15)
@@ -229,6 +231,11 @@ def test_an_ongoing_alert_says_how_long_it_has_held(tmp_path):
     assert "At step 3, when raised: 3 steps in a row" in run_view.alerts_html(run_dir)
     runs.update_status(run_dir, state="running", step=3)
     assert "At step 3" not in run_view.alerts_html(run_dir)  # raised now: the numbers are now's
+    # Ended: its "ended" record has the step it ended at, and the badge still gives the raising step's numbers as such.
+    runs.append_jsonl(run_dir / runs.ALERTS_FILE, {"event": "ended", "step": 8, "kind": "no_signal", "title": "No learning signal",
+                                                  "began_step": 1, "ended_step": 8, "explanation": "3 steps in a row",
+                                                  "action": "x"})
+    assert "steps 1–8, over" in run_view.alerts_html(run_dir) and "At step 3, when raised" in run_view.alerts_html(run_dir)
 
 
 def test_the_reward_line_compares_steps_with_their_spread():
@@ -245,3 +252,19 @@ def test_the_reward_line_compares_steps_with_their_spread():
     rising = [{"step": i, "reward": i / 15} for i in range(1, 16)]
     assert "wobble" not in run_view.reward_line(rising)
     assert run_view.reward_line([{"step": 1, "reward": 0.5}]) == "Reward: 0.500 at step 1"
+
+
+def test_lines_that_lie_on_each_other_are_said_under_the_chart():
+    """total (weighted) and polite were 0.1 at 14 of 15 steps: the total's line lay under polite's and read as missing
+    (a walk). The chart's caption names them."""
+    steps = list(range(1, 16))
+    polite = [0.1] * 15
+    total = [0.1] * 15
+    total[7] = 0.23
+    frame = pd.DataFrame({"step": steps * 3, "value": total + polite + [0.0] * 7 + [0.13] + [0.0] * 7,
+                          "series": ["total (weighted)"] * 15 + ["polite"] * 15 + ["numeric_answer"] * 15})
+    update = run_view.plot_update(frame)
+    assert update["caption"] == ("Lines on top of each other: “total (weighted)” and “polite” are equal at 14 of 15 steps, "
+                                 "where the line drawn last hides the other."), update["caption"]
+    apart = frame.assign(value=[0.5] * 15 + polite + [0.0] * 15)
+    assert run_view.plot_update(apart)["caption"] is None
