@@ -75,6 +75,8 @@ def reward_line(metrics: list[dict]) -> str:
     line = f"Reward: {now:.3f} at step {step}"
     if len(values) < 2:
         return line
+    if max(values) == min(values):
+        return f"{line}, the same at every step"
     if len(values) < 2 * REWARD_WINDOW:
         return f"{line} (first step {values[0]:.3f}; per step {min(values):.3f}–{max(values):.3f})"
     first, last = statistics.fmean(values[:REWARD_WINDOW]), statistics.fmean(values[-REWARD_WINDOW:])

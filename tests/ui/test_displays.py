@@ -252,6 +252,8 @@ def test_the_reward_line_compares_steps_with_their_spread():
     rising = [{"step": i, "reward": i / 15} for i in range(1, 16)]
     assert "wobble" not in run_view.reward_line(rising)
     assert run_view.reward_line([{"step": 1, "reward": 0.5}]) == "Reward: 0.500 at step 1"
+    flat = [{"step": i, "reward": 1.0} for i in range(1, 16)]
+    assert run_view.reward_line(flat) == "Reward: 1.000 at step 15, the same at every step"
 
 
 def test_lines_that_lie_on_each_other_are_said_under_the_chart():
