@@ -99,6 +99,10 @@ def status_markdown(view: RunView | None) -> str:
         last = view.metrics[-1]
         if isinstance(last.get("reward"), (int, float)):
             lines.append(reward_line(view.metrics))
+        # Said here, not as the chart's caption: a chart of fixed height cuts its caption off.
+        hidden = overlap_caption(reward_frame(view))
+        if hidden:
+            lines.append(f"Reward chart: {hidden[0].lower()}{hidden[1:]}")
         judge_share = judge_share_line(view.metrics)
         if judge_share:
             lines.append(judge_share)
@@ -273,17 +277,18 @@ def plot_update(frame: pd.DataFrame | None, from_zero: bool = False):
     import gradio as gr
 
     if frame is None or frame.empty:
-        return gr.update(value=_frame([]), caption=None)
+        return gr.update(value=_frame([]))
     series = list(dict.fromkeys(frame["series"]))
-    caption = overlap_caption(frame)
     frame, order = step_axis(frame)
-    return gr.update(value=frame, sort=order, y_lim=y_range(frame, from_zero), caption=caption,
+    return gr.update(value=frame, sort=order, y_lim=y_range(frame, from_zero),
                      color_map={name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)})
 
 
-def overlap_caption(frame: pd.DataFrame) -> str | None:
+def overlap_caption(frame: pd.DataFrame | None) -> str | None:
     """Lines that lie on each other at most of their steps (a reward equal to the weighted total, two rewards that
     agree): only the one drawn last shows there, and the other reads as missing. None when no two do."""
+    if frame is None or frame.empty:
+        return None
     values = {name: dict(zip(part["step"], part["value"])) for name, part in frame.groupby("series", sort=False)}
     names, pairs = list(values), []
     for i, a in enumerate(names):

@@ -265,8 +265,14 @@ def test_lines_that_lie_on_each_other_are_said_under_the_chart():
     total[7] = 0.23
     frame = pd.DataFrame({"step": steps * 3, "value": total + polite + [0.0] * 7 + [0.13] + [0.0] * 7,
                           "series": ["total (weighted)"] * 15 + ["polite"] * 15 + ["numeric_answer"] * 15})
-    update = run_view.plot_update(frame)
-    assert update["caption"] == ("Lines on top of each other: “total (weighted)” and “polite” are equal at 14 of 15 steps, "
-                                 "where the line drawn last hides the other."), update["caption"]
+    assert run_view.overlap_caption(frame) == ("Lines on top of each other: “total (weighted)” and “polite” are equal at "
+                                               "14 of 15 steps, where the line drawn last hides the other.")
     apart = frame.assign(value=[0.5] * 15 + polite + [0.0] * 15)
-    assert run_view.plot_update(apart)["caption"] is None
+    assert run_view.overlap_caption(apart) is None
+    # Said in the run's status lines, above the chart (a caption under a chart of fixed height was cut off).
+    metrics = [{"step": s, "reward": t, "rewards/polite/mean": p} for s, t, p in zip(steps, total, polite)]
+    from types import SimpleNamespace
+
+    view = SimpleNamespace(run_id="r", state="finished", step=15, max_steps=15, status={}, metrics=metrics, path=None)
+    assert "Reward chart: lines on top of each other: “total (weighted)” and “polite” are equal at 14 of 15 steps" in \
+        run_view.status_markdown(view)
