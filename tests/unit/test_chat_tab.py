@@ -184,3 +184,36 @@ def test_a_reply_that_is_only_a_markdown_marker_is_shown_as_written():
     shown = pane([{"role": "user", "content": "q"}, {"role": "assistant", "content": "+"},
                   {"role": "assistant", "content": "- 3 trains"}, {"role": "assistant", "content": "#"}])
     assert [m["content"] for m in shown[1:]] == ["\\+", "- 3 trains", "\\#"]
+
+
+def test_a_reply_that_only_thinks_or_is_cut_off_in_its_thought_is_marked(run_dir):
+    """At 6 tokens the tuned pane showed 'Thinking (empty)' and no reply, with no mark (a walk): the thought opened and
+    never closed, and the mark rule read the whole text, tag included, as the reply."""
+    from rloo_studio.ui.chat_tab import pane
+
+    def shown(content, cut_off, budget=6):
+        return [(m.get("metadata", {}).get("title"), m["content"])
+                for m in pane([{"role": "user", "content": "q"},
+                               {"role": "assistant", "content": content, "cut_off": cut_off, "max_new_tokens": budget}])[1:]]
+
+    # It ended (an end token) inside an open thought: no reply, said so.
+    assert shown("<think>\n", False) == [("Thinking", "(empty)"), (None, "⚠️ ∅ empty reply: the thinking never closed")]
+    # It ran out of tokens inside the thought: cut off there, not also empty.
+    assert shown("<think>20+2", True) == [("Thinking", "20+2"),
+                                         (None, "⚠️ ✂ cut off at 6 tokens in the thinking, before it closed")]
+    # A closed thought with nothing after it, and a reply cut off after its thought, as before.
+    assert shown("<think>20+22</think>", False) == [("Thinking", "20+22"), (None, "⚠️ ∅ empty reply")]
+    assert shown("<think>20+22</think>4", True) == [("Thinking", "20+22"), (None, "4"), (None, "⚠️ ✂ cut off at 6 tokens")]
+
+
+def test_both_panes_split_and_mark_replies_by_one_rule(run_dir):
+    """At 3 tokens the base reply showed as '+42' with no Thinking box, the tuned one with one (a walk). The demo model,
+    taught one-turn prompts, sometimes answers a later turn without opening a thought: the base reply had none. Both
+    panes read a reply the same way and say which was cut off inside its thought."""
+    worker = FakeWorker(texts={"base": "+42", "tuned": "<think>20"}, cut_off=("base", "tuned"))
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q", new_session(False), "", 1.0, 1.0, 3, 0))
+    left = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[0][1:]]
+    right = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[1][1:]]
+    assert left == [(None, "+42"), (None, "⚠️ ✂ cut off at 3 tokens")]
+    assert right == [("Thinking", "20"), (None, "⚠️ ✂ cut off at 3 tokens in the thinking, before it closed")]
