@@ -186,6 +186,36 @@ def test_a_reply_that_is_only_a_markdown_marker_is_shown_as_written():
     assert [m["content"] for m in shown[1:]] == ["\\+", "- 3 trains", "\\#"]
 
 
+def test_the_sampling_note_says_the_values_in_use_and_where_they_differ_from_training(run_dir):
+    """A tester set Max new tokens to 3; the note still read "Sampling as run … trained: … up to 24 new tokens", and the
+    line under the replies left the token limit out (a walk)."""
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    (run_dir / "config.yaml").write_text("model: {name_or_path: demo}\nrloo: {max_completion_length: 24}\n")
+    as_trained = tab.pick_run("r1", False)[-1]
+    assert as_trained.startswith("Sampling as run `r1` trained: temperature 1.0, top-p 1.0, top-k off, up to 24 new tokens")
+    assert tab.note_now("r1", 1.0, 1.0, 24, "sampled") == as_trained  # the settings as the run trained: the same line
+
+    note = tab.note_now("r1", 1.0, 1.0, 3, "sampled")
+    assert note.startswith("Sampling now: temperature 1.0, top-p 1.0, top-k off, up to 3 new tokens")
+    assert "run `r1` trained with up to 24 new tokens" in note and "as run `r1` trained:" not in note
+
+    note = tab.note_now("r1", 0.7, 0.9, 24, "sampled")
+    assert "temperature 0.7, top-p 0.9" in note and "trained with temperature 1.0, top-p 1.0" in note
+
+    # Greedy (or temperature 0, which the worker decodes greedily) uses neither temperature nor top-p.
+    for temperature, decoding in ((1.0, "greedy"), (0.0, "sampled")):
+        note = tab.note_now("r1", temperature, 1.0, 3, decoding)
+        assert note.startswith("Greedy decoding now (the most likely token each time), up to 3 new tokens"), note
+        assert "run `r1` trained sampling with temperature 1.0, top-p 1.0, top-k off, up to 24 new tokens" in note
+
+    # The line under the replies says the token limit the replies had.
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 1.0, 1.0, 3, 0))
+    assert out[4].startswith("Both replies use seed 0, temperature 1.0, top-p 1.0, up to 3 new tokens: one sample each")
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 0.0, 1.0, 3, 0))
+    assert out[4].startswith("Both replies use greedy decoding (the most likely token each time), up to 3 new tokens")
+    assert not tab.note_now(None, 1.0, 1.0, 3, "sampled")
+
+
 def test_a_reply_that_only_thinks_or_is_cut_off_in_its_thought_is_marked(run_dir):
     """At 6 tokens the tuned pane showed 'Thinking (empty)' and no reply, with no mark (a walk): the thought opened and
     never closed, and the mark rule read the whole text, tag included, as the reply."""
@@ -217,3 +247,13 @@ def test_both_panes_split_and_mark_replies_by_one_rule(run_dir):
     right = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[1][1:]]
     assert left == [(None, "+42"), (None, "⚠️ ✂ cut off at 3 tokens")]
     assert right == [("Thinking", "20"), (None, "⚠️ ✂ cut off at 3 tokens in the thinking, before it closed")]
+
+
+def test_every_change_in_settings_rewrites_the_sampling_note(run_dir):
+    """The note was written only when a run was picked, so it kept the run's values after Settings changed (a walk)."""
+    with gr.Blocks() as demo:
+        tab = ChatTab(run_dir.parent, FakeWorker())
+        tab.wire(demo)
+    writers = [d for d in demo.config["dependencies"] if tab.sampling_note._id in d["outputs"]]
+    triggers = {target for d in writers for target, event in d["targets"] if event == "change"}
+    assert {tab.temperature._id, tab.top_p._id, tab.max_tokens._id, tab.decoding._id} <= triggers, writers
