@@ -271,9 +271,12 @@ class ChatModel:
         # chat's own temperature, top-p and length; greedy (or temperature 0) switches sampling off.
         end_ids = end_token_ids(self.model, self.tokenizer)
         do_sample = not sampling.greedy and sampling.temperature > 0
-        config = generation_config(generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=do_sample,
-                                                     max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
-                                                     top_p=sampling.top_p))
+        kwargs = generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=do_sample,
+                                   max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
+                                   top_p=sampling.top_p)
+        # The chat's Max new tokens, even where the run's generation_kwargs set their own (as TRL lets them in training):
+        # the page says this limit, and a reply is marked cut off by it.
+        config = generation_config({**kwargs, "max_new_tokens": sampling.max_new_tokens})
         streamer = _DeltaStreamer(self.tokenizer, input_ids.shape[1], on_text)
         if self.kind == "full":
             model, switch = (self.model if side == "base" else self.tuned_model), contextlib.nullcontext()
