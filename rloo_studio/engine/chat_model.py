@@ -21,7 +21,8 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
-from ..rewards.builtin import split_thinking
+from ..rewards.builtin import seen_completion, split_thinking
+from ..rewards.thinking import ends_inside_thought
 from .adapters import AdapterSwitch, adapter_name
 
 FINAL = runs.FINAL
@@ -293,9 +294,11 @@ class ChatModel:
                 out = model.generate(**enc, streamer=streamer, generation_config=config)
         ids = cut_at_end(out[0, input_ids.shape[1]:].tolist(), end_ids)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        thinking, answer = split_thinking(text)
+        # A thinking template's prompt opens the thought: the reply starts inside it, without a tag (rewards.thinking).
+        opened = ends_inside_thought(self.tokenizer.decode(enc["input_ids"][0].tolist()))
+        thinking, answer = split_thinking(seen_completion(text, opened))
         finished = bool(ids) and ids[-1] in end_ids
         # Cut off: the reply used the whole token budget without an end token (TRL's "clipped"), so it did not finish.
         return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids,
                 "tokens": len(ids), "finished": finished, "cut_off": not finished and len(ids) >= sampling.max_new_tokens,
-                "max_new_tokens": sampling.max_new_tokens, "adapter_state": state.as_dict()}
+                "max_new_tokens": sampling.max_new_tokens, "prompt_opens_think": opened, "adapter_state": state.as_dict()}

@@ -7,8 +7,9 @@ one sample, not evidence: the Evaluate tab is where a difference is measured. Ea
 generating that reply. A reply that hit *Max new tokens* before it ended is marked cut off (in its thinking, when the
 thought was still open), one that says nothing after its thought empty, and one stuck in a repetition loop with the
 repeated sentence (`run_view.reply_mark_list`, the marks of every completions table); the marks are shown, never sent
-back to the model as part of the conversation. Thinking (`<think>…</think>`, or a thought opened and not closed) is
-shown collapsed above the answer, by one rule on both panes (`pane`). Blind mode hides which pane is which until the
+back to the model as part of the conversation. Thinking (`<think>…</think>`, or a thought opened and not closed, the
+prompt's own `<think>` included when a thinking template opened it) is shown collapsed above the answer, by one rule on
+both panes (`pane`). Blind mode hides which pane is which until the
 person says which reply is better; the verdict is appended to the run's preferences.jsonl. Picking a run sets the
 sampling controls to what the run trained with (`trained_sampling`: its effective temperature, top-p and completion
 length); one line says the settings in use and, where they differ, the run's (`sampling_line`, rewritten at every
@@ -29,7 +30,7 @@ from .. import runs
 from ..errors import StudioError
 from ..protocol import Progress, Reply, TextDelta
 from ..workers.inference import InferenceWorker
-from ..rewards.builtin import split_thinking
+from ..rewards.builtin import seen_completion, split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 from .poller import Poller
 from .run_view import reply_mark_list
@@ -106,14 +107,16 @@ def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
         if message["role"] == "user":
             shown.append({"role": "user", "content": message["content"]})
             continue
-        thinking, answer = split_thinking(message["content"], streaming=True)
+        # As the model continued it: after the prompt's <think> when a thinking template opened the thought.
+        text = seen_completion(message["content"], bool(message.get("opened")))
+        thinking, answer = split_thinking(text, streaming=True)
         if thinking is not None:
             still = message.get("pending") and not answer
             shown.append({"role": "assistant", "content": thinking or "(empty)",
                           "metadata": {"title": "Thinking", "status": "pending" if still else "done"}})
         if answer or thinking is None:
             shown.append({"role": "assistant", "content": _as_written(answer) or "…"})
-        marks = [] if message.get("pending") else reply_mark_list(message["content"], bool(message.get("cut_off")),
+        marks = [] if message.get("pending") else reply_mark_list(text, bool(message.get("cut_off")),
                                                                   message.get("max_new_tokens"))
         if marks:
             shown.append({"role": "assistant", "content": "⚠️ " + " · ".join(marks)})
@@ -135,8 +138,10 @@ def said(message: dict) -> dict:
 
 
 def reply_message(event: Reply) -> dict:
-    """A reply event as the session keeps it: the text, and whether it was cut off at which budget."""
-    return {"role": "assistant", "content": event.text, "cut_off": event.cut_off, "max_new_tokens": event.max_new_tokens}
+    """A reply event as the session keeps it: the text, whether it was cut off at which budget, and whether its prompt
+    opened the thought (`opened`: the text starts inside it)."""
+    return {"role": "assistant", "content": event.text, "cut_off": event.cut_off, "max_new_tokens": event.max_new_tokens,
+            "opened": event.prompt_opens_think}
 
 
 def new_session(blind: bool) -> dict:

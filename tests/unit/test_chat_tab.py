@@ -19,8 +19,8 @@ class FakeWorker:
 
     loaded = None
 
-    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = ()):
-        self.fail_on = fail_on
+    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = (), opened: bool = False):
+        self.fail_on, self.opened = fail_on, opened  # opened: the prompt ends inside <think> (a thinking template)
         self.calls = []
         self.texts, self.cut_off = texts or {}, cut_off  # a side's own reply text; the sides whose replies hit the budget
 
@@ -37,7 +37,7 @@ class FakeWorker:
                 yield TextDelta(side=side, delta=ch)
             state = {"verified": True, "badge": f"{side} checked", "side": side}
             yield Reply(side=side, text=text, adapter_state=state, cut_off=side in self.cut_off,
-                        max_new_tokens=sampling["max_new_tokens"])
+                        max_new_tokens=sampling["max_new_tokens"], prompt_opens_think=self.opened)
         yield Done()
 
 
@@ -257,3 +257,17 @@ def test_every_change_in_settings_rewrites_the_sampling_note(run_dir):
     writers = [d for d in demo.config["dependencies"] if tab.sampling_note._id in d["outputs"]]
     triggers = {target for d in writers for target, event in d["targets"] if event == "change"}
     assert {tab.temperature._id, tab.top_p._id, tab.max_tokens._id, tab.decoding._id} <= triggers, writers
+
+
+def test_a_thinking_templates_reply_is_read_after_the_prompts_think(run_dir):
+    """A thinking template opens `<think>` in the prompt: the reply starts inside the thought, without a tag, so one cut
+    off mid-thought showed its reasoning as the reply."""
+    worker = FakeWorker(texts={"base": "6 times 7 is", "tuned": "6*7</think>42"}, cut_off=("base",), opened=True)
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q", new_session(False), "", 1.0, 1.0, 3, 0))
+    left = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[0][1:]]
+    right = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[1][1:]]
+    assert left == [("Thinking", "6 times 7 is"), (None, "⚠️ ✂ cut off at 3 tokens in the thinking, before it closed")]
+    assert right == [("Thinking", "6*7"), (None, "42")]
+    last(tab._turn("r1", "final", "q2", out[5], "", 1.0, 1.0, 3, 0))  # sent back as the model said it, no tag added
+    assert worker.calls[-1]["messages"]["base"][1] == {"role": "assistant", "content": "6 times 7 is"}
