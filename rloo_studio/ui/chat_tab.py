@@ -102,7 +102,11 @@ TEMPERATURE_MAX, MAX_TOKENS_MAX = 2.0, 4096
 def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
     """Chatbot messages for one side: thinking as a collapsed block, then the answer."""
     shown = []
-    turns = conversation + ([{"role": "assistant", "content": pending, "pending": True}] if pending is not None else [])
+    # A reply still streaming has not said whether its prompt opened the thought: its prompt has the template of the
+    # side's last reply, so it is read as that one was (a first reply shows as written until it ends).
+    opened = next((m.get("opened") for m in reversed(conversation) if m["role"] == "assistant"), False)
+    turns = conversation + ([{"role": "assistant", "content": pending, "pending": True, "opened": opened}]
+                            if pending is not None else [])
     for message in turns:
         if message["role"] == "user":
             shown.append({"role": "user", "content": message["content"]})

@@ -271,3 +271,15 @@ def test_a_thinking_templates_reply_is_read_after_the_prompts_think(run_dir):
     assert right == [("Thinking", "6*7"), (None, "42")]
     last(tab._turn("r1", "final", "q2", out[5], "", 1.0, 1.0, 3, 0))  # sent back as the model said it, no tag added
     assert worker.calls[-1]["messages"]["base"][1] == {"role": "assistant", "content": "6 times 7 is"}
+
+
+def test_a_reply_still_streaming_is_read_as_the_sides_last_reply_was(run_dir):
+    """While a thinking template's reply streams, its text is the thought (as the side's finished replies show), not a
+    reply that moves into a Thinking block once it ends."""
+    from rloo_studio.ui.chat_tab import pane
+
+    before = [{"role": "user", "content": "q1"},
+              {"role": "assistant", "content": "6*7</think>42", "opened": True, "cut_off": False, "max_new_tokens": 8},
+              {"role": "user", "content": "q2"}]
+    streaming = pane(before, pending="5 times 8")[-1]
+    assert streaming["content"] == "5 times 8" and streaming["metadata"] == {"title": "Thinking", "status": "pending"}
