@@ -258,7 +258,8 @@ class TextDelta(WorkerEvent):
 @dataclass
 class Reply(WorkerEvent):
     """One side's whole reply: its text (and the thinking / answer parts), token ids, whether it finished or was cut
-    off at `max_new_tokens`, and the adapter state read while it was generated (engine.chat_model.AdapterState)."""
+    off at `max_new_tokens`, whether its prompt ended inside `<think>` (a thinking template: the text starts inside
+    the thought, `rewards.thinking`), and the adapter state read while it was generated (engine.chat_model.AdapterState)."""
     tag = "reply"
     side: str
     text: str
@@ -269,6 +270,7 @@ class Reply(WorkerEvent):
     finished: bool = False
     cut_off: bool = False
     max_new_tokens: int | None = None
+    prompt_opens_think: bool = False
     adapter_state: dict = field(default_factory=dict)
 
 

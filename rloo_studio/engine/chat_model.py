@@ -21,7 +21,8 @@ from pathlib import Path
 from .. import runs
 from ..config import RunConfig
 from ..errors import StudioError
-from ..rewards.builtin import split_thinking
+from ..rewards.builtin import seen_completion, split_thinking
+from ..rewards.thinking import ends_inside_thought
 from .adapters import AdapterSwitch, adapter_name
 
 FINAL = runs.FINAL
@@ -271,9 +272,12 @@ class ChatModel:
         # chat's own temperature, top-p and length; greedy (or temperature 0) switches sampling off.
         end_ids = end_token_ids(self.model, self.tokenizer)
         do_sample = not sampling.greedy and sampling.temperature > 0
-        config = generation_config(generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=do_sample,
-                                                     max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
-                                                     top_p=sampling.top_p))
+        kwargs = generation_kwargs(self.cfg, self.tokenizer, end_ids, do_sample=do_sample,
+                                   max_new_tokens=sampling.max_new_tokens, temperature=sampling.temperature or None,
+                                   top_p=sampling.top_p)
+        # The chat's Max new tokens, even where the run's generation_kwargs set their own (as TRL lets them in training):
+        # the page says this limit, and a reply is marked cut off by it.
+        config = generation_config({**kwargs, "max_new_tokens": sampling.max_new_tokens})
         streamer = _DeltaStreamer(self.tokenizer, input_ids.shape[1], on_text)
         if self.kind == "full":
             model, switch = (self.model if side == "base" else self.tuned_model), contextlib.nullcontext()
@@ -290,9 +294,11 @@ class ChatModel:
                 out = model.generate(**enc, streamer=streamer, generation_config=config)
         ids = cut_at_end(out[0, input_ids.shape[1]:].tolist(), end_ids)
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        thinking, answer = split_thinking(text)
+        # A thinking template's prompt opens the thought: the reply starts inside it, without a tag (rewards.thinking).
+        opened = ends_inside_thought(self.tokenizer.decode(enc["input_ids"][0].tolist()))
+        thinking, answer = split_thinking(seen_completion(text, opened))
         finished = bool(ids) and ids[-1] in end_ids
         # Cut off: the reply used the whole token budget without an end token (TRL's "clipped"), so it did not finish.
         return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids,
                 "tokens": len(ids), "finished": finished, "cut_off": not finished and len(ids) >= sampling.max_new_tokens,
-                "max_new_tokens": sampling.max_new_tokens, "adapter_state": state.as_dict()}
+                "max_new_tokens": sampling.max_new_tokens, "prompt_opens_think": opened, "adapter_state": state.as_dict()}

@@ -4,13 +4,17 @@ Both panes come from one model in the inference worker: the base pane with the r
 switched off, the tuned pane with it on, the same chat template as training, the same sampling
 settings and seed (or greedy decoding, when chosen). A note beside the panes says that one reply is
 one sample, not evidence: the Evaluate tab is where a difference is measured. Each badge shows the adapter state the worker read from the LoRA layers while
-generating that reply. A reply that hit *Max new tokens* before it ended is marked cut off, and one stuck in a
-repetition loop is marked with the repeated sentence (`run_view.reply_mark_list`, the marks of every completions table);
-the marks are shown, never sent back to the model as part of the conversation. Thinking (`<think>…</think>`) is shown collapsed above the answer. Blind
-mode hides which pane is which until the person says which reply is better; the verdict is
-appended to the run's preferences.jsonl. Picking a run sets the sampling controls to what the run trained with
-(`trained_sampling`: its effective temperature, top-p and completion length) and says so in one line. This module only
-talks to the worker through `rloo_studio.workers.inference`; it loads no model itself.
+generating that reply. A reply that hit *Max new tokens* before it ended is marked cut off (in its thinking, when the
+thought was still open), one that says nothing after its thought empty, and one stuck in a repetition loop with the
+repeated sentence (`run_view.reply_mark_list`, the marks of every completions table); the marks are shown, never sent
+back to the model as part of the conversation. Thinking (`<think>…</think>`, or a thought opened and not closed, the
+prompt's own `<think>` included when a thinking template opened it) is shown collapsed above the answer, by one rule on
+both panes (`pane`). Blind mode hides which pane is which until the
+person says which reply is better; the verdict is appended to the run's preferences.jsonl. Picking a run sets the
+sampling controls to what the run trained with (`trained_sampling`: its effective temperature, top-p and completion
+length); one line says the settings in use and, where they differ, the run's (`sampling_line`, rewritten at every
+change in Settings), and the line under the replies says what they were generated with. This module only talks to the
+worker through `rloo_studio.workers.inference`; it loads no model itself.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from .. import runs
 from ..errors import StudioError
 from ..protocol import Progress, Reply, TextDelta
 from ..workers.inference import InferenceWorker
-from ..rewards.builtin import split_thinking
+from ..rewards.builtin import seen_completion, split_thinking
 from .pickers import RunPicker, busy_ended, busy_message, checkpoint_choices, default_checkpoint, not_final_note, refuse
 from .poller import Poller
 from .run_view import reply_mark_list
@@ -55,11 +59,38 @@ def trained_sampling(cfg) -> dict:
             "max_new_tokens": int(override.get("max_new_tokens", cfg.rloo_value("max_completion_length")))}
 
 
-def sampling_line(run_id: str, sampling: dict) -> str:
-    """The one line under the run picker that says the controls now hold the run's own sampling settings."""
+def greedy(decoding: str, temperature: float) -> bool:
+    """Whether a turn decodes greedily: chosen, or a temperature of 0, which the worker decodes greedily too
+    (engine/chat_model.py: sampling needs a temperature above 0)."""
+    return decoding == GREEDY or float(temperature) <= 0
+
+
+def _settings(sampling: dict, greedy_now: bool = False) -> str:
+    """The sampling settings in words, top-k and the token limit included ("temperature 1.0, top-p 1.0, top-k off,
+    up to 24 new tokens"); greedy decoding uses only the token limit."""
+    limit = f"up to {sampling['max_new_tokens']} new tokens"
+    if greedy_now:
+        return limit
     top_k = f"top-k {sampling['top_k']}" if sampling["top_k"] else "top-k off"
-    return (f"Sampling as run `{run_id}` trained: temperature {sampling['temperature']}, top-p {sampling['top_p']}, "
-            f"{top_k}, up to {sampling['max_new_tokens']} new tokens; change them in Settings (top-k stays the run's).")
+    return f"temperature {sampling['temperature']}, top-p {sampling['top_p']}, {top_k}, {limit}"
+
+
+def sampling_line(run_id: str, trained: dict, temperature=None, top_p=None, max_new_tokens=None,
+                  decoding: str = SAMPLED) -> str:
+    """The line under the run picker: the sampling settings the next replies use (the controls' values, the run's top-k)
+    and, where they are not the run's, what the run trained with. The controls' values default to the run's own."""
+    now = {"temperature": float(trained["temperature"] if temperature is None else temperature),
+           "top_p": float(trained["top_p"] if top_p is None else top_p), "top_k": trained["top_k"],
+           "max_new_tokens": int(trained["max_new_tokens"] if max_new_tokens is None else max_new_tokens)}
+    change = "Change them in Settings (top-k stays the run's)."
+    if greedy(decoding, now["temperature"]):
+        return (f"Greedy decoding now (the most likely token each time), {_settings(now, True)}; run `{run_id}` trained "
+                f"sampling with {_settings(trained)}. {change}")
+    names = (("temperature", "temperature {}"), ("top_p", "top-p {}"), ("max_new_tokens", "up to {} new tokens"))
+    differ = ", ".join(words.format(trained[key]) for key, words in names if now[key] != trained[key])
+    if not differ:
+        return f"Sampling as run `{run_id}` trained: {_settings(now)}; change them in Settings (top-k stays the run's)."
+    return f"Sampling now: {_settings(now)}; run `{run_id}` trained with {differ}. {change}"
 
 
 # Upper ends of the sliders; a run that trained beyond them widens its slider (Sampling.check's own limits).
@@ -71,19 +102,25 @@ TEMPERATURE_MAX, MAX_TOKENS_MAX = 2.0, 4096
 def pane(conversation: list[dict], pending: str | None = None) -> list[dict]:
     """Chatbot messages for one side: thinking as a collapsed block, then the answer."""
     shown = []
-    turns = conversation + ([{"role": "assistant", "content": pending, "pending": True}] if pending is not None else [])
+    # A reply still streaming has not said whether its prompt opened the thought: its prompt has the template of the
+    # side's last reply, so it is read as that one was (a first reply shows as written until it ends).
+    opened = next((m.get("opened") for m in reversed(conversation) if m["role"] == "assistant"), False)
+    turns = conversation + ([{"role": "assistant", "content": pending, "pending": True, "opened": opened}]
+                            if pending is not None else [])
     for message in turns:
         if message["role"] == "user":
             shown.append({"role": "user", "content": message["content"]})
             continue
-        thinking, answer = split_thinking(message["content"], streaming=True)
+        # As the model continued it: after the prompt's <think> when a thinking template opened the thought.
+        text = seen_completion(message["content"], bool(message.get("opened")))
+        thinking, answer = split_thinking(text, streaming=True)
         if thinking is not None:
             still = message.get("pending") and not answer
             shown.append({"role": "assistant", "content": thinking or "(empty)",
                           "metadata": {"title": "Thinking", "status": "pending" if still else "done"}})
         if answer or thinking is None:
             shown.append({"role": "assistant", "content": _as_written(answer) or "…"})
-        marks = [] if message.get("pending") else reply_mark_list(message["content"], bool(message.get("cut_off")),
+        marks = [] if message.get("pending") else reply_mark_list(text, bool(message.get("cut_off")),
                                                                   message.get("max_new_tokens"))
         if marks:
             shown.append({"role": "assistant", "content": "⚠️ " + " · ".join(marks)})
@@ -105,8 +142,10 @@ def said(message: dict) -> dict:
 
 
 def reply_message(event: Reply) -> dict:
-    """A reply event as the session keeps it: the text, and whether it was cut off at which budget."""
-    return {"role": "assistant", "content": event.text, "cut_off": event.cut_off, "max_new_tokens": event.max_new_tokens}
+    """A reply event as the session keeps it: the text, whether it was cut off at which budget, and whether its prompt
+    opened the thought (`opened`: the text starts inside it)."""
+    return {"role": "assistant", "content": event.text, "cut_off": event.cut_off, "max_new_tokens": event.max_new_tokens,
+            "opened": event.prompt_opens_think}
 
 
 def new_session(blind: bool) -> dict:
@@ -189,9 +228,14 @@ class ChatTab:
         self.refresh.click(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_name="chat_runs")
         demo.load(self.list_runs, inputs=[self.run, self.picker.chosen], outputs=[self.run, self.checkpoint], api_visibility="private")
         self.picker.wire(demo, poller)
+        note_inputs = [self.run, self.temperature, self.top_p, self.max_tokens, self.decoding]
         self.run.change(self.pick_run, inputs=[self.run, self.blind],
                         outputs=[self.checkpoint, self.system_prompt] + panes
-                        + [self.temperature, self.top_p, self.max_tokens, self.sampling_note], api_name="chat_pick_run")
+                        + [self.temperature, self.top_p, self.max_tokens, self.sampling_note], api_name="chat_pick_run"
+                        ).then(self.note_now, inputs=note_inputs, outputs=self.sampling_note, api_visibility="private")
+        # The line says what the next replies use: one event for its four fields, whose last run reads them as they end up.
+        gr.on([c.change for c in (self.temperature, self.top_p, self.max_tokens, self.decoding)], self.note_now,
+              inputs=note_inputs, outputs=self.sampling_note, trigger_mode="always_last", api_visibility="private")
         self.checkpoint.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.blind.change(self.reset, inputs=self.blind, outputs=panes, api_visibility="private")
         self.clear.click(self.reset, inputs=self.blind, outputs=panes, api_name="chat_clear")
@@ -227,23 +271,37 @@ class ChatTab:
         (kept as they are, with the reason, when its config cannot be read)."""
         folder = runs.run_folder(self.runs_dir, run_id)  # a name that climbs out of the runs folder is no run
         ckpts = checkpoint_choices(folder) if folder else []
-        system, controls, note = "", [gr.update()] * 3, ""
-        if folder:
-            try:
-                from ..config import RunConfig
-
-                cfg = RunConfig.load(folder / runs.CONFIG_FILE)
-                system = cfg.data.system_prompt or ""
-                trained = trained_sampling(cfg)
-                controls = [gr.update(value=trained["temperature"], maximum=max(TEMPERATURE_MAX, trained["temperature"])),
-                            gr.update(value=trained["top_p"]),
-                            gr.update(value=trained["max_new_tokens"], maximum=max(MAX_TOKENS_MAX, trained["max_new_tokens"]))]
-                note = sampling_line(run_id, trained)
-            except (StudioError, OSError, ValueError, TypeError) as exc:
-                why = exc.what if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
-                note = (f"Run `{run_id}`'s config could not be read ({why}), so the sampling settings are not the run's: "
-                        "set them in Settings.")
+        system, controls = "", [gr.update()] * 3
+        cfg, trained, note = self._run_sampling(run_id)
+        if trained:
+            system = cfg.data.system_prompt or ""
+            controls = [gr.update(value=trained["temperature"], maximum=max(TEMPERATURE_MAX, trained["temperature"])),
+                        gr.update(value=trained["top_p"]),
+                        gr.update(value=trained["max_new_tokens"], maximum=max(MAX_TOKENS_MAX, trained["max_new_tokens"]))]
+            note = sampling_line(run_id, trained)
         return [gr.update(choices=ckpts, value=default_checkpoint(ckpts)), system] + self.reset(blind) + controls + [note]
+
+    def note_now(self, run_id: str | None, temperature, top_p, max_tokens, decoding=SAMPLED) -> str:
+        """The sampling line for the settings as they are now: every change in Settings rewrites it, so it never says
+        the run's values while others are used."""
+        _, trained, note = self._run_sampling(run_id)
+        return sampling_line(run_id, trained, temperature, top_p, max_tokens, decoding) if trained else note
+
+    def _run_sampling(self, run_id: str | None) -> tuple:
+        """(config, trained_sampling, "") of a run, or (None, None, why not) when its config cannot be read ("" for
+        no run)."""
+        folder = runs.run_folder(self.runs_dir, run_id)
+        if not folder:
+            return None, None, ""
+        try:
+            from ..config import RunConfig
+
+            cfg = RunConfig.load(folder / runs.CONFIG_FILE)
+            return cfg, trained_sampling(cfg), ""
+        except (StudioError, OSError, ValueError, TypeError) as exc:
+            why = exc.what if isinstance(exc, StudioError) else f"{type(exc).__name__}: {exc}"
+            return None, None, (f"Run `{run_id}`'s config could not be read ({why}), so the sampling settings are not the "
+                                "run's: set them in Settings.")
 
     def render(self, session: dict, status: str = "", pending: dict | None = None, voting: bool = False) -> list:
         left_side, right_side = layout(session)
@@ -346,11 +404,12 @@ class ChatTab:
             yield self.render(session, refuse(f"**Could not generate:** {text}".replace("\n", "  \n"))) + [message]
             return
         session["voted"] = not session["blind"]
-        if sampling["greedy"]:
-            note = "Both replies use greedy decoding (the most likely token each time): Retry gives the same replies."
+        limit = f"up to {sampling['max_new_tokens']} new tokens"
+        if greedy(decoding, sampling["temperature"]):
+            note = f"Both replies use greedy decoding (the most likely token each time), {limit}: Retry gives the same replies."
         else:
-            note = (f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}: "
-                    "one sample each; Retry draws another.")
+            note = (f"Both replies use seed {sampling['seed']}, temperature {sampling['temperature']}, top-p {sampling['top_p']}, "
+                    f"{limit}: one sample each; Retry draws another.")
         not_final = not_final_note(runs.run_folder(self.runs_dir, run_id), checkpoint)
         note += f" The tuned side is {not_final}." if not_final else ""
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]

@@ -352,17 +352,22 @@ def _rounded(value):
 
 
 def reply_mark_list(text: str | None, cut_off: bool, budget: int | None = None, reply: str | None = None) -> list[str]:
-    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended, `∅ empty reply`
-    when it says nothing (`reply`: the part after a closed thought, where the text has one), `🔁 repeats “…” 6 times
-    (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
+    """The marks of one reply: `✂ cut off at 24 tokens` when it hit the token budget before it ended (`… in the
+    thinking, before it closed` when a thought was still open), `∅ empty reply` when it says nothing (`reply`: the part
+    after a closed thought, where the text has one; a thought opened and never closed leaves no reply, and the mark
+    says so), `🔁 repeats “…” 6 times (…)` when it is stuck in a repetition loop (`rewards.repetition`)."""
     marks = []
+    # Read as the chat shows it: a thought opened and not closed is thinking, not the reply (its tag included).
+    thinking, answer = split_thinking(text or "", streaming=True)
+    unclosed = thinking is not None and "</think>" not in (text or "")
     if cut_off:
-        marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}" if budget else "✂ cut off by the token budget")
-    # A loop is said where it is: in the reply, or in the thinking before it (its own column, or a collapsed block).
-    thinking, answer = split_thinking(text or "")
+        where = " in the thinking, before it closed" if unclosed else ""
+        marks.append(f"✂ cut off at {budget} token{'s' if budget != 1 else ''}{where}" if budget
+                     else f"✂ cut off by the token budget{where}")
     said = reply if reply is not None else answer if text is not None else None
     if said is not None and not said.strip() and not cut_off:  # a reply cut off before it began is said cut off
-        marks.append("∅ empty reply")
+        marks.append("∅ empty reply: the thinking never closed" if unclosed else "∅ empty reply")
+    # A loop is said where it is: in the reply, or in the thinking before it (its own column, or a collapsed block).
     loop = loop_note(find_loop(answer))
     if loop:
         marks.append(f"🔁 {loop}")

@@ -264,3 +264,36 @@ def test_a_fully_fine_tuned_run_compares_two_models_and_names_their_folders(chat
     assert replies["base"].token_ids == _fresh_generation(tiny_model_dir, None, GREEDY)
     assert replies["tuned"].token_ids == _fresh_generation(run_dir / "model", None, GREEDY)
     assert replies["base"].token_ids != replies["tuned"].token_ids
+
+
+def test_max_new_tokens_is_the_chats_even_where_the_run_sets_its_own(chat_run, tmp_path, worker):
+    """A run whose `rloo.generation_kwargs` set max_new_tokens (TRL lets them override the completion length) replied
+    with that many tokens whatever the chat's Max new tokens said, while the page said the chat's."""
+    import yaml
+
+    run_dir = shutil.copytree(chat_run, tmp_path / "runs" / "20260101-000003-kwargs")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config.setdefault("rloo", {})["generation_kwargs"] = {"max_new_tokens": 16}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    replies, _, _ = _chat(worker, run_dir, sampling={**GREEDY, "max_new_tokens": 2})
+    for side in ("base", "tuned"):  # random adapters emit no end token this early (test_app_chat's premise)
+        assert replies[side].tokens == 2 and replies[side].cut_off and replies[side].max_new_tokens == 2, replies[side]
+
+
+def test_a_reply_says_when_its_prompt_opened_the_thought(chat_run, tmp_path, tiny_model_dir, worker):
+    """A thinking template ends the prompt inside `<think>`: the reply starts inside the thought without a tag, and the
+    chat must read it so (ui/chat_tab.py) rather than show the reasoning as the reply."""
+    import yaml
+
+    from rloo_studio.demo.tinymodel import THINKING_CHAT_TEMPLATE
+
+    model = shutil.copytree(tiny_model_dir, tmp_path / "thinking-model")
+    (model / "chat_template.jinja").write_text(THINKING_CHAT_TEMPLATE)  # what the tokenizer loads as its template
+    run_dir = shutil.copytree(chat_run, tmp_path / "runs" / "20260101-000004-thinking")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    config["model"]["name_or_path"] = str(model)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
+    opened, _, _ = _chat(worker, run_dir, sampling={**GREEDY, "max_new_tokens": 4})
+    plain, _, _ = _chat(worker, chat_run, sampling={**GREEDY, "max_new_tokens": 4})
+    assert [opened[side].prompt_opens_think for side in ("base", "tuned")] == [True, True]
+    assert [plain[side].prompt_opens_think for side in ("base", "tuned")] == [False, False]

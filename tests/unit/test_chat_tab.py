@@ -19,8 +19,8 @@ class FakeWorker:
 
     loaded = None
 
-    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = ()):
-        self.fail_on = fail_on
+    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = (), opened: bool = False):
+        self.fail_on, self.opened = fail_on, opened  # opened: the prompt ends inside <think> (a thinking template)
         self.calls = []
         self.texts, self.cut_off = texts or {}, cut_off  # a side's own reply text; the sides whose replies hit the budget
 
@@ -37,7 +37,7 @@ class FakeWorker:
                 yield TextDelta(side=side, delta=ch)
             state = {"verified": True, "badge": f"{side} checked", "side": side}
             yield Reply(side=side, text=text, adapter_state=state, cut_off=side in self.cut_off,
-                        max_new_tokens=sampling["max_new_tokens"])
+                        max_new_tokens=sampling["max_new_tokens"], prompt_opens_think=self.opened)
         yield Done()
 
 
@@ -184,3 +184,102 @@ def test_a_reply_that_is_only_a_markdown_marker_is_shown_as_written():
     shown = pane([{"role": "user", "content": "q"}, {"role": "assistant", "content": "+"},
                   {"role": "assistant", "content": "- 3 trains"}, {"role": "assistant", "content": "#"}])
     assert [m["content"] for m in shown[1:]] == ["\\+", "- 3 trains", "\\#"]
+
+
+def test_the_sampling_note_says_the_values_in_use_and_where_they_differ_from_training(run_dir):
+    """A tester set Max new tokens to 3; the note still read "Sampling as run … trained: … up to 24 new tokens", and the
+    line under the replies left the token limit out (a walk)."""
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    (run_dir / "config.yaml").write_text("model: {name_or_path: demo}\nrloo: {max_completion_length: 24}\n")
+    as_trained = tab.pick_run("r1", False)[-1]
+    assert as_trained.startswith("Sampling as run `r1` trained: temperature 1.0, top-p 1.0, top-k off, up to 24 new tokens")
+    assert tab.note_now("r1", 1.0, 1.0, 24, "sampled") == as_trained  # the settings as the run trained: the same line
+
+    note = tab.note_now("r1", 1.0, 1.0, 3, "sampled")
+    assert note.startswith("Sampling now: temperature 1.0, top-p 1.0, top-k off, up to 3 new tokens")
+    assert "run `r1` trained with up to 24 new tokens" in note and "as run `r1` trained:" not in note
+
+    note = tab.note_now("r1", 0.7, 0.9, 24, "sampled")
+    assert "temperature 0.7, top-p 0.9" in note and "trained with temperature 1.0, top-p 1.0" in note
+
+    # Greedy (or temperature 0, which the worker decodes greedily) uses neither temperature nor top-p.
+    for temperature, decoding in ((1.0, "greedy"), (0.0, "sampled")):
+        note = tab.note_now("r1", temperature, 1.0, 3, decoding)
+        assert note.startswith("Greedy decoding now (the most likely token each time), up to 3 new tokens"), note
+        assert "run `r1` trained sampling with temperature 1.0, top-p 1.0, top-k off, up to 24 new tokens" in note
+
+    # The line under the replies says the token limit the replies had.
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 1.0, 1.0, 3, 0))
+    assert out[4].startswith("Both replies use seed 0, temperature 1.0, top-p 1.0, up to 3 new tokens: one sample each")
+    out = last(tab._turn("r1", "final", "q1", new_session(False), "", 0.0, 1.0, 3, 0))
+    assert out[4].startswith("Both replies use greedy decoding (the most likely token each time), up to 3 new tokens")
+    assert not tab.note_now(None, 1.0, 1.0, 3, "sampled")
+
+
+def test_a_reply_that_only_thinks_or_is_cut_off_in_its_thought_is_marked(run_dir):
+    """At 6 tokens the tuned pane showed 'Thinking (empty)' and no reply, with no mark (a walk): the thought opened and
+    never closed, and the mark rule read the whole text, tag included, as the reply."""
+    from rloo_studio.ui.chat_tab import pane
+
+    def shown(content, cut_off, budget=6):
+        return [(m.get("metadata", {}).get("title"), m["content"])
+                for m in pane([{"role": "user", "content": "q"},
+                               {"role": "assistant", "content": content, "cut_off": cut_off, "max_new_tokens": budget}])[1:]]
+
+    # It ended (an end token) inside an open thought: no reply, said so.
+    assert shown("<think>\n", False) == [("Thinking", "(empty)"), (None, "⚠️ ∅ empty reply: the thinking never closed")]
+    # It ran out of tokens inside the thought: cut off there, not also empty.
+    assert shown("<think>20+2", True) == [("Thinking", "20+2"),
+                                         (None, "⚠️ ✂ cut off at 6 tokens in the thinking, before it closed")]
+    # A closed thought with nothing after it, and a reply cut off after its thought, as before.
+    assert shown("<think>20+22</think>", False) == [("Thinking", "20+22"), (None, "⚠️ ∅ empty reply")]
+    assert shown("<think>20+22</think>4", True) == [("Thinking", "20+22"), (None, "4"), (None, "⚠️ ✂ cut off at 6 tokens")]
+
+
+def test_both_panes_split_and_mark_replies_by_one_rule(run_dir):
+    """At 3 tokens the base reply showed as '+42' with no Thinking box, the tuned one with one (a walk). The demo model,
+    taught one-turn prompts, sometimes answers a later turn without opening a thought: the base reply had none. Both
+    panes read a reply the same way and say which was cut off inside its thought."""
+    worker = FakeWorker(texts={"base": "+42", "tuned": "<think>20"}, cut_off=("base", "tuned"))
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q", new_session(False), "", 1.0, 1.0, 3, 0))
+    left = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[0][1:]]
+    right = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[1][1:]]
+    assert left == [(None, "+42"), (None, "⚠️ ✂ cut off at 3 tokens")]
+    assert right == [("Thinking", "20"), (None, "⚠️ ✂ cut off at 3 tokens in the thinking, before it closed")]
+
+
+def test_every_change_in_settings_rewrites_the_sampling_note(run_dir):
+    """The note was written only when a run was picked, so it kept the run's values after Settings changed (a walk)."""
+    with gr.Blocks() as demo:
+        tab = ChatTab(run_dir.parent, FakeWorker())
+        tab.wire(demo)
+    writers = [d for d in demo.config["dependencies"] if tab.sampling_note._id in d["outputs"]]
+    triggers = {target for d in writers for target, event in d["targets"] if event == "change"}
+    assert {tab.temperature._id, tab.top_p._id, tab.max_tokens._id, tab.decoding._id} <= triggers, writers
+
+
+def test_a_thinking_templates_reply_is_read_after_the_prompts_think(run_dir):
+    """A thinking template opens `<think>` in the prompt: the reply starts inside the thought, without a tag, so one cut
+    off mid-thought showed its reasoning as the reply."""
+    worker = FakeWorker(texts={"base": "6 times 7 is", "tuned": "6*7</think>42"}, cut_off=("base",), opened=True)
+    tab = tab_with(worker, run_dir.parent)
+    out = last(tab._turn("r1", "final", "q", new_session(False), "", 1.0, 1.0, 3, 0))
+    left = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[0][1:]]
+    right = [(m.get("metadata", {}).get("title"), m["content"]) for m in out[1][1:]]
+    assert left == [("Thinking", "6 times 7 is"), (None, "⚠️ ✂ cut off at 3 tokens in the thinking, before it closed")]
+    assert right == [("Thinking", "6*7"), (None, "42")]
+    last(tab._turn("r1", "final", "q2", out[5], "", 1.0, 1.0, 3, 0))  # sent back as the model said it, no tag added
+    assert worker.calls[-1]["messages"]["base"][1] == {"role": "assistant", "content": "6 times 7 is"}
+
+
+def test_a_reply_still_streaming_is_read_as_the_sides_last_reply_was(run_dir):
+    """While a thinking template's reply streams, its text is the thought (as the side's finished replies show), not a
+    reply that moves into a Thinking block once it ends."""
+    from rloo_studio.ui.chat_tab import pane
+
+    before = [{"role": "user", "content": "q1"},
+              {"role": "assistant", "content": "6*7</think>42", "opened": True, "cut_off": False, "max_new_tokens": 8},
+              {"role": "user", "content": "q2"}]
+    streaming = pane(before, pending="5 times 8")[-1]
+    assert streaming["content"] == "5 times 8" and streaming["metadata"] == {"title": "Thinking", "status": "pending"}
