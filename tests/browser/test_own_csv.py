@@ -281,7 +281,7 @@ def _step(page) -> int:
 # 2-core machine the page's click took as long as 50 of these steps (80 steps ended before it), so Stop is asked after
 # step SAVE_EVERY with 100 steps to go. A checkpoint before Stop, so that the Checkpoint pickers offer a checkpoint-N
 # while the run trains and must move to `final` once it ends; few of them (each is evaluated, about a second each).
-STEPS, SAVE_EVERY = 120, 20
+STEPS, SAVE_EVERY = 240, 20
 
 
 def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
