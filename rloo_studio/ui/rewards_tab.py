@@ -687,11 +687,12 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     findings = [agreement_line(result["agreement"])] if result.get("agreement") else []
     cut = sum(1 for r in result.get("rows", []) if r.get("cut_off"))
     if cut:  # their rewards read what was written before the budget ran out, not an answer
+        said = cut_off_lines(result)
         findings.append(f"✂ **Cut off:** {cut} of {len(result['rows'])} completions hit the token budget before they ended "
                         f"(marked in the table): a reward that looks for the answer at the end scores them as if it were wrong. "
                         f"Raise “{text.RLOO_FIELDS['max_completion_length'][0]}” if the answers need the room. "
-                        + " ".join(line for line in cut_off_lines(result) if not line.startswith("⚠️")))
-        findings += [line for line in cut_off_lines(result) if line.startswith("⚠️")]
+                        + " ".join(line for line in said if not line.startswith("⚠️")))
+        findings += [line for line in said if line.startswith("⚠️")]
     learn = result.get("learnability")
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > MOSTLY_NO_SIGNAL else "✅"
