@@ -96,9 +96,9 @@ def _read(completion: Any, prompt_opens_think: bool) -> str:
 def split_thinking(text: str, *, streaming: bool = False) -> tuple[str | None, str]:
     """(thinking, answer) split at the first ``</think>``; thinking is None when there is none.
 
-    ``streaming``: the text is a reply still being written (the chat), so a thought opened and not yet
-    closed is the thinking so far, not the answer. Rewards score finished completions, where an
-    unclosed thought is no answer at all (see `final_answer`).
+    ``streaming``: the text is read as it is shown (a chat reply still being written, a completion in the
+    Train tab's table), so a thought opened and not closed is the thinking so far, and the answer is empty.
+    Rewards score finished completions, where an unclosed thought is no answer at all (see `final_answer`).
     """
     if "</think>" not in text:
         if streaming and text.lstrip().startswith("<think>"):

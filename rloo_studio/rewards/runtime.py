@@ -240,7 +240,8 @@ class SampleRecorder:
         for group in range(min(self.groups_per_step, usable // k)):
             for j in range(group * k, group * k + k):
                 text = completion_text(completions[j])
-                thinking, answer = split_thinking(text)
+                # As the page shows it: a thought cut off before it closed is thinking, and no reply came.
+                thinking, answer = split_thinking(text, streaming=True)
                 rows.append({
                     "step": step,
                     "group": group,

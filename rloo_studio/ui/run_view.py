@@ -394,9 +394,11 @@ def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
         rewards = ", ".join(f"{k}={v:.2f}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in (s.get("rewards") or {}).items())
         penalty = s.get("kl_penalty")
         # The reply after a closed thought: the thinking has its own column, and a reply that is only a thought is empty.
-        answer = s["answer"] if isinstance(s.get("answer"), str) else s.get("completion") or ""
+        thinking, answer = s.get("thinking"), s["answer"] if isinstance(s.get("answer"), str) else s.get("completion") or ""
+        if thinking is None:  # runs recorded before a thought cut off before it closed was recorded as thinking
+            thinking, answer = split_thinking(s.get("completion") or answer, streaming=True)
         answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None, answer) + answer
-        rows.append([s.get("step"), s.get("prompt"), s.get("thinking") or "", answer, rewards,
+        rows.append([s.get("step"), s.get("prompt"), thinking or "", answer, rewards,
                      _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:
             break

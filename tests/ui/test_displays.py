@@ -192,6 +192,28 @@ def test_recent_completions_mark_an_empty_reply_and_never_show_the_thinking_as_t
     assert run_view.reply_mark_list("<think>9 trains a day</think>", False) == ["∅ empty reply"]
 
 
+def test_a_thought_cut_off_before_it_closed_is_thinking_not_the_reply():
+    """A completion cut off inside `<think>` showed "<think>9*2=18…" in the reply cell, tag included, with no mark
+    that no reply came: the recorder split it as finished text, where an unclosed thought is no answer at all. Runs
+    recorded before keep their records; the table reads them the same way."""
+    from pathlib import Path
+
+    from rloo_studio.rewards.runtime import SampleRecorder
+    from rloo_studio.workers.jobs import RunView
+
+    written = []
+    recorder = SampleRecorder(["r"], [1.0], num_generations=2, groups_per_step=1, write=written.extend)
+    completions = ["<think>9*2=18 and then", "<think>ok</think>18"]
+    recorder.on_values("r", {"completions": completions, "prompts": ["p"] * 2}, [0.0, 1.0])
+    recorder.on_trained([-1.0, 1.0], None)
+    assert written[0]["thinking"] == "9*2=18 and then" and written[0]["answer"] == ""
+    old = dict(written[0], thinking=None, answer="<think>9*2=18 and then")  # as recorded before
+    for record in (written[0], old):
+        view = RunView(run_id="r", path=Path("r"), state="finished", status={}, samples=[record])
+        row = run_view.samples_rows(view)[0]
+        assert row[2] == "9*2=18 and then" and row[3] == "[∅ empty reply: the thinking never closed] \n", row
+
+
 def test_a_loop_in_the_thinking_is_marked_as_the_thinkings_not_the_replys():
     """"[🔁 repeats “<think>” 9 times (73 % of the reply)] 8": the repetition was in the thinking column, and the reply
     was "8" (a walk, Train tab and Chat)."""
