@@ -379,7 +379,7 @@ def run_training(cfg: RunConfig, run_dir: str | Path | None = None, resume: bool
     # Several processes (accelerate launch): TRL's generation batch counts every process.
     processes = world_size()
     rows = preflight(cfg, num_processes=processes)  # cheap checks first: a typo should not wait for torch to import
-    fast = fast_generation.for_run(cfg)  # before the stack: Standby is read by `import unsloth`
+    fast_generation.for_run(cfg)  # decided (and cached) before the stack: Standby is read by `import unsloth`
     stack = import_training_stack(cfg.model.backend)
     # Validated once, in preflight; what it could not check without TRL: are the `rloo` keys real RLOOConfig options?
     problems = cfg.unknown_rloo_keys(rloo_config_fields())
