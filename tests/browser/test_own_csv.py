@@ -20,7 +20,10 @@ test-artifacts/browser/own-csv-*.png.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -277,11 +280,49 @@ def _step(page) -> int:
     return int(page.locator("#train-progress").get_attribute("data-step") or 0)
 
 
-# Enough steps that Stop, pressed as soon as the reloaded page shows a checkpoint was saved, lands mid-run: on a busy
-# 2-core machine the page's click took as long as 50 of these steps (80 steps ended before it), so Stop is asked after
-# step SAVE_EVERY with 100 steps to go. A checkpoint before Stop, so that the Checkpoint pickers offer a checkpoint-N
-# while the run trains and must move to `final` once it ends; few of them (each is evaluated, about a second each).
-STEPS, SAVE_EVERY = 240, 20
+# Stop lands mid-run however slowly the page answers: once the worker has saved the checkpoint at SAVE_EVERY, the test
+# holds it (`_HeldWorker`) until the page's Stop has asked it to stop, as a long step would. Without the hold, the race
+# between the page and the tiny model's third-of-a-second steps was lost on a busy machine even with 240 steps (the
+# reload and the click took over 100 s there). A checkpoint before Stop, so that the Checkpoint pickers offer a
+# checkpoint-N while the run trains and must move to `final` once it ends; few of them (each is evaluated, about a
+# second each).
+STEPS, SAVE_EVERY = 60, 20
+
+
+class _HeldWorker:
+    """Holds the training worker still (SIGSTOP to its process group) from its first step after a saved checkpoint past
+    `after_step` until `release()` (SIGCONT). Everything else runs as it does: the page reads the run folder, Stop writes
+    its request, and the worker, let go, ends its current step and stops as it would after a long step."""
+
+    def __init__(self, run_dir: Path, after_step: int):
+        self.run_dir, self.after_step, self.group, self.error = run_dir, after_step, None, None
+        self.held, self._done = threading.Event(), threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        try:
+            while not self._done.is_set():
+                status = runs.read_status(self.run_dir)
+                if status.get("state") not in runs.ACTIVE_STATES:
+                    self.error = f"the run ended before it could be held: {status}"
+                    return
+                if (status.get("step") or 0) > self.after_step and status.get("pid") and runs.checkpoints(self.run_dir):
+                    group = os.getpgid(int(status["pid"]))
+                    assert group != os.getpgid(0), "the worker shares the test's process group"
+                    os.killpg(group, signal.SIGSTOP)
+                    self.group = group
+                    self.held.set()
+                    return
+                time.sleep(0.05)
+        except Exception as exc:  # noqa: BLE001 - said by the test's own thread
+            self.error = repr(exc)
+
+    def release(self) -> None:
+        self._done.set()
+        if self.group is not None:
+            os.killpg(self.group, signal.SIGCONT)
+            self.group = None
+
 
 
 def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
@@ -303,6 +344,19 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     page.locator("#start-anyway").click()
     expect(page.locator("#train-status")).to_contain_text(re.compile(r"— (starting|training)"), timeout=180_000)
     run_dir = wait_for_run(runs_dir)
+    held = _HeldWorker(run_dir, SAVE_EVERY)
+    try:
+        _reload_and_stop(page, run_dir, held)
+    finally:
+        held.release()
+    expect(page.locator("#train-status")).to_contain_text("stopped", timeout=180_000)
+    status = runs.read_status(run_dir)
+    assert status["state"] == "stopped" and status["step"] < STEPS, f"the run was not stopped mid-run: {status}"
+    _after_stop(studio, run_dir)
+
+
+def _reload_and_stop(page, run_dir: Path, held: _HeldWorker) -> None:
+    from playwright.sync_api import expect
 
     # 10 · A reload (it opens on the tab the person was on): a banner says a run is training, and leads to it.
     page.reload()
@@ -318,11 +372,20 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     page.wait_for_function(f"Number(document.querySelector('#train-progress')?.dataset.step || 0) > {SAVE_EVERY}", timeout=300_000)
     # Stop is enabled by the page's poll, which a busy machine can hold back behind the step counter's update.
     expect(page.locator("#stop-training")).to_be_enabled(timeout=180_000)
+    assert held.held.wait(timeout=300), held.error or "the worker was not held"
     page.locator("#stop-training").click()
     assert runs.checkpoints(run_dir), "no checkpoint before Stop"
-    expect(page.locator("#train-status")).to_contain_text("stopped", timeout=180_000)
-    status = runs.read_status(run_dir)
-    assert status["state"] == "stopped" and status["step"] < STEPS, f"the run was not stopped mid-run (raise STEPS): {status}"
+    deadline = time.time() + 120
+    while not runs.stop_requested(run_dir):  # the page's Stop has reached the run folder: the worker may go on
+        assert time.time() < deadline, "Stop wrote no stop request"
+        time.sleep(0.1)
+
+
+def _after_stop(studio, run_dir: Path) -> None:
+    from playwright.sync_api import expect
+
+    page = studio.page
+    banner = page.locator("#run-banner")
     expect(page.locator("#train-notice")).to_have_text("", timeout=30_000)  # 3 · "stopping…" ends with the stopping
     # Nothing the person made is lost with the reload: the pinned examples are back, the one that raises included.
     page.get_by_role("tab", name="3 · Rewards").click()
