@@ -324,7 +324,6 @@ class _HeldWorker:
             self.group = None
 
 
-
 def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
     """The second half: Start, reload while training, Stop, Resume, finish; then Chat, Evaluate all checkpoints, Export merged."""
     from playwright.sync_api import expect
@@ -365,7 +364,7 @@ def _reload_and_stop(page, run_dir: Path, held: _HeldWorker) -> None:
     expect(banner).to_contain_text(f"Run {run_dir.name} is training")
     expect(banner).to_be_in_viewport()
     _shot(page, "4-reloaded")
-    # At once: on an idle machine the tiny model's steps take a third of a second, and the banner goes with the run.
+    # The banner leads to the run: it still trains (or is held, see `_HeldWorker`), so the banner is there to click.
     page.locator("#run-banner-open").click()
     expect(page.locator("#train-status")).to_contain_text(f"{run_dir.name} — training", timeout=180_000)
     # Stop once a checkpoint is saved (the pickers have a checkpoint-N to show), as soon as the step counter says so.
