@@ -79,8 +79,10 @@ def uninterrupted(tmp_path_factory, tiny_model_dir):
     assert json.loads((run / "status.json").read_text())["backend"] == "unsloth"
     metrics = _read(run, "metrics.jsonl")
     assert all(m["grad_norm"] > 0 for m in metrics), "every step must move the adapter"
-    # A resume that lost the trained adapter would log a KL of exactly 0 at step 2 (policy = reference).
-    assert metrics[-1]["kl"] > 0
+    # A resume that lost the trained adapter would log a KL of exactly 0 at step 2 (policy = reference). Not "> 0": TRL's
+    # RLOO logs the sampled estimate (policy minus reference log-probability of the drawn tokens), which can be a little
+    # negative after one small step (-8.5e-5 on an H200, 2026-12-04).
+    assert metrics[-1]["kl"] != 0
     return tmp_path, config, run
 
 
