@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, machine, save, shown, table
+from _common import RESULTS, ROOT, machine, save, shown, table
 from vram_calibrate import TINY, build_model
 
 sys.path.insert(0, str(ROOT))
@@ -65,8 +66,9 @@ def run_training(model: str, backend: str, work: Path, args, dry_run: bool, pyth
     started = time.time()
     result = subprocess.run([python or sys.executable, "-m", "rloo_studio.cli", "train", str(work / f"{name}.yaml"), "--run-dir",
                              str(work / "runs" / name)], capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
-    if result.returncode != 0:
-        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:300], "seconds": time.time() - started}
+    if result.returncode != 0:  # the last line says what; the tail is what a fix needs (the check runs on a borrowed machine)
+        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:300], "stderr_tail": result.stderr[-4000:],
+                "seconds": time.time() - started}
     metrics = [json.loads(line) for line in (work / "runs" / name / "metrics.jsonl").read_text().splitlines() if line.strip()]
     measured = metrics[args.warmup:] or metrics
     step_times = [m["step_time"] for m in measured if isinstance(m.get("step_time"), (int, float))]
@@ -83,11 +85,21 @@ def run_training(model: str, backend: str, work: Path, args, dry_run: bool, pyth
             "seconds": time.time() - started}
 
 
-def run_gpu_tests() -> dict:
-    out = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q", "-p", "no:cacheprovider", "-rs"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=1500)
-    summary = (out.stdout.strip().splitlines() or [""])[-1]
-    return {"returncode": out.returncode, "summary": summary, "tail": out.stdout[-3000:]}
+def run_gpu_tests(workers: int, log: Path) -> dict:
+    """tests/gpu, one test file per worker process. Every command a test starts gets a fresh interpreter: the tests'
+    warm starters fork from a process that has imported Unsloth, which on CUDA has already initialised the device, and
+    a forked CUDA context is unusable. The output is written to `log` (git-ignored) as it comes, so a check stopped
+    from outside still leaves it; its tail goes into the results."""
+    parallel = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
+    started = time.time()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        code = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q", "-p", "no:cacheprovider", "-rs", *parallel],
+                              stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, timeout=1500,
+                              env={**os.environ, "RLOO_STUDIO_TESTS_FRESH": "1"}).returncode
+    text = log.read_text(errors="replace")
+    summary = (text.strip().splitlines() or [""])[-1]
+    return {"returncode": code, "summary": summary, "seconds": round(time.time() - started, 1), "tail": text[-6000:]}
 
 
 def versions() -> dict:
@@ -113,15 +125,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--timeout", type=int, default=900, help="seconds per training run")
     parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument("--test-workers", type=int, default=3, help="test processes for tests/gpu (one file each)")
     args = parser.parse_args()
     if args.dry_run:
         args.models, args.generations, args.prompts, args.completion, args.warmup, args.steps = ["tiny"], 4, 1, 16, 1, 2
 
+    started = time.time()
+
+    def progress(text: str) -> None:  # seconds since the start: what each part cost, for sizing the next check to its machine's time
+        print(f"[{time.time() - started:4.0f} s] {text}", file=sys.stderr, flush=True)
+
     info = {"machine": machine(), "python": platform.python_version(), "dry_run": args.dry_run, "versions": versions()}
     if not args.dry_run and not info["versions"].get("gpu"):
         sys.exit("no CUDA GPU here: run with --dry-run to check the script on the CPU")
-    info["gpu_tests"] = None if args.skip_tests else run_gpu_tests()
-    print(f"GPU tests: {info['gpu_tests']['summary'] if info['gpu_tests'] else 'skipped'}", file=sys.stderr, flush=True)
+    name = "gpu_check_dry_run" if args.dry_run else "gpu_check"
+    info["gpu_tests"] = None if args.skip_tests else run_gpu_tests(args.test_workers, RESULTS / f"{name}_tests.log")
+    progress(f"GPU tests: {info['gpu_tests']['summary'] if info['gpu_tests'] else 'skipped'}")
 
     rows, records = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,19 +153,21 @@ def main() -> None:
                 shape, path = find_shape("demo"), "demo"
             else:
                 shape, path = KNOWN_MODELS[model], work / model.replace("/", "--")
-                print(f"building {model} (random weights) ...", file=sys.stderr, flush=True)
+                progress(f"building {model} (random weights) ...")
                 build_model(shape, path, on_gpu=True)
             est = estimate(shape, Settings(load_in_4bit=args.four_bit and not args.dry_run, lora_r=16, num_generations=args.generations,
                                            per_device_train_batch_size=args.generations * args.prompts,
                                            max_completion_length=args.completion, prompt_tokens=48))
             per_backend = {}
             for backend in ("unsloth", "transformers"):
-                print(f"  {model}: {backend} ...", file=sys.stderr, flush=True)
+                progress(f"  {model}: {backend} ...")
                 per_backend[backend] = run_training(str(path), backend, work, args, args.dry_run)
+                # Kept after every run: a check cut short by its machine's time limit still leaves what it measured.
+                save(name, {**info, "settings": vars(args), "records": records, "unfinished": {"model": model, "runs": per_backend}})
             u, t = per_backend["unsloth"], per_backend["transformers"]
             fast_python_path = fast_python()
             if fast_python_path is not None and not args.dry_run:
-                print(f"  {model}: unsloth + vLLM ...", file=sys.stderr, flush=True)
+                progress(f"  {model}: unsloth + vLLM ...")
                 fast = run_training(str(path), "unsloth", work, args, args.dry_run, python=str(fast_python_path))
             else:
                 fast = {"not_run": "dry run (no GPU)" if args.dry_run else
@@ -188,7 +209,6 @@ def main() -> None:
              f"trl {v.get('trl')}, transformers {v.get('transformers')}; {args.generations} generations × {args.prompts} prompts, "
              f"{args.completion} tokens, {'4-bit' if args.four_bit else 'bf16'} LoRA r16, {args.steps} steps after {args.warmup} warm-up")
     print(f"\n{title}\n\n{text}")
-    name = "gpu_check_dry_run" if args.dry_run else "gpu_check"
     path = save(name, {**info, "settings": vars(args), "records": records})
     tests = info["gpu_tests"]["summary"] if info["gpu_tests"] else "not run"
     path.with_suffix(".md").write_text(f"# {title}\n\nGPU tests: {tests}\n\n{text}\n")
