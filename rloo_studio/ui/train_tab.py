@@ -137,9 +137,10 @@ class TrainTab:
         self.time_measured = gr.State(None)  # the last trial's Measurement as a dict: a new budget re-plans without a trial
         with gr.Row():
             self.start = gr.Button(text.START, variant="primary", elem_id="start-training")
-            # Enabled only while the run the tab follows is training (`stop_state`): with nothing to stop, it cannot be pressed.
+            # Each enabled only when it can act on the run the tab follows (`run_buttons`): Stop while it trains, Resume
+            # once it stopped or failed before its last step. A button that could only refuse cannot be pressed.
             self.stop = gr.Button(text.STOP, variant="stop", elem_id="stop-training", interactive=False)
-            self.resume = gr.Button(text.RESUME, elem_id="resume-training")
+            self.resume = gr.Button(text.RESUME, elem_id="resume-training", interactive=False)
         # Start's question when pinned examples fail (they say how the person's rewards should score): shown while the
         # form stays as it was when Start asked.
         with gr.Row(visible=False, elem_id="start-confirm-row") as self.confirm_row:
@@ -151,7 +152,7 @@ class TrainTab:
         self.notice = gr.Markdown(elem_id="train-notice")
         self.notice_for = gr.State({})  # {"text", "run", "state"}: cleared by the poll once that run's state changes
         self.shown = gr.State({})  # what the page shows of the watched run (`file_marks`): the poll sends only changes
-        self.stop_live = gr.State(False)  # whether Stop is enabled on the page (the poll sends it only when that changes)
+        self.buttons_live = gr.State([False, False])  # whether Stop and Resume are enabled on the page (sent only on a change)
         self.status = gr.Markdown(text.NO_RUN, elem_id="train-status")
         self.progress = gr.HTML(run_view.progress_html(None), elem_id="train-progress-box")
         self.alerts = gr.HTML("", elem_id="train-alerts")  # health alerts of the run (alerts.jsonl), re-read on each poll
@@ -334,11 +335,11 @@ class TrainTab:
 
         poller.tick(self.poll_changes, inputs=[form.watched, self.shown], outputs=self.outputs + [self.shown])
         poller.tick(self.alerts_of, inputs=form.watched, outputs=self.alerts, only_changes=True)
-        # Stop and its mirror (stop_live) have this one writer: the poll's ticks run one at a time. A second writer (the
-        # watched run's change) that read the mirror before the other's update landed could leave it saying "enabled"
-        # over a disabled button, and no later tick would send the button again. A newly watched run's Stop follows
-        # within a tick.
-        poller.tick(stop_state, inputs=[form.watched, self.stop_live], outputs=[self.stop, self.stop_live])
+        # Stop, Resume and their mirror (buttons_live) have this one writer: the poll's ticks run one at a time. A second
+        # writer (the watched run's change) that read the mirror before the other's update landed could leave it saying
+        # "enabled" over a disabled button, and no later tick would send the button again. A newly watched run's buttons
+        # follow within a tick.
+        poller.tick(run_buttons, inputs=[form.watched, self.buttons_live], outputs=[self.stop, self.resume, self.buttons_live])
         # One handler on the watched run's change, the alerts chained after it (two would restart each other: derived.py).
         form.watched.change(in_order(poll, self.outputs), inputs=form.watched, outputs=self.outputs, api_name="run_status").then(
             self.alerts_of, inputs=form.watched, outputs=self.alerts, api_name="run_alerts", trigger_mode="always_last")
@@ -527,13 +528,15 @@ def warmup_markdown(status: dict | None) -> str:
     return f"\n\n**Format warm-up (before RLOO's step 1 on the charts):** {warm.get('line') or 'done'}"
 
 
-def stop_state(run_dir: str | None, live: bool | None) -> tuple:
-    """(Stop button, whether it is enabled): enabled while the watched run is queued, training or stopping; sent only when
-    that changes (the poll asks every few seconds)."""
-    active = bool(run_dir) and Path(run_dir).is_dir() and runs.effective_state(runs.read_status(run_dir)) in runs.ACTIVE_STATES
-    if bool(live) == active:
-        return gr.skip(), live
-    return gr.update(interactive=active), active
+def run_buttons(run_dir: str | None, live: list | None) -> tuple:
+    """(Stop, Resume, [whether each is enabled]): Stop while the watched run is queued, training or stopping; Resume once
+    it stopped or failed (jobs.resume_run's rule: a finished run has no step left). Each button is sent only when it
+    changes (the poll asks every few seconds)."""
+    state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
+    resumable = state in ("stopped", "failed") and (Path(run_dir) / runs.CONFIG_FILE).is_file()
+    now = [state in runs.ACTIVE_STATES, resumable]
+    was = list(live) if isinstance(live, (list, tuple)) and len(live) == 2 else [None, None]
+    return (*(gr.skip() if bool(w) == n and w is not None else gr.update(interactive=n) for w, n in zip(was, now)), now)
 
 
 def trainer_markdown(run_dir: str | Path | None) -> str:

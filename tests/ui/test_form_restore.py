@@ -17,7 +17,7 @@ from rloo_studio.ui.form import input_keys, restorable
 from rloo_studio.ui.judge_panel import OWN_RUBRIC, rubric_template_for
 from rloo_studio.ui.model_tab import shrunk_markdown
 from rloo_studio.ui.rewards_tab import EXAMPLE_PIN, builtin_rows, merged_builtin_rows, without_demo_rewards
-from rloo_studio.ui.train_tab import stop_state
+from rloo_studio.ui.train_tab import run_buttons
 from rloo_studio.config import RunConfig
 from rloo_studio.presets import get_preset
 
@@ -75,16 +75,23 @@ def test_the_shrunk_line_names_the_setting_that_has_no_field():
     assert row["visible"] is False and line == ""
 
 
-def test_stop_is_enabled_only_while_the_watched_run_trains(tmp_path):
+def test_stop_is_enabled_only_while_the_watched_run_trains_and_resume_only_when_it_can_continue(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    assert stop_state(None, True)[0]["interactive"] is False  # nothing watched
+    (run_dir / runs.CONFIG_FILE).write_text("model: {name_or_path: demo}\n")
+    stop, resume, live = run_buttons(None, [True, True])  # nothing watched: nothing to stop or resume
+    assert stop["interactive"] is False and resume["interactive"] is False and live == [False, False]
     runs.update_status(run_dir, state="running", pid=os.getpid())
-    update, live = stop_state(str(run_dir), False)
-    assert live is True and update["interactive"] is True
-    assert stop_state(str(run_dir), True)[0] == gr.skip()  # unchanged: not sent again
+    stop, resume, live = run_buttons(str(run_dir), [False, False])
+    assert live == [True, False] and stop["interactive"] is True and resume == gr.skip()
+    assert run_buttons(str(run_dir), live)[:2] == (gr.skip(), gr.skip())  # unchanged: not sent again
+    runs.update_status(run_dir, state="stopped")
+    stop, resume, live = run_buttons(str(run_dir), live)
+    assert stop["interactive"] is False and resume["interactive"] is True
+    # A finished run has no step left to train: Resume could only refuse, so it cannot be pressed.
     runs.update_status(run_dir, state="finished")
-    assert stop_state(str(run_dir), True)[0]["interactive"] is False
+    stop, resume, live = run_buttons(str(run_dir), live)
+    assert stop == gr.skip() and resume["interactive"] is False and live == [False, False]
 
 
 def test_the_rubric_menu_says_when_the_rubric_is_the_persons_own():
