@@ -28,6 +28,8 @@ from typing import Any, Iterator
 
 STATES = ("queued", "running", "stopping", "stopped", "finished", "failed")
 ACTIVE_STATES = ("queued", "running", "stopping")
+# What Resume continues (workers/jobs.resume_run): not one that trains, not one that finished all its steps.
+RESUMABLE_STATES = ("stopped", "failed")
 
 CONFIG_FILE = "config.yaml"
 REWARDS_FILE = "rewards.py"

@@ -530,10 +530,10 @@ def warmup_markdown(status: dict | None) -> str:
 
 def run_buttons(run_dir: str | None, live: list | None) -> tuple:
     """(Stop, Resume, [whether each is enabled]): Stop while the watched run is queued, training or stopping; Resume once
-    it stopped or failed (jobs.resume_run's rule: a finished run has no step left). Each button is sent only when it
+    it stopped or failed (runs.RESUMABLE_STATES: a finished run has no step left). Each button is sent only when it
     changes (the poll asks every few seconds)."""
     state = runs.effective_state(runs.read_status(run_dir)) if run_dir and Path(run_dir).is_dir() else None
-    resumable = state in ("stopped", "failed") and (Path(run_dir) / runs.CONFIG_FILE).is_file()
+    resumable = state in runs.RESUMABLE_STATES and (Path(run_dir) / runs.CONFIG_FILE).is_file()
     now = [state in runs.ACTIVE_STATES, resumable]
     was = list(live) if isinstance(live, (list, tuple)) and len(live) == 2 else [None, None]
     return (*(gr.skip() if bool(w) == n and w is not None else gr.update(interactive=n) for w, n in zip(was, now)), now)
