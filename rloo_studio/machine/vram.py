@@ -81,6 +81,9 @@ TRAIN_LOGIT_BYTES = 10
 # in chunks; the printed "chunked CE = True" confirms it on the Unsloth path. We count a quarter of
 # the full logits as live at once on that path (a conservative reading of 4+ chunks).
 CHUNKED_LOGITS_FRACTION = 0.25
+# Checked against one GPU measurement so far (H200, Qwen3-0.6B's shape, bf16 LoRA, 16 completions of 64 tokens;
+# benchmarks/results/gpu_check_h200_speed.md): Unsloth's peak (2.88 GiB reserved) was above this estimate without the
+# context (1.85 GiB) and above plain transformers' (1.68 GiB). One shape is too few to refit these constants by.
 # Generation keeps only the last position's logits per sequence (fp32 for sampling).
 GENERATION_LOGIT_BYTES = 4
 

@@ -50,7 +50,7 @@ LORA_TARGETS_INFO = "`all-linear`, or names separated by commas (q_proj, v_proj,
 MAX_SEQ = field_label("model", "max_seq_length")
 MAX_SEQ_INFO = field_help("model", "max_seq_length")
 BACKEND = field_label("model", "backend")
-BACKEND_INFO = "auto: Unsloth when it can be imported (faster, less memory on GPUs), else plain transformers + PEFT."
+BACKEND_INFO = "auto: Unsloth when it can be imported (its own GPU kernels), else plain transformers + PEFT. Both train with the same settings."
 FAST_GENERATION = field_label("model", "fast_generation")
 FAST_GENERATION_INFO = ("vLLM writes the completions on an NVIDIA GPU (auto: where `python launch.py --setup-fast-generation` "
                         "was run). Not yet measured on a GPU. Nothing changes on a computer without one.")
