@@ -259,6 +259,12 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
         random.Random(seed).shuffle(shuffled)
         n_test = max(1, int(round(len(shuffled) * cfg.test_fraction)))
         test, train = shuffled[:n_test], shuffled[n_test:]
+        if not train:  # at least one row is held out (above), so a one-row file would train on nothing
+            raise DataError(f"holding out {n_test} of the {len(shuffled)} row{'s' if len(shuffled) != 1 else ''} "
+                            f"(data.test_fraction: {cfg.test_fraction:g}) leaves no rows to train on",
+                            "at least one row is held out whenever data.test_fraction is above 0",
+                            "add rows to the data, or set data.test_fraction: 0 (and give held-out prompts in data.test_split "
+                            "if you want Evaluate to score some)")
     if cfg.max_train_samples and len(train) > cfg.max_train_samples:
         train = random.Random(seed).sample(train, cfg.max_train_samples)
     return Rows(train=train, test=test, columns=columns, description=f"{cfg.source} ({len(train)} train rows)")
@@ -423,9 +429,10 @@ def is_hub_source(source: str, base_dir: str | Path = ".") -> bool:
 def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
     """What the app shows about a data source: columns, row counts, the first rows and every problem.
 
-    Never raises a DataError: problems come back in `problems` (the person fixes them in the form).
+    Never raises a DataError: problems come back in `problems` (the person fixes them in the form). `split` says whether
+    the rows could be split into training and held-out ones; until they can, `train_rows` counts the rows read.
     """
-    result: dict[str, Any] = {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": []}
+    result: dict[str, Any] = {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": [], "split": False}
     try:
         raw = _read_source(cfg.source, cfg, Path(base_dir), cfg.split)
     except DataError as exc:
@@ -439,6 +446,7 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
         result["train_rows"] = len(rows.train)
         result["test_rows"] = len(rows.test) if rows.test is not None else None
         result["repeats"] = repeats(rows, cfg.prompt_column)
+        result["split"] = True
     except DataError as exc:
         result["problems"].append(exc.message())
     return result

@@ -260,10 +260,15 @@ class DataTab:
                              f"`{answer_col}`{uses} — check it.")
         lines = []
         if cols:
-            held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
-            lines.append(f"**{result['train_rows']} training rows**{held}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
+            n = result["train_rows"]
+            if result.get("split"):
+                held = f", {result['test_rows']} held out" if result.get("test_rows") is not None else ", none held out"
+                counted = f"**{n} training row{'s' if n != 1 else ''}**{held}"
+            else:  # not split into training and held-out rows (a problem below says why): what the file holds
+                counted = f"**{n} row{'s' if n != 1 else ''}** in the data"
+            lines.append(f"{counted}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". " + columns_sentence(cols))
-        few = held_out_too_few(result.get("test_rows"), result["train_rows"], data_cfg) if cols else None
+        few = held_out_too_few(result.get("test_rows"), result["train_rows"], data_cfg) if cols and result.get("split") else None
         lines += notes + ([few] if few else []) + ([repeats_line(result["repeats"], answer_col)] if result.get("repeats", {}).get("prompts") else [])
         for problem in result["problems"]:
             if first_row and problem.startswith(HEADERLESS_WHAT):
@@ -272,7 +277,7 @@ class DataTab:
         if cols and not result["problems"] and not notes:
             lines.append("✅ Ready to train.")
         rows = [[row.get(c) for c in cols] for row in result["rows"]]
-        return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols else None)
+        return "\n\n".join(lines), rows, cols, data_cfg.prompt_column, answer_col, (result["train_rows"] if cols and result.get("split") else None)
 
 
 def demo_model_note(model: str, source: str) -> str | None:

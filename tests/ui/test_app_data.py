@@ -64,6 +64,15 @@ def test_a_csv_without_a_header_row_is_said(app, tmp_path):
     assert "no header row" not in summary and "Ready to train" in summary
 
 
+def test_a_file_whose_only_row_is_held_out_is_not_ready_to_train(app, tmp_path):
+    form = own_csv(app, tmp_path, "one.csv", "question,answer\nCapital of France?,Paris\n")
+    form[text.PROMPT_COLUMN], form[text.ANSWER_COLUMN], form[text.TEST_SPLIT] = "question", "answer", ""
+    form[text.TEST_FRACTION] = 0.1  # what choosing "A file on this computer" sets
+    summary, *_ = form.call("/preview_data")
+    assert "Ready to train" not in summary and "leaves no rows to train on" in summary, summary
+    assert "**1 row** in the data" in summary and "training row" not in summary and "No rows are held out" not in summary
+    assert f"“{text.field_label('data', 'test_fraction')}”" in summary  # the field to change, in the page's words
+
 def test_own_data_with_the_demo_model_says_the_model_knows_only_arithmetic(app, tmp_path):
     """A vet clinic's 40 questions trained on the demo model: it answered "How many days should the cone stay on?" with
     "8+5-8 → 14" for 15 steps, and no tab said that this model can only write sums (a walk)."""

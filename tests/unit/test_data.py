@@ -178,6 +178,14 @@ def test_small_test_fraction_holds_out_at_least_one(tmp_path):
     assert len(rows.test) == 1 and len(rows.train) == 9
 
 
+def test_a_split_that_leaves_no_training_rows_is_refused_with_what_to_change(tmp_path):
+    """A one-row file with a tenth held out: its row was held out, no row was left to train on, and the Data tab said
+    "Ready to train" (a walk with a one-question CSV)."""
+    write_jsonl(tmp_path / "d.jsonl", ROWS[:1])
+    said = data_error(cfg(source="d.jsonl", test_fraction=0.1), tmp_path).message()
+    assert "holding out 1 of the 1 row" in said and "leaves no rows to train on" in said and "data.test_fraction: 0" in said
+    assert len(load_rows(cfg(source="d.jsonl", test_fraction=0.0), tmp_path).train) == 1
+
 def test_test_split_is_a_local_file(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", ROWS[:6])
     write_jsonl(tmp_path / "held.jsonl", ROWS[6:])
