@@ -7,7 +7,7 @@ side in the Runs tab. Screenshots go to test-artifacts/browser/diagnostics-*.png
 
 from __future__ import annotations
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, drawn_steps, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, drawn_steps, open_tab, opened_page
 
 from rloo_studio import alerts, runs
 
@@ -30,7 +30,7 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
     with opened_page(runs_dir) as page:
 
         # Scan: a few prompts of the demo, their buckets, then the filtered file becomes the Data tab's.
-        page.get_by_role("tab", name="3 · Rewards").click()
+        open_tab(page, "3 · Rewards")
         fill(page, "scan-limit", SCANNED)
         page.locator("#scan-run").click()
         expect(page.locator("#scan-status")).to_contain_text(f"Scanned {SCANNED} of 2000 training prompts", timeout=300_000)
@@ -39,11 +39,11 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         expect(page.locator("#scan-use-status")).to_contain_text("The Data tab now trains on", timeout=60_000)
         filtered = page.locator("#scan-use-status code").first.inner_text()
         page.screenshot(path=str(ARTIFACTS / "diagnostics-scan.png"), full_page=True)
-        page.get_by_role("tab", name="2 · Data").click()
+        open_tab(page, "2 · Data")
         expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(filtered)
 
         # Time before Start, then a run whose completions are cut at 4 tokens: the length-limit alert shows while it trains.
-        page.get_by_role("tab", name="4 · Train").click()
+        open_tab(page, "4 · Train")
         fill(page, "rloo-per-device-train-batch-size", 16)
         fill(page, "rloo-max-steps", FIRST_STEPS)
         fill(page, "rloo-max-completion-length", 4)
@@ -76,7 +76,7 @@ def test_scan_estimate_alert_and_compare_in_a_browser(runs_dir):
         assert drawn_steps(page, "reward-plot") == ["1", "2"], drawn_steps(page, "reward-plot")
 
         # Runs: the alert on the open run, and the two runs side by side.
-        page.get_by_role("tab", name="Runs").click()
+        open_tab(page, "Runs")
         page.locator("#runs-refresh").click()
         picker = page.locator("#run-picker input")
         picker.click()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, open_tab, opened_page
 
 pytestmark = BROWSER_MARKS
 
@@ -75,7 +75,7 @@ def test_estimate_time_shows_its_stages_then_the_steps_for_the_minutes(runs_dir)
 
     with opened_page(runs_dir) as page:
         page.set_viewport_size({"width": 1280, "height": 800})
-        page.get_by_role("tab", name="4 · Train").click()
+        open_tab(page, "4 · Train")
         fill(page, "rloo-per-device-train-batch-size", 16)
         fill(page, "rloo-max-steps", STEPS)
         fill(page, "estimate-minutes", 10)

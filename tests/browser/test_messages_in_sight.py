@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, open_tab, opened_page
 
 pytestmark = BROWSER_MARKS
 HEIGHT = 900  # the viewport's, at the width every page is checked at
@@ -49,7 +49,7 @@ def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, adapter_run):
     (busy / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": 1, "max_steps": 10}))
     with opened_page(runs_dir, height=HEIGHT) as page:
 
-        page.get_by_role("tab", name="5 · Chat").click()
+        open_tab(page, "5 · Chat")
         expect(page.locator("#chat-run input")).to_have_value(RUN_ID)
         page.locator("#chat-prompt textarea").fill("Hello?")
         page.locator("#chat-send").click()
@@ -57,19 +57,19 @@ def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, adapter_run):
         expect(page.locator("#chat-status")).to_contain_text("is training")
         page.screenshot(path=str(ARTIFACTS / "refused-chat.png"))
 
-        page.get_by_role("tab", name="6 · Evaluate").click()
+        open_tab(page, "6 · Evaluate")
         expect(page.locator("#eval-run input")).to_have_value(RUN_ID)
         page.locator("#eval-start").click()
         assert_seen(page, f"Run {BUSY_ID} is training")
         expect(page.locator("#eval-summary")).to_contain_text("is training")
 
-        page.get_by_role("tab", name="7 · Export").click()
+        open_tab(page, "7 · Export")
         expect(page.locator("#export-run input")).to_have_value(RUN_ID)
         page.locator("#export-format label").filter(has_text="merged").first.click()
         page.locator("#export-start").click()
         assert_seen(page, f"Run {BUSY_ID} is training")
 
-        page.get_by_role("tab", name="Runs").click()
+        open_tab(page, "Runs")
         page.locator("#run-picker input").fill(RUN_ID)
         page.locator("#run-picker input").press("Enter")
         expect(page.locator("#run-detail-status")).to_contain_text("finished")
@@ -80,5 +80,5 @@ def test_refusals_are_in_sight_and_busy_lines_clear(runs_dir, adapter_run):
         # The training run ends: the lines that said it trains clear on the next poll, without a click.
         (busy / "status.json").write_text(json.dumps({"state": "stopped", "step": 1, "max_steps": 10}))
         expect(page.locator("#eval-summary")).not_to_contain_text("is training", timeout=30_000)
-        page.get_by_role("tab", name="5 · Chat").click()
+        open_tab(page, "5 · Chat")
         expect(page.locator("#chat-status")).not_to_contain_text("is training", timeout=30_000)

@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, animation_frames, coloured_pixels, fill_cell, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, animation_frames, coloured_pixels, fill_cell, open_tab, opened_page
 from helpers.browser import fill_field as _fill
 from helpers.browser import type_code as _type_code
 
@@ -174,7 +174,7 @@ def test_own_csv_up_to_start(studio):
     assert first_60_ms < 7000 and next_4_ms >= 4 * 240, (first_60_ms, next_4_ms)  # slowed throughout: 59 x 250 ms
 
     # The bundled demo's data, checked, before the person's own.
-    page.get_by_role("tab", name="2 · Data").click()
+    open_tab(page, "2 · Data")
     expect(page.get_by_label("Bundled demo (arithmetic word problems)")).to_be_checked()
     page.locator("#preview-data").click()
     expect(page.locator("#data-summary")).to_contain_text("2000 training rows")
@@ -199,16 +199,16 @@ def test_own_csv_up_to_start(studio):
     shot(page, "2-data")
 
     # 2 · A preset sets model and training only: the data stays.
-    page.get_by_role("tab", name="1 · Model & hardware").click()
+    open_tab(page, "1 · Model & hardware")
     page.locator("#apply-preset").click()
     expect(page.locator("#preset-notes")).to_contain_text("Your data and rewards are kept")
-    page.get_by_role("tab", name="2 · Data").click()
+    open_tab(page, "2 · Data")
     expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile(r"sums\.csv$"))
     expect(page.locator("#data-summary")).to_contain_text("54 training rows, 6 held out")
 
     # 3 · Rewards: the demo's rewards went with the demo's data (said so); the builtin numeric_answer ticked again, and
     # the person's own function.
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#demo-rewards-note")).to_contain_text("The demo's example rewards were removed")
     expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
     page.locator("#builtin-rewards [data-testid=cell-0-0] input[type=checkbox]").check()
@@ -220,7 +220,7 @@ def test_own_csv_up_to_start(studio):
     page.locator("#user-rewards").get_by_label("Toggle all: use").check()
 
     # 5 · 9 · Train: page words with a value to use; Start refused while the lint flags the code.
-    page.get_by_role("tab", name="4 · Train").click()
+    open_tab(page, "4 · Train")
     _fill(page, "rloo-num-generations", 4)
     _fill(page, "rloo-per-device-train-batch-size", 10)
     _fill(page, "rloo-max-steps", 40)
@@ -237,7 +237,7 @@ def test_own_csv_up_to_start(studio):
     expect(page.locator("#epochs-note")).to_contain_text("40 steps × 2 new prompts per step ÷ 54 training rows")  # 10 · epochs said before Start
 
     # 8 · A pinned example, added with the button; it fails while the function raises on it.
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
     _type_code(page, REWARD)
     expect(page.locator("#code-lint")).to_contain_text("syntax is fine")
     page.locator("#check-code").click()
@@ -332,7 +332,7 @@ def test_own_csv_train_reload_stop_resume_then_chat_evaluate_export(studio):
         pytest.skip("goes on from test_own_csv_up_to_start's page (run the whole file)")
     runs_dir, page = studio.runs_dir, studio.page
 
-    page.get_by_role("tab", name="4 · Train").click()
+    open_tab(page, "4 · Train")
     _fill(page, "rloo-max-steps", STEPS)
     _fill(page, "rloo-save-steps", SAVE_EVERY)
     page.locator("#start-training").click()
@@ -387,10 +387,10 @@ def _after_stop(studio, run_dir: Path) -> None:
     banner = page.locator("#run-banner")
     expect(page.locator("#train-notice")).to_have_text("", timeout=30_000)  # 3 · "stopping…" ends with the stopping
     # Nothing the person made is lost with the reload: the pinned examples are back, the one that raises included.
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#pinned")).to_contain_text("BOOM")
     expect(page.locator("#pinned [data-testid=cell-1-0]")).to_be_visible()
-    page.get_by_role("tab", name="4 · Train").click()
+    open_tab(page, "4 · Train")
     # The reward plot draws its lines: coloured pixels (the axes and grid are grey) in the chart; the newest completions
     # with their rewards.
     plot = page.locator("#reward-plot")
@@ -400,7 +400,7 @@ def _after_stop(studio, run_dir: Path) -> None:
     expect(page.locator("#samples")).to_contain_text("numeric_answer=")
 
     # 3 · Runs: the open run's detail says what the list says, re-read on every poll.
-    page.get_by_role("tab", name="Runs").click()
+    open_tab(page, "Runs")
     row = page.locator("#runs-table tbody tr", has_text=run_dir.name)
     expect(page.locator("#run-picker input")).to_have_value(run_dir.name)
     expect(row).to_contain_text("stopped")
@@ -420,13 +420,13 @@ def _after_stop(studio, run_dir: Path) -> None:
 
     # 1 · Every Checkpoint picker moved to the final weights, without Refresh: none kept the checkpoint-N it showed.
     for tab, prefix in (("5 · Chat", "chat"), ("6 · Evaluate", "eval"), ("7 · Export", "export")):
-        page.get_by_role("tab", name=tab).click()
+        open_tab(page, tab)
         expect(page.locator(f"#{prefix}-run input")).to_have_value(run_dir.name)
         expect(page.locator(f"#{prefix}-checkpoint input")).to_have_value(runs.FINAL)
 
     # Chat: base and tuned side by side, the tuned side from the run's final weights (Refresh keeps the run chosen). The
     # demo preset trains every weight: the badges name the folder each side's weights came from.
-    page.get_by_role("tab", name="5 · Chat").click()
+    open_tab(page, "5 · Chat")
     page.locator("#chat-refresh").click()
     expect(page.locator("#chat-run input")).to_have_value(run_dir.name, timeout=30_000)
     page.locator("#chat-prompt textarea").fill("What is 12 + 30?")
@@ -439,7 +439,7 @@ def _after_stop(studio, run_dir: Path) -> None:
     _shot(page, "6-chat")
 
     # 7 · Evaluate every checkpoint on the 6 held-out rows: n and 95 % intervals, and no best checkpoint on 6 prompts.
-    page.get_by_role("tab", name="6 · Evaluate").click()
+    open_tab(page, "6 · Evaluate")
     page.locator("#eval-refresh").click()
     expect(page.locator("#eval-run input")).to_have_value(run_dir.name, timeout=30_000)
     _choose(page, "eval-checkpoint", "all checkpoints")
@@ -469,7 +469,7 @@ def _after_stop(studio, run_dir: Path) -> None:
     _shot(page, "7-evaluate")
 
     # Export merged: the result names the final weights and the folder holds them.
-    page.get_by_role("tab", name="7 · Export").click()
+    open_tab(page, "7 · Export")
     page.get_by_label(next(label for label, value in FORMAT_CHOICES if value == "merged"), exact=True).check()
     page.locator("#export-start").click()
     result = page.locator("#export-result")

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page, type_code
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, open_tab, opened_page, type_code
 
 pytestmark = BROWSER_MARKS
 
@@ -48,10 +48,6 @@ def studio(tmp_path_factory):
 
 def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"reload-{name}.png"), full_page=True)
-
-
-def _tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
 
 
 def _ticked(page, row: int) -> bool:
@@ -98,16 +94,16 @@ def test_own_data_drops_the_demo_rewards_and_its_pinned_example(studio):
 
     page = studio.page
     # Nothing trains: Stop cannot be pressed.
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     expect(page.locator("#stop-training")).to_be_disabled()
 
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#pinned")).to_contain_text("Ana has 47 apples")
     assert _ticked(page, NUMERIC_ANSWER) and _ticked(page, THINK_FORMAT) and _ticked(page, THINK_LENGTH)
 
-    _tab(page, "2 · Data")
+    open_tab(page, "2 · Data")
     page.get_by_role("radio", name="A file on this computer").check()
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     note = page.locator("#demo-rewards-note")
     expect(note).to_contain_text("The demo's example rewards were removed because your data is not the demo's")
     expect(note).to_contain_text("numeric_answer, think_format, think_length")
@@ -120,7 +116,7 @@ def test_own_data_drops_the_demo_rewards_and_its_pinned_example(studio):
     _saved(studio, '"data-source": "A file on this computer"')
     page.reload()
     expect(page.locator("#preset-notes")).to_contain_text("The form shows your last settings", timeout=120_000)
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#builtin-rewards")).to_contain_text("numeric_answer")
     assert not any(_ticked(page, row) for row in (NUMERIC_ANSWER, THINK_FORMAT, THINK_LENGTH))
     expect(page.locator("#pinned")).not_to_contain_text("Ana has 47 apples")
@@ -136,7 +132,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     model.mkdir(exist_ok=True)
 
     # Model: a preset other than the demo, then a model folder of the person's own.
-    _tab(page, "1 · Model & hardware")
+    open_tab(page, "1 · Model & hardware")
     page.locator("#preset input").click()
     page.get_by_role("option", name=re.compile(r"^cpu-small-real")).click()
     page.locator("#apply-preset").click()
@@ -146,7 +142,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     name.press("Enter")
 
     # Data: the CSV, its answer column `ref` (which no ticked reward reads yet).
-    _tab(page, "2 · Data")
+    open_tab(page, "2 · Data")
     page.get_by_role("radio", name="A file on this computer").check()
     page.locator("#data-path input, #data-path textarea").first.fill(str(data))
     page.locator("#preview-data").click()
@@ -158,7 +154,7 @@ def test_a_reload_restores_the_form_exactly(studio):
 
     # Rewards: the panel lists the columns; a builtin ticked with its weight and parameters changed, another left
     # unticked with its weight changed; a judge with a rubric of the person's own.
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#reward-receives")).to_contain_text("order_id")
     # One answer column: the one chosen in the Data tab is what the answer-checking builtins' parameters show (issue 38).
     expect(page.locator(f"#builtin-rewards [data-testid=cell-{NUMERIC_ANSWER}-3]")).to_contain_text('"answer_column": "ref"')
@@ -184,7 +180,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#rule-blocks")).to_contain_text("contains")
 
     # Train: a step count of the person's own.
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     steps = page.locator("#rloo-max-steps input")
     steps.fill("37")
     steps.press("Tab")
@@ -204,7 +200,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#model-name input")).to_have_value(str(model))
     expect(page.locator("#preset input")).to_have_value(re.compile(r"^cpu-small-real"))
 
-    _tab(page, "2 · Data")
+    open_tab(page, "2 · Data")
     expect(page.get_by_role("radio", name="A file on this computer")).to_be_checked()
     expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(str(data))
     expect(page.locator("#prompt-column input")).to_have_value("question")
@@ -213,7 +209,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     expect(page.locator("#data-summary-outdated")).to_contain_text("before this page was loaded")
     expect(page.locator("#data-summary-outdated")).to_contain_text("Outdated")  # so it says they changed since
 
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#reward-receives")).to_contain_text("order_id")
     expect(page.locator("#reward-receives")).to_contain_text("ref")
     expect(page.locator(f"#builtin-rewards [data-testid=cell-{NUMERIC_ANSWER}-3]")).to_contain_text('"answer_column": "ref"')
@@ -232,7 +228,7 @@ def test_a_reload_restores_the_form_exactly(studio):
     page.locator("#rule-builder").get_by_text("Build a reward from rules").click()
     expect(page.locator("#rule-blocks")).to_contain_text("contains")
 
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     expect(page.locator("#rloo-max-steps input")).to_have_value("37")
     expect(page.locator("#stop-training")).to_be_disabled()
     _shot(page, "3-after")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, open_tab, opened_page
 
 from rloo_studio.ui.workspace import DRAFT_PINNED
 
@@ -37,7 +37,7 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir, monkeypatch):
     monkeypatch.setattr(scorer, "score", counted)
 
     with opened_page(runs_dir) as page:
-        page.get_by_role("tab", name="3 · Rewards").click()
+        open_tab(page, "3 · Rewards")
 
         editor = page.locator("#reward-code .cm-content")
         editor.click()
@@ -107,7 +107,7 @@ def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs
     from playwright.sync_api import expect
 
     with opened_page(runs_dir) as page:
-        page.get_by_role("tab", name="3 · Rewards").click()
+        open_tab(page, "3 · Rewards")
         editor = page.locator("#reward-code .cm-content")
         editor.click()
         page.keyboard.press("Control+End")

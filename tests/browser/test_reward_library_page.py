@@ -15,7 +15,7 @@ import json
 import re
 
 from helpers.app import wait_for
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, open_tab, opened_page
 
 from rloo_studio import runs
 from rloo_studio.rewards import library
@@ -26,7 +26,7 @@ NAME = "answer in reply"
 
 
 def _open(page, title: str) -> None:
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
     page.get_by_text(title).click()
 
 
@@ -105,7 +105,7 @@ def test_build_export_import_in_a_fresh_app_and_train_records_the_hash(tmp_path,
         expect(page.locator("#library-status")).to_contain_text("is in the code editor", timeout=60_000)
         expect(page.locator("#reward-code")).to_contain_text(f"'name': '{NAME}'")
 
-        page.get_by_role("tab", name="4 · Train").click()
+        open_tab(page, "4 · Train")
         _fill(page, "rloo-per-device-train-batch-size", 16)
         _fill(page, "rloo-max-steps", 2)
         page.get_by_role("button", name="Advanced").click()

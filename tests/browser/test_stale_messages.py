@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.browser import BROWSER_MARKS, fill_cell, opened_page
+from helpers.browser import BROWSER_MARKS, fill_cell, open_tab, opened_page
 
 from rloo_studio import runs
 from rloo_studio.ui import text
@@ -55,15 +55,11 @@ def _assert_on_page(page, elem_id: str) -> None:
     assert elem_id in {c.get("props", {}).get("elem_id") for c in config["components"]}, f"the page has no #{elem_id}"
 
 
-def _tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
-
-
 def test_the_batch_message_comes_as_typed_and_goes_once_fixed(studio):
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     k, batch = int(_value(page, "rloo-num-generations")), _value(page, "rloo-per-device-train-batch-size")
     problems = page.locator("#start-problems")
     _fill(page, "rloo-per-device-train-batch-size", k + 2)
@@ -79,7 +75,7 @@ def test_none_chosen_goes_once_a_reward_is_ticked(studio):
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     table = page.locator("#builtin-rewards")
     boxes = [table.locator(f"[data-testid=cell-{i}-0] input[type=checkbox]") for i in range(table.locator("[data-testid^='cell-'][data-testid$='-0']").count())]
     ticked = [box for box in boxes if box.is_checked()]
@@ -87,13 +83,13 @@ def test_none_chosen_goes_once_a_reward_is_ticked(studio):
     for box in ticked:  # each unticked, as a person does
         box.click()
         expect(box).not_to_be_checked()
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     expect(page.locator("#start-problems")).to_contain_text("none chosen", timeout=30_000)
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     for box in ticked:  # and ticked again
         box.click()
         expect(box).to_be_checked()
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     expect(page.locator("#start-problems")).to_have_text("", timeout=30_000)
 
 
@@ -103,7 +99,7 @@ def test_an_estimate_is_marked_outdated_when_k_or_the_batch_change(studio):
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     k, batch = _value(page, "rloo-num-generations"), _value(page, "rloo-per-device-train-batch-size")
     line = page.locator("#time-estimate-outdated")
     expect(line).to_be_attached(timeout=30_000)
@@ -124,7 +120,7 @@ def test_preview_and_probe_results_are_marked_outdated_when_the_code_changes(stu
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     lines = [page.locator("#preview-outdated"), page.locator("#preview-outdated-2")]  # above the table, above the findings
     for line in lines:
         expect(line).to_be_attached(timeout=30_000)
@@ -145,7 +141,7 @@ def test_preview_and_probe_results_are_marked_outdated_when_the_code_changes(stu
     # A reload puts it all back as it was (the typed prompt too, or the prompt would be named as changed), still outdated.
     page.reload()
     expect(page.locator("#preset-notes")).to_contain_text("The form shows your last settings", timeout=120_000)
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     expect(page.locator("#preview-status")).to_contain_text("Scored 2 completions", timeout=60_000)
     expect(page.locator("#preview-table [data-testid=cell-1-3]")).to_contain_text("5", timeout=60_000)  # the 2nd answer
     for line in lines:
@@ -158,7 +154,7 @@ def test_the_pinned_check_is_marked_outdated_until_the_code_is_checked_again(stu
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     result, line = page.locator("#pinned-result"), page.locator("#pinned-result-outdated")
     expect(line).to_be_attached(timeout=30_000)
     expect(result).to_contain_text("pinned examples pass", timeout=600_000)
@@ -176,11 +172,11 @@ def test_start_asks_before_training_with_pinned_examples_that_fail(studio):
 
     page, runs_dir = studio.page, studio.runs_dir
     _assert_on_page(page, "start-confirm-row")
-    _tab(page, "3 · Rewards")
+    open_tab(page, "3 · Rewards")
     result = page.locator("#pinned-result")
     fill_cell(page, "#pinned", 0, 4, 0.5)  # the demo's example scores above 0.5: it fails now
     expect(result).to_contain_text("0/1 pinned examples pass", timeout=600_000)
-    _tab(page, "4 · Train")
+    open_tab(page, "4 · Train")
     _fill(page, "rloo-max-steps", 1)
     question, row = page.locator("#start-confirm"), page.locator("#start-confirm-row")
     page.locator("#start-training").click()
@@ -202,7 +198,7 @@ def test_a_newly_uploaded_file_is_checked_and_an_old_check_marked_outdated(studi
     from playwright.sync_api import expect
 
     page = studio.page
-    _tab(page, "2 · Data")
+    open_tab(page, "2 · Data")
     summary, line = page.locator("#data-summary"), page.locator("#data-summary-outdated")
     page.locator("#preview-data").click()
     expect(summary).to_contain_text("training rows", timeout=60_000)

@@ -8,7 +8,7 @@ per line). The run is the session's trained tiny run (4 real RLOO steps); the ev
 
 from __future__ import annotations
 
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, open_tab, opened_page
 
 pytestmark = BROWSER_MARKS
 WIDTH, HEIGHT = 1280, 800
@@ -70,25 +70,25 @@ def test_key_columns_are_readable_at_1280(trained_tiny_run):
         page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
 
         # Rewards: the pinned examples (the demo's example pin, a prompt and a completion in words).
-        page.get_by_role("tab", name="3 · Rewards").click()
+        open_tab(page, "3 · Rewards")
         expect(page.locator("#pinned")).to_contain_text("Ana has 47 apples")
         problems += unreadable(page, "pinned", ["prompt", "completion", "answer"], ["min total", "max total"])
 
         # Train: the finished run's recent completions, watched from the Runs tab.
-        page.get_by_role("tab", name="Runs").click()
+        open_tab(page, "Runs")
         page.locator("#runs-refresh").click()
         page.locator("#run-picker input").fill(run_dir.name)
         page.locator("#run-picker input").press("Enter")
         expect(page.locator("#run-detail-status")).to_contain_text("finished", timeout=60_000)
         page.locator("#run-watch").click()
-        page.get_by_role("tab", name="4 · Train").click()
+        open_tab(page, "4 · Train")
         expect(page.locator("#samples")).to_contain_text("numeric_answer=", timeout=60_000)
         problems += unreadable(page, "samples", ["prompt", "reply", "rewards"], ["total", "KL penalty", "advantage"])
         page.locator("#reward-plot").screenshot(path=str(ARTIFACTS / "tables-reward-plot.png"))  # whole steps on its axis
         print("\n".join(problems))  # seen even if the evaluation below does not finish
 
         # Evaluate: base and tuned on three held-out prompts, then the example pairs.
-        page.get_by_role("tab", name="6 · Evaluate").click()
+        open_tab(page, "6 · Evaluate")
         page.locator("#eval-refresh").click()
         expect(page.locator("#eval-run input")).to_have_value(run_dir.name, timeout=30_000)
         limit = page.locator("#eval-limit input")

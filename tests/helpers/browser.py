@@ -105,6 +105,19 @@ def fill_field(page, elem_id: str, value) -> None:
     box.press("Tab")
 
 
+def open_tab(page, name: str) -> None:
+    """Select the app's tab `name` as a person does, and wait until the page shows it selected.
+
+    The click does not wait for navigations: the app's page is written into its shell by `document.open`, and after a
+    Back to the app Playwright could count a navigation as still scheduled, so a plain tab click waited its whole 60 s
+    for it (CI, the localhost-wall test). Whether the click worked is what the `aria-selected` check below says."""
+    from playwright.sync_api import expect
+
+    tab = page.get_by_role("tab", name=name)
+    tab.click(no_wait_after=True)
+    expect(tab).to_have_attribute("aria-selected", "true")
+
+
 def type_code(page, code: str) -> None:
     """Replace the reward editor's code with `code`: select all, delete, then the new text."""
     page.locator("#reward-code .cm-content").click()

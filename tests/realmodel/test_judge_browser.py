@@ -10,7 +10,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, opened_page
+from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, open_tab, opened_page
 from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests
 
 from rloo_studio.rewards.judge import RUBRICS
@@ -51,7 +51,7 @@ def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreeme
 
     server_url, log = judge_server
     page = studio.page
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
 
     # The judge section: ticked, a template rubric, the test server by its URL and model name. The tick fills in the
     # first template, and the template menu stays within reach throughout: not disabled, and not covered (by a
@@ -126,13 +126,13 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
     page, runs_dir = studio.page, studio.runs_dir
 
     # Small steps: k = 4 completions of 1 prompt a step, 2 steps (each completion is a judge call on the CPU).
-    page.get_by_role("tab", name="4 · Train").click()
+    open_tab(page, "4 · Train")
     for elem_id, value in (("rloo-num-generations", 4), ("rloo-per-device-train-batch-size", 4), ("rloo-max-steps", 2)):
         _fill(page, elem_id, value)
 
     # The rubric in the person's own words; the judge is the test server. Scale 0-100: this tiny judge often
     # answers above 10 about the tiny policy's noise, which a 0-10 scale rightly refuses.
-    page.get_by_role("tab", name="3 · Rewards").click()
+    open_tab(page, "3 · Rewards")
     page.locator("#judge-use").get_by_label(text.JUDGE_USE).check()
     # The tick fills in the first template (a judge that works as it is: the first test's check, on this page already
     # ticked when that test ran first); the person then writes their own.
@@ -194,7 +194,7 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
     assert {pin[1] for pin in PINS} <= judged, "the pinned examples were not put to the judge"
 
     # Trained with it: the Train tab prices the judge per step, the run logs it, the page shows its share of the time.
-    page.get_by_role("tab", name="4 · Train").click()
+    open_tab(page, "4 · Train")
     expect(page.locator("#judge-cost")).to_contain_text("Judge calls per training step: 4 (", timeout=60_000)  # 4 new completions a step
     page.locator("#start-training").click()
     expect(page.locator("#train-status")).to_contain_text("finished", timeout=900_000)

@@ -32,7 +32,7 @@ import pytest
 from helpers import ROOT, run_cli
 
 from helpers.app import BEARER, TOKEN, connect, free_port, page_url, served_app
-from helpers.browser import CHROMIUM, CHROMIUM_ARGS, NEEDS_CHROMIUM
+from helpers.browser import CHROMIUM, CHROMIUM_ARGS, NEEDS_CHROMIUM, open_tab
 
 REBIND = "rebind.attacker.example"
 EMPTY_TABLE = {"headers": ["use", "function", "weight"], "data": []}
@@ -317,7 +317,7 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 # The app's own tab still works: back to it (its tab keeps the token), an action runs the code once.
                 page.go_back()
                 expect(page.locator("#model-name input")).to_have_value("demo", timeout=90_000)
-                page.get_by_role("tab", name="3 · Rewards").click()
+                open_tab(page, "3 · Rewards")
                 page.locator("#reward-code .cm-content").click()
                 page.keyboard.press("Control+A")
                 page.keyboard.press("Delete")
@@ -328,10 +328,10 @@ def test_a_server_on_another_loopback_port_gets_nothing_that_runs_code_and_canno
                 # An uploaded file's link (a navigation, which cannot carry the header) still gives the file.
                 data = tmp_path / "prompts.jsonl"
                 data.write_text('{"prompt": "1+1?", "answer": "2"}\n')
-                page.get_by_role("tab", name="2 · Data").click()
+                open_tab(page, "2 · Data")
                 page.get_by_label("A file on this computer").check()
                 page.locator("#data-upload input[type=file]").set_input_files(str(data))
-                expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile("prompts.jsonl$"))
+                expect(page.locator("#data-path input, #data-path textarea").first).to_have_value(re.compile("prompts.jsonl$"), timeout=60_000)
                 with page.expect_download() as download:
                     page.locator("#data-upload a[href*='file=']").first.click()
                 assert Path(download.value.path()).read_text() == data.read_text()
