@@ -312,6 +312,7 @@ def estimate_markdown(est: Estimate | None, device: str | None) -> str:
             head += f"\n\n⚠️ **But {line.split(':', 1)[0]}**:{line.split(':', 1)[1]}."
     elif est.verdict:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB — {est.verdict}** on {device}"
+        head += f"\n\n{text.ESTIMATE_GPU_CHECKED}"
     else:
         head = f"{icon} **Estimated peak GPU memory: {est.total_gib:.1f} GiB** (no GPU here: this is what a GPU would need)"
     # Settings that cannot train are said under the head on any machine, where they are chosen, not first at Start.

@@ -649,7 +649,7 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
                f"Even a “{label}” of 1 needs more: each generation batch is {plan.steps_per_generation} of them (the "
                f"{plan.accumulation} accumulation steps a preset or Shrink to fit set; its Undo puts the batch back). Add rows, "
                f"or lower the batch.")
-        return (f"⛔ Your data has {rows} training rows, but one generation batch needs {needed} prompts "
+        return (f"⛔ Your data has {rows} training row{'s' if rows != 1 else ''}, but one generation batch needs {needed} prompts "
                 f"({plan.generation_batch} completions ÷ {plan.num_generations} per prompt): training would finish at step 0 "
                 f"without learning anything. " + fix)
     seen = epochs(rows, plan, steps)

@@ -99,6 +99,13 @@ def test_no_gpu_memory_table_without_a_gpu():
     assert "| part | GiB |" in estimate_markdown(estimate_config(cfg, 16, True), "Test GPU")
 
 
+def test_a_gpu_estimate_says_how_far_the_one_measured_run_was_from_it():
+    """An H200 run of Qwen3-0.6B with Unsloth peaked 1.03 GiB above the estimate (56 %): a "fits" is read as a promise."""
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-0.6B"}, "lora": {"r": 16}})
+    assert text.ESTIMATE_GPU_CHECKED in estimate_markdown(estimate_config(cfg, 16, True), "Test GPU")
+    assert text.ESTIMATE_GPU_CHECKED not in estimate_markdown(estimate_config(cfg, None, True), None)
+
+
 def test_a_pin_fails_when_a_function_raised_even_if_the_others_pass():
     groups = [{"prompt": "p", "row": {}, "completions": ["<think>1</think>2"], "range": (1.0, 10.0)}]
     result = {"functions": {"numeric_answer": {"errors": []}, "mine": {"errors": [{"error": "KeyError: 'answer'"}]}},
