@@ -282,6 +282,11 @@ def _parse_reference(value: Any) -> float | None:
     return plain if plain is not None and math.isfinite(plain) else extract_number(text, "auto")
 
 
+def _no_reference(value: Any) -> bool:
+    """No reference to compare with: missing, an empty cell ("" from a CSV, blanks) or NaN (an empty cell of a table)."""
+    return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
+
+
 def numeric_answer(
     answer_column: str = "answer", mode: str = "auto", tolerance: float = 1e-6, prompt_opens_think: bool = False
 ) -> RewardFunc:
@@ -320,7 +325,7 @@ def numeric_answer(
 
 
 def exact_match(answer_column: str = "answer", normalize: bool = True, prompt_opens_think: bool = False) -> RewardFunc:
-    """1.0 when the answer text equals the reference column, else 0.0 (None without a reference).
+    """1.0 when the answer text equals the reference column, else 0.0; no score (None) where the reference cell is empty.
 
     The answer is the text after ``</think>``; an unclosed ``<think>`` means no answer (0.0). With ``normalize`` both sides go through
     ``normalize_answer`` (case, whitespace, surrounding quotes and punctuation are ignored).
@@ -336,7 +341,7 @@ def exact_match(answer_column: str = "answer", normalize: bool = True, prompt_op
         prepare = normalize_answer if normalize else str.strip
         scores: list[float | None] = []
         for completion, reference in zip(completions, references):
-            if reference is None:
+            if _no_reference(reference):  # else a blank reply would match an empty cell
                 scores.append(None)
                 continue
             answer = final_answer(_read(completion, prompt_opens_think))

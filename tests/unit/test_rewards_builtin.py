@@ -234,6 +234,14 @@ def test_exact_match_normalized():
     assert reward.__name__ == "exact_match"
 
 
+def test_a_blank_reference_is_no_reference_for_exact_match():
+    """A CSV row whose answer cell is empty reads as "": exact_match gave a blank reply 1.0 there and any real reply 0.0,
+    pushing the model towards saying nothing on those rows (a review). Blank, like missing, is no reference: None."""
+    reward = exact_match()
+    assert reward(["", "Paris", "."], answer=["", "  ", float("nan")]) == [None, None, None]
+    assert reward(["", "Paris"], answer=["Paris", "Paris"]) == [0.0, 1.0]
+    assert reward(["0"], answer=[0]) == [1.0]  # a number is a reference, 0 included
+
 def test_exact_match_without_normalization():
     reward = exact_match(normalize=False)
     assert reward([" Paris ", "paris", "42"], answer=["Paris", "Paris", 42]) == [1.0, 0.0, 1.0]
