@@ -246,6 +246,7 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
         raise DataError(f"the dataset {cfg.source!r} has no rows", "", "check the file or split")
     _check_header(cfg, base_dir, list(dict.fromkeys(k for row in train[:1000] for k in row)))
     columns = _check_prompts(train, cfg, "the dataset")
+    _check_column_types(train, "the dataset")
 
     test: list[dict] | None = None
     if cfg.test_split:
@@ -254,6 +255,7 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
         if not test:
             raise DataError(f"the test set {cfg.test_split!r} has no rows", "", "check data.test_split")
         _check_prompts(test, cfg, f"the test set ({cfg.test_split})")
+        _check_column_types(test, f"the test set ({cfg.test_split})")
     elif cfg.test_fraction > 0:
         shuffled = train[:]
         random.Random(seed).shuffle(shuffled)
@@ -289,6 +291,36 @@ def _check_prompts(rows: list[dict], cfg: DataConfig, what: str) -> list[str]:
         raise DataError(f"{len(empty)} row(s) of {what} have an empty prompt (data rows {shown}, counted from 1, header excluded)",
                         "a model cannot be prompted with nothing", "remove those rows or fill in their prompts")
     return columns
+
+
+def _kind(value: Any) -> str | None:
+    """What a value is, as a table column sees it: a table holds one kind per column (ints and floats are both numbers)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true/false values"
+    if isinstance(value, (int, float)):
+        return "numbers"
+    if isinstance(value, str):
+        return "text"
+    return "lists" if isinstance(value, list) else "objects" if isinstance(value, dict) else type(value).__name__
+
+
+def _check_column_types(rows: list[dict], what: str) -> None:
+    """Raises when a column holds values of different kinds (4 in one row, "x" in another): the training table would
+    refuse them, but only once the model has loaded. Said here, when the data is read."""
+    for column in dict.fromkeys(k for row in rows for k in row):
+        seen: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            kind = _kind(row.get(column))
+            if kind is not None:
+                seen.setdefault(kind, []).append(i + 1)
+        if len(seen) > 1:
+            parts = " and ".join(f"{kind} (row{'s' if len(at) > 1 else ''} {', '.join(map(str, at[:5]))}"
+                                 f"{' ...' if len(at) > 5 else ''})" for kind, at in seen.items())
+            raise DataError(f"column `{column}` holds {parts} in {what} (rows counted from 1)",
+                            "a training table holds one kind of value per column",
+                            "make the column one kind: e.g. quote every answer as text (\"4\"), in the file or the program that wrote it")
 
 
 def _is_empty(value: Any) -> bool:

@@ -186,6 +186,17 @@ def test_a_split_that_leaves_no_training_rows_is_refused_with_what_to_change(tmp
     assert "holding out 1 of the 1 row" in said and "leaves no rows to train on" in said and "data.test_fraction: 0" in said
     assert len(load_rows(cfg(source="d.jsonl", test_fraction=0.0), tmp_path).train) == 1
 
+def test_a_column_of_numbers_and_text_is_refused_when_read_not_after_the_model_loaded(tmp_path):
+    """JSON lines whose `answer` is 4 in one row and "x" in another: the Data tab said "Ready to train" and the run
+    failed when the table was built, after loading the model (a review)."""
+    write_jsonl(tmp_path / "d.jsonl", [{"question": "a", "answer": 4}, {"question": "b", "answer": 5.5},
+                                       {"question": "c", "answer": "x"}, {"question": "d", "answer": None}])
+    said = data_error(cfg(source="d.jsonl"), tmp_path).message()
+    assert "column `answer` holds numbers (rows 1, 2) and text (row 3)" in said and "quote" in said
+    write_jsonl(tmp_path / "ok.jsonl", [{"question": "a", "answer": 4}, {"question": "b", "answer": 5.5},
+                                        {"question": "c", "answer": None, "tags": ["x"]}])
+    assert len(load_rows(cfg(source="ok.jsonl"), tmp_path).train) == 3  # ints with floats, and gaps, make one table
+
 def test_test_split_is_a_local_file(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", ROWS[:6])
     write_jsonl(tmp_path / "held.jsonl", ROWS[6:])
