@@ -113,6 +113,10 @@ def _read_csv(path: Path) -> list[dict]:
             for row in reader:
                 rows.append(dict(row))
                 row_start = reader.reader.line_num + 1
+            # Columns without a name that hold nothing (a spreadsheet's empty columns, `prompt,answer,,`) are no columns.
+            if rows and "" in rows[0] and all(not (row.get("") or "").strip() for row in rows):
+                for row in rows:
+                    row.pop("", None)
         except csv.Error as exc:
             if "field larger than field limit" not in str(exc):
                 raise DataError(f"{path}: the CSV row starting on line {row_start} cannot be read ({exc})", "",
@@ -181,7 +185,8 @@ def headerless_csv(source: str, base_dir: str) -> list[str] | None:
     if not cells:
         return None
     looks_like_data = any(_NUMBER.fullmatch(c) or c.endswith(("?", ".", "!")) or len(c.split()) > 4 or len(c) > 40 for c in cells)
-    return cells if looks_like_data or len(set(cells)) < len(cells) else None
+    named = [c for c in cells if c]  # a spreadsheet's empty columns at the end have no name, each of them
+    return cells if looks_like_data or len(set(named)) < len(named) else None
 
 
 def _check_header(cfg: DataConfig, base_dir: Path, columns: list[str]) -> None:

@@ -197,6 +197,18 @@ def test_a_column_of_numbers_and_text_is_refused_when_read_not_after_the_model_l
                                         {"question": "c", "answer": None, "tags": ["x"]}])
     assert len(load_rows(cfg(source="ok.jsonl"), tmp_path).train) == 3  # ints with floats, and gaps, make one table
 
+def test_a_spreadsheets_empty_trailing_columns_are_not_a_missing_header(tmp_path):
+    """A spreadsheet saved as CSV with two empty columns at the end: its header `prompt,answer,,` repeats the empty
+    name, and the Data tab said the file had no header row and to add one (which would have made the real header
+    a prompt). Empty columns without a name are dropped; a named column that is empty stays."""
+    from rloo_studio.data import headerless_csv
+
+    (tmp_path / "d.csv").write_text("prompt,answer,,\nWhat is 2+2?,4,,\nWhat is 3+3?,6,,\n", encoding="utf-8")
+    assert headerless_csv("d.csv", str(tmp_path)) is None
+    assert load_rows(cfg(source="d.csv", prompt_column="prompt"), tmp_path).columns == ["prompt", "answer"]
+    (tmp_path / "twice.csv").write_text("prompt,prompt\nWhat is 2+2?,4\n", encoding="utf-8")
+    assert headerless_csv("twice.csv", str(tmp_path)) == ["prompt", "prompt"]  # a name twice is still suspicious
+
 def test_test_split_is_a_local_file(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", ROWS[:6])
     write_jsonl(tmp_path / "held.jsonl", ROWS[6:])
