@@ -243,6 +243,15 @@ def _read_hub(dataset_id: str, cfg: DataConfig, split: str) -> list[dict]:
     return [dict(r) for r in ds]
 
 
+def held_out_count(rows: int, test_fraction: float) -> int:
+    """How many of `rows` a held-out fraction holds out: at least one.
+
+    >>> held_out_count(40, 0.3), held_out_count(9, 0.01)
+    (12, 1)
+    """
+    return max(1, int(round(rows * test_fraction)))
+
+
 def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Rows:
     """Read training (and test) rows as plain dicts; no tokenizer or model needed."""
     base_dir = Path(base_dir)
@@ -264,7 +273,7 @@ def load_rows(cfg: DataConfig, base_dir: str | Path = ".", seed: int = 42) -> Ro
     elif cfg.test_fraction > 0:
         shuffled = train[:]
         random.Random(seed).shuffle(shuffled)
-        n_test = max(1, int(round(len(shuffled) * cfg.test_fraction)))
+        n_test = held_out_count(len(shuffled), cfg.test_fraction)
         test, train = shuffled[:n_test], shuffled[n_test:]
         if not train:  # at least one row is held out (above), so a one-row file would train on nothing
             raise DataError(f"holding out {n_test} of the {len(shuffled)} row{'s' if len(shuffled) != 1 else ''} "
@@ -467,7 +476,8 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
     """What the app shows about a data source: columns, row counts, the first rows and every problem.
 
     Never raises a DataError: problems come back in `problems` (the person fixes them in the form). `split` says whether
-    the rows could be split into training and held-out ones; until they can, `train_rows` counts the rows read.
+    the rows could be split into training and held-out ones; until they can, `train_rows` counts the rows read
+    (`rows_read`: the training data's rows before the split and any limit).
     """
     result: dict[str, Any] = {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": [], "split": False}
     try:
@@ -476,7 +486,7 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
         result["problems"].append(exc.message())
         return result
     result["columns"] = list(dict.fromkeys(k for row in raw[:1000] for k in row))
-    result["train_rows"] = len(raw)
+    result["train_rows"] = result["rows_read"] = len(raw)
     result["rows"] = [{k: _short(v) for k, v in row.items()} for row in raw[:limit]]
     try:
         rows = load_rows(cfg, base_dir)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from ..config import DataConfig, RunConfig
-from ..data import HEADERLESS_WHAT, REPEATS_SHOWN, answer_column, headerless_csv, is_hub_source, peek, peek_in_child, unpassed_columns
+from ..data import HEADERLESS_WHAT, REPEATS_SHOWN, answer_column, headerless_csv, held_out_count, is_hub_source, peek, peek_in_child, unpassed_columns
 from ..stats import FEWEST_TO_DECIDE
 from . import text
 from .freshness import Outdated
@@ -268,7 +268,7 @@ class DataTab:
                 counted = f"**{n} row{'s' if n != 1 else ''}** in the data"
             lines.append(f"{counted}. Columns: " + ", ".join(f"`{c}`" for c in cols) +
                          ". " + columns_sentence(cols))
-        few = held_out_too_few(result.get("test_rows"), result["train_rows"], data_cfg) if cols and result.get("split") else None
+        few = held_out_too_few(result.get("test_rows"), result["rows_read"], data_cfg) if cols and result.get("split") else None
         lines += notes + ([few] if few else []) + ([repeats_line(result["repeats"], answer_col)] if result.get("repeats", {}).get("prompts") else [])
         for problem in result["problems"]:
             if first_row and problem.startswith(HEADERLESS_WHAT):
@@ -320,20 +320,22 @@ def repeats_named(found: dict, answer_col: str | None) -> str:
 HELD_OUT_ADVISED = 2 * FEWEST_TO_DECIDE  # room for prompts on which base and tuned tie: those do not count
 
 
-def held_out_too_few(test_rows: int | None, train_rows: int, data_cfg: DataConfig) -> str | None:
+def held_out_too_few(test_rows: int | None, rows_read: int, data_cfg: DataConfig) -> str | None:
     """A note when the held-out rows can never show base and tuned apart in Evaluate (fewer than the sign test needs
     to differ, stats.FEWEST_TO_DECIDE), or only if the two differ on nearly every one (fewer than HELD_OUT_ADVISED):
-    said here, where the split is made, not first at Evaluate."""
-    if test_rows is not None and test_rows >= HELD_OUT_ADVISED or not train_rows:
+    said here, where the split is made, not first at Evaluate. `rows_read`: the training data's rows before the split
+    and before "Use at most N training rows"; the fraction to raise is offered only when it is what holds rows out."""
+    if test_rows is not None and test_rows >= HELD_OUT_ADVISED or not rows_read:
         return None
     if not test_rows:  # none held out: said too, as Evaluate would first say it
         return (f"ℹ️ No rows are held out, so Evaluate has none of its own to score base and tuned on: set "
                 f"“{text.field_label('data', 'test_fraction')}” (0.1 holds out a tenth), or give a file of other prompts in "
                 f"“{text.field_label('data', 'test_split')}” now or at Evaluate.")
-    total = test_rows + train_rows
-    fraction = math.ceil(20 * HELD_OUT_ADVISED / total) / 20 if total else None  # in steps of 0.05
-    more = (f"Raise “{text.field_label('data', 'test_fraction')}” ({fraction:g} holds out {math.ceil(fraction * total)} of these "
-            f"{total} rows), or give" if data_cfg.test_fraction and fraction and fraction <= 0.5 else "Give")
+    total = rows_read
+    fraction = math.ceil(20 * HELD_OUT_ADVISED / total) / 20  # in steps of 0.05
+    split = data_cfg.test_fraction and not data_cfg.test_split  # a held-out file makes the fraction do nothing
+    more = (f"Raise “{text.field_label('data', 'test_fraction')}” ({fraction:g} holds out {held_out_count(total, fraction)} of "
+            f"these {total} rows), or give" if split and fraction <= 0.5 else "Give")
     other = f"{more} a file of other prompts in “{text.field_label('data', 'test_split')}”."
     if test_rows >= FEWEST_TO_DECIDE:
         every = "every one here" if test_rows == FEWEST_TO_DECIDE else f"{FEWEST_TO_DECIDE} of these {test_rows}"

@@ -259,3 +259,22 @@ def test_the_held_out_advice_leaves_room_for_prompts_on_which_base_and_tuned_tie
             "of them (every one here)") in six, six
     assert "0.3 holds out 12 of these 40 rows" in six
     assert "held-out rows" not in summary(0.3)
+
+
+def test_the_held_out_advice_names_only_what_changes_the_held_out_rows(tmp_path):
+    """With a held-out file given, the fraction does nothing, yet the note said "Raise 'Held-out fraction' (0.3 holds out
+    ...)"; with "Use at most N training rows" it counted the rows left after that limit as the whole file (a review)."""
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "vet.csv").write_text("question,days\n" + "".join(f"How many days for case {i}?,{i}\n" for i in range(400)))
+    (tmp_path / "held.csv").write_text("question,days\n" + "".join(f"Held case {i}?,{i}\n" for i in range(5)))
+
+    def summary(**data):
+        return DataTab.preview(config({"source": "vet.csv", "prompt_column": "question", **data}).data, str(tmp_path), None, [])[0]
+
+    with_file = summary(test_split="held.csv", test_fraction=0.1)
+    assert "5 held out" in with_file and "too few for Evaluate" in with_file
+    assert "Raise" not in with_file and "Give a file of other prompts" in with_file, with_file
+    limited = summary(test_fraction=0.01, max_train_samples=100)
+    assert "4 held out" in limited and "of these 104 rows" not in limited, limited
+    assert "(0.05 holds out 20 of these 400 rows)" in limited, limited
