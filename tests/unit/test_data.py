@@ -343,3 +343,11 @@ def test_parquet_chat_prompts_stay_message_lists(tmp_path):
     rows = load_rows(cfg(source="chat.parquet", prompt_column="prompt"), tmp_path)
     assert rows.train[0]["prompt"] == messages
     assert build_prompt(rows.train[0]["prompt"], cfg(source="chat.parquet", prompt_column="prompt"), chat=True) == messages
+
+
+def test_doctests():
+    import doctest
+
+    from rloo_studio import data
+
+    assert doctest.testmod(data).failed == 0
