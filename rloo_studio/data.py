@@ -477,7 +477,8 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
 
     Never raises a DataError: problems come back in `problems` (the person fixes them in the form). `split` says whether
     the rows could be split into training and held-out ones; until they can, `train_rows` counts the rows read
-    (`rows_read`: the training data's rows before the split and any limit).
+    (`rows_read`: the training data's rows before the split and any limit). `empty_columns`: those empty in every
+    training row.
     """
     result: dict[str, Any] = {"columns": [], "train_rows": 0, "test_rows": None, "rows": [], "problems": [], "split": False}
     try:
@@ -493,6 +494,7 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
         result["train_rows"] = len(rows.train)
         result["test_rows"] = len(rows.test) if rows.test is not None else None
         result["repeats"] = repeats(rows, cfg.prompt_column)
+        result["empty_columns"] = [c for c in rows.columns if all(_is_empty(row.get(c)) for row in rows.train)]
         result["split"] = True
     except DataError as exc:
         result["problems"].append(exc.message())

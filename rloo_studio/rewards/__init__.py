@@ -188,7 +188,7 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
                             f" (columns: {', '.join(dataset_columns)}) — set {setting}")
         elif column and rows and spec.name and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
             problems.append(f"rewards[{i}] ({spec.label()}): the column `{column}` is empty in all {len(rows)} training rows, "
-                            f"so {spec.label()} would score every completion 0 and RLOO would learn nothing — fill in the "
+                            f"so {spec.label()} would give no completion a score and RLOO would learn nothing — fill in the "
                             f"answers, point {setting} at the column that holds them, or use a reward that needs no answer")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

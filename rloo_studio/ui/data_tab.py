@@ -258,6 +258,11 @@ class DataTab:
             if answer_col != answer:
                 notes.append(f"⚠️ “{text.ANSWER_COLUMN}” was `{answer or NO_ANSWER}`, which this data does not have: it is now "
                              f"`{answer_col}`{uses} — check it.")
+        if checking and answer_col in result.get("empty_columns", ()):
+            notes.append(f"⚠️ “{text.ANSWER_COLUMN}” `{answer_col}` is empty in every training row, but {', '.join(checking)} "
+                         "compare the model's answer with it: they would give no completion a score, and the run would learn "
+                         "nothing from them. Fill in the answers, choose the column that holds them, or untick those rewards "
+                         "on the Rewards tab.")
         lines = []
         if cols:
             n = result["train_rows"]

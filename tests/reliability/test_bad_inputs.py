@@ -72,7 +72,7 @@ def _xlsx_bytes() -> bytes:
     ("unicode-no-bom.csv", "prompt,answer\nWhat is 1+1?,2\n".encode("utf-16-le"), "is UTF-16 text", "data files must be UTF-8",
      "save it again as UTF-8"),
     ("empty-answers.csv", ("prompt,answer\n" + "".join(f"What is {i}+1?,\n" for i in range(20))).encode(),
-     "rewards[0] (numeric_answer): the column `answer` is empty in all", "would score every completion 0 and RLOO would learn nothing",
+     "rewards[0] (numeric_answer): the column `answer` is empty in all", "would give no completion a score and RLOO would learn nothing",
      "fill in the answers, point params.answer_column at the column that holds them"),
 ])
 def test_files_a_person_really_sends(tmp_path, name, content, what, why, fix):

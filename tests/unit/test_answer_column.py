@@ -278,3 +278,16 @@ def test_the_held_out_advice_names_only_what_changes_the_held_out_rows(tmp_path)
     limited = summary(test_fraction=0.01, max_train_samples=100)
     assert "4 held out" in limited and "of these 104 rows" not in limited, limited
     assert "(0.05 holds out 20 of these 400 rows)" in limited, limited
+
+
+def test_an_answer_column_empty_in_every_row_is_not_ready_while_a_reward_checks_answers(tmp_path):
+    """A CSV whose `answer` cells are all empty with numeric_answer ticked: the Data tab said "✅ Ready to train" and the
+    run then failed its checks (the reward would give no score to any completion) (a review)."""
+    from rloo_studio.ui.data_tab import DataTab
+
+    (tmp_path / "q.csv").write_text("question,answer\n" + "".join(f"How far is town {i}?,\n" for i in range(30)))
+    data = config({"source": "q.csv", "prompt_column": "question", "answer_column": "answer", "test_fraction": 0.0}).data
+    summary = DataTab.preview(data, str(tmp_path), "answer", ["numeric_answer"])[0]
+    assert "Ready to train" not in summary and "`answer` is empty in every training row" in summary, summary
+    assert "numeric_answer" in summary
+    assert "Ready to train" in DataTab.preview(data, str(tmp_path), "answer", [])[0]  # nothing reads it: fine
