@@ -639,12 +639,14 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
     if rows < needed:  # no step can be made: how often a prompt would be seen means nothing
         fits = per_device_that_fills(rows, plan)
         label = text.RLOO_FIELDS["per_device_train_batch_size"][0]
-        fix = (f"Lower “{label}” to {fits} ({fits * plan.processes * plan.steps_per_generation // plan.num_generations} prompts × "
+        prompts = fits * plan.processes * plan.steps_per_generation // plan.num_generations
+        prompts_word = f"{prompts} prompt{'s' if prompts != 1 else ''}"
+        fix = (f"Lower “{label}” to {fits} ({prompts_word} × "
                f"{plan.num_generations} completions), or add rows." if fits and plan.steps_per_generation == 1 else
                f"Lower “{label}” to {fits}: with the {plan.steps_per_generation} accumulation steps a preset or Shrink to fit set "
                f"(no field on this page; Shrink to fit's Undo puts them back), that is "
                f"{fits * plan.processes * plan.steps_per_generation} completions, "
-               f"{fits * plan.processes * plan.steps_per_generation // plan.num_generations} prompts × {plan.num_generations}. "
+               f"{prompts_word} × {plan.num_generations}. "
                "Or add rows." if fits else
                f"Even a “{label}” of 1 needs more: each generation batch is {plan.steps_per_generation} of them (the "
                f"{plan.accumulation} accumulation steps a preset or Shrink to fit set; its Undo puts the batch back). Add rows, "

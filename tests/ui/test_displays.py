@@ -48,6 +48,7 @@ def test_the_epochs_are_said_before_start():
     assert warning.startswith("⚠️ 150 steps × 13 new prompts per step ÷ 54 training rows = **36 epochs**")
     assert "“Training steps”" in warning and "(about 12 for 3 epochs)" in warning
     # Two passes over each generation batch: a step draws half as many new prompts from the data.
+    assert "1 training row, but" in epochs_markdown(1, 8, 16, 10) and "(1 prompt × 8 completions)" in epochs_markdown(1, 8, 16, 10)
     assert epochs_markdown(54, 8, 104, 150, 2).startswith("⚠️ 150 steps × 6.5 new prompts per step ÷ 54 training rows = **18 epochs**")
     assert not epochs_markdown(2000, 8, 128, 10).startswith("⚠️") and epochs_markdown(None, 8, 128, 10) == ""
     # Under one epoch: the share of prompts seen, not "0 epochs (each prompt seen about 0 times)".
