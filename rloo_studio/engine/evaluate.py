@@ -291,7 +291,9 @@ def _verdict(record: dict, tuned: _Side) -> str | None:
         record["verdict"] = (f"{chosen} was chosen, but most answers were cut off by the token budget ({shares}): "
                              f"no checkpoint is named on unfinished answers")
         return None
-    better = versus["mean_difference"] > 0
+    # Which way: the sign test's (more prompts higher than lower), as every verdict reads it (stats.verdict); a mean
+    # difference can point the other way (one prompt far higher, nine a little lower).
+    better = stats.verdict(versus)["kind"] == "better"
     # Where the comparison was made, exactly: with agreeing halves the checkpoint was chosen on every prompt (once on
     # each half), so what was kept apart is each half's choice from that half's scores.
     where = (f", each half scored by the checkpoint chosen on the other half (both halves chose {chosen})"

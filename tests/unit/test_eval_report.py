@@ -91,6 +91,17 @@ def test_a_validation_split_chooses_and_the_held_out_prompts_report():
     assert record["verdict"] == "checkpoint-2 is worse than final on the held-out prompts, none of them used to choose it"
 
 
+def test_the_best_checkpoints_direction_is_the_sign_tests_not_the_mean_differences():
+    """Chosen higher on 1 prompt by 5.0 and lower on 9 by 0.1: the sign test tells them apart, the mean difference is
+    +0.41, and the checkpoint was named best while the line above said it scored lower on 9 of 10 (a review)."""
+    val_good, val_final = side("checkpoint-2", 2, [1.0] * 10), side("final", 4, [0.0] * 10)
+    test_ckpt, test_final = side("checkpoint-2", 2, [5.0] + [0.0] * 9), side("final", 4, [0.0] + [0.1] * 9)
+    base = side("base", 0, [0.0] * 10)
+    record, best = evaluate._validated([test_ckpt, test_final], [val_good, val_final], base, test_final, "validation", 0, SEED)
+    versus = record["chosen_vs_tuned"]
+    assert versus["wins"] == 1 and versus["losses"] == 9 and versus["mean_difference"] > 0 and versus["distinguishable"]
+    assert best is None and record["verdict"].startswith("checkpoint-2 is worse than final"), record["verdict"]
+
 def test_truncated_means_the_budget_was_hit_without_an_end_token():
     from rloo_studio.rewards.runtime import cut_off  # the one rule of samples, preview and evaluation
 
