@@ -7,6 +7,10 @@ chat messages (TRL applies the tokenizer's chat template) or plain text — and 
 `reward_columns` names, which TRL passes to the reward functions by name. `reward_kwargs` builds the
 same keyword arguments for every call of a reward outside training (preview, pinned examples,
 scan, evaluation): the one rule of what rewards receive.
+
+Over 500 lines because a person's own file is where most bad inputs show up, and each check (encoding, header row,
+empty prompts, a column of mixed kinds, a split that leaves nothing to train on) names the problem in the file's own
+terms, lines and cells, while it is read: the checks belong with the reading.
 """
 
 from __future__ import annotations

@@ -326,6 +326,22 @@ def effective_state(status: dict) -> str:
     return state
 
 
+def final_stopped_at(run_dir: str | Path) -> tuple[int, int] | None:
+    """(step, max_steps) when the run's `final` weights are a stop's, not the end of training; else None.
+
+    A stopped run saves its weights as `final` too (so that Chat, Evaluate and Export have the latest weights to offer);
+    whatever is made from them says they are the stop step's."""
+    status = read_status(run_dir)
+    if effective_state(status) == "stopped" and status.get("step") != status.get("max_steps"):
+        return status.get("step"), status.get("max_steps")
+    return None
+
+
+def stopped_final_words(step, max_steps) -> str:
+    """`final` weights saved at a stop, in words (the pages, the model card)."""
+    return f"{FINAL}: the weights saved when the run was stopped at step {step} of {max_steps}, not the end of training"
+
+
 def request_stop(run_dir: str | Path) -> None:
     """Ask the worker to stop after the current step (it saves a checkpoint and the adapter)."""
     Path(run_dir, STOP_FILE).write_text(f"{time.time()}\n", encoding="utf-8")

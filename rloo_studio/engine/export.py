@@ -351,10 +351,14 @@ def evaluation_section(run_dir: Path, checkpoint_label: str = runs.FINAL) -> str
     report = runs.read_eval(run_dir) or {}
     # eval.json may hold several checkpoints, or only others than the exported one.
     entry = next((e for e in report.get("checkpoints", []) if e["name"] == checkpoint_label), None)
-    if entry is None:
+    # `final` is saved again when a run is resumed after its evaluation: that evaluation is of earlier weights.
+    now = runs.read_status(run_dir).get("step") if checkpoint_label == runs.FINAL else None
+    earlier = entry is not None and isinstance(now, int) and isinstance(entry.get("step"), int) and entry["step"] != now
+    if entry is None or earlier:
         which = "" if checkpoint_label == runs.FINAL else f" --checkpoint {checkpoint_label}"
         older = f" ({runs.OLD_EVAL})" if runs.old_eval(run_dir) else ""
-        return (f"Not evaluated yet for these weights ({checkpoint_label}){older}; run `rloo-studio eval {run_dir}{which}` to "
+        these = f"{checkpoint_label}, step {now}; the evaluation is of step {entry['step']}" if earlier else checkpoint_label
+        return (f"Not evaluated yet for these weights ({these}){older}; run `rloo-studio eval {run_dir}{which}` to "
                 "compare them with the base model on held-out prompts.\n")
     base, tuned, decoding = report["base"], entry["summary"], report["decoding"]
     budgets = decoding["max_new_tokens"]
@@ -400,10 +404,21 @@ def _how_chosen(report: dict, checkpoint_label: str) -> str:
     if report["best"] == checkpoint_label:
         how = (f"{checkpoint_label} was chosen by mean reward ({selection['method']}: {folds}) and reported on "
                f"{selection['reported_on']}, where it is distinguishable from {selection['chosen_vs_tuned']['tuned']}.")
+    elif report["best"]:
+        how = (f"{checkpoint_label}; the evaluation's selection ({selection['method']}: {folds}) found {report['best']} better "
+               f"than {selection['chosen_vs_tuned']['tuned']} ({selection['verdict']}): export {report['best']} for those weights.")
     else:
         how = (f"{checkpoint_label}; the evaluation's selection ({selection['method']}: {folds}) found no checkpoint "
                f"distinguishable from the final weights ({selection['verdict']}).")
     return "\nHow these weights were chosen: " + how
+
+
+def weights_words(run_dir: Path, label: str) -> str:
+    """Which weights, in the model card's words: `final` is the end of training unless the run was stopped before it."""
+    if label != runs.FINAL:
+        return label
+    stopped = runs.final_stopped_at(run_dir)
+    return runs.stopped_final_words(*stopped) if stopped else f"{runs.FINAL} (end of training)"
 
 
 def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usage: str, extra: str = "") -> str:
@@ -450,7 +465,7 @@ def model_card(run_dir: Path, cfg: RunConfig, fmt: str, src: _Source | None, usa
         f"- Base model: `{base}`",
         f"- Method: {'LoRA (r=%s, alpha=%s, target_modules=%s)' % (lora.r, lora.alpha, lora.target_modules) if lora else 'full fine-tuning'}"
         + (", base loaded in 4-bit during training (QLoRA)" if cfg.model.load_in_4bit else ""),
-        f"- Weights: {'final (end of training)' if label == runs.FINAL else label} — exported {time.strftime('%Y-%m-%d %H:%M')}",
+        f"- Weights: {weights_words(run_dir, label)} — exported {time.strftime('%Y-%m-%d %H:%M')}",
         f"- Data: `{cfg.data.source}` (prompt column `{cfg.data.prompt_column}`)",
         *([f"- Format warm-up: {warmed}"] if warmed else []),  # in every checkpoint's weights: it ran before RLOO
         "",

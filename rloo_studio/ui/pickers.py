@@ -66,16 +66,11 @@ def default_checkpoint(choices: list[str]) -> str | None:
 
 
 def not_final_note(run_dir: Path, checkpoint: str | None) -> str:
-    """What a result must say when it used weights other than the end of training ("" when it did not).
-
-    A stopped run saves its weights as `final` too (so that Chat, Evaluate and Export have the latest weights
-    to offer); they are the stop step's, not the end of training, and a result made from them says so."""
+    """What a result must say when it used weights other than the end of training ("" when it did not): a stopped run's
+    `final` (runs.final_stopped_at), a checkpoint."""
     if checkpoint == FINAL:
-        status = runs.read_status(run_dir)
-        if runs.effective_state(status) == "stopped" and status.get("step") != status.get("max_steps"):
-            return (f"{FINAL}: the weights saved when the run was stopped at step {status.get('step')} of "
-                    f"{status.get('max_steps')}, not the end of training")
-        return ""
+        stopped = runs.final_stopped_at(run_dir)
+        return runs.stopped_final_words(*stopped) if stopped else ""
     if not checkpoint or not checkpoint.startswith("checkpoint-"):
         return ""
     if FINAL in checkpoint_choices(run_dir):

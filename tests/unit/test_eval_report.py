@@ -191,6 +191,39 @@ def test_the_model_card_gives_intervals_budgets_and_how_the_weights_were_chosen(
     assert stats.NOT_DISTINGUISHABLE in card  # tuned (final) vs base: 5 wins, 1 tie on 6 prompts
 
 
+
+def test_the_model_card_of_final_weights_names_the_better_checkpoint_the_evaluation_found(tmp_path):
+    """Exporting `final` after the evaluation named checkpoint-120 best: the card said the selection 'found no checkpoint
+    distinguishable from the final weights (checkpoint-120 is better than final ...)' (a review)."""
+    report = six_prompt_report()
+    report["best"] = "checkpoint-120"
+    (tmp_path / "eval.json").write_text(json.dumps(report))
+    card = evaluation_section(tmp_path, "final")
+    assert "found no checkpoint" not in card and "found checkpoint-120 better than final" in card, card
+
+
+def test_an_evaluation_of_earlier_final_weights_is_not_shown_for_the_weights_saved_since(tmp_path):
+    """A run evaluated at step 150, then resumed to step 200, saves `final` again: the card showed the step-150 table
+    as these weights' (a review)."""
+    (tmp_path / "eval.json").write_text(json.dumps(six_prompt_report()))  # final evaluated at step 150
+    (tmp_path / "status.json").write_text(json.dumps({"state": "finished", "step": 150, "max_steps": 200}))
+    assert "| metric | base | tuned |" in evaluation_section(tmp_path, "final")
+    (tmp_path / "status.json").write_text(json.dumps({"state": "finished", "step": 200, "max_steps": 200}))
+    card = evaluation_section(tmp_path, "final")
+    assert "| metric | base | tuned |" not in card and "Not evaluated yet for these weights (final, step 200" in card, card
+    assert "the evaluation is of step 150" in card
+
+
+def test_the_model_card_of_a_stopped_run_does_not_call_its_weights_the_end_of_training(tmp_path):
+    from rloo_studio.engine.export import weights_words
+
+    (tmp_path / "status.json").write_text(json.dumps({"state": "stopped", "step": 40, "max_steps": 200}))
+    assert weights_words(tmp_path, "final") == ("final: the weights saved when the run was stopped at step 40 of 200, "
+                                                "not the end of training")
+    (tmp_path / "status.json").write_text(json.dumps({"state": "finished", "step": 200, "max_steps": 200}))
+    assert weights_words(tmp_path, "final") == "final (end of training)"
+    assert weights_words(tmp_path, "checkpoint-20") == "checkpoint-20"
+
 # What an earlier version wrote: no intervals, checkpoints, decoding or selection.
 OLDER_EVAL = {"run": "r", "n_prompts": 6, "base": {"mean_reward": 0.1, "answer_accuracy": 0.2},
               "tuned": {"mean_reward": 0.5, "answer_accuracy": 0.6}, "checkpoint": "final", "seconds": 1.0}
