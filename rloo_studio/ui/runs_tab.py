@@ -202,7 +202,7 @@ class RunsTab:
         run_dirs = [folders[r] for r in picked]
         frame, missing = compare_runs.curve_frame(run_dirs, curve)
         headers, rows = compare_runs.config_differences(run_dirs)
-        note = (compare_runs.missing_note(curve, missing) or (f"{len(rows)} settings differ." if rows else "Their settings are the same.")) + not_found
+        note = (compare_runs.missing_note(curve, missing) or (("1 setting differs." if len(rows) == 1 else f"{len(rows)} settings differ.") if rows else "Their settings are the same.")) + not_found
         return [note, run_view.plot_update(frame), {"headers": headers, "data": rows},
                 {"headers": compare_runs.EVAL_HEADERS, "data": compare_runs.eval_rows(run_dirs)}]
 
