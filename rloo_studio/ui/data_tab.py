@@ -259,10 +259,12 @@ class DataTab:
                 notes.append(f"⚠️ “{text.ANSWER_COLUMN}” was `{answer or NO_ANSWER}`, which this data does not have: it is now "
                              f"`{answer_col}`{uses} — check it.")
         if checking and answer_col in result.get("empty_columns", ()):
+            one = len(checking) == 1
             notes.append(f"⚠️ “{text.ANSWER_COLUMN}” `{answer_col}` is empty in every training row, but {', '.join(checking)} "
-                         "compare the model's answer with it: they would give no completion a score, and the run would learn "
-                         "nothing from them. Fill in the answers, choose the column that holds them, or untick those rewards "
-                         "on the Rewards tab.")
+                         f"compare{'s' if one else ''} the model's answer with it: {'it' if one else 'they'} would give no "
+                         f"completion a score, and the run would learn nothing from {'it' if one else 'them'}. Fill in the "
+                         f"answers, choose the column that holds them, or untick {'it' if one else 'those rewards'} on the "
+                         "Rewards tab.")
         lines = []
         if cols:
             n = result["train_rows"]
