@@ -639,7 +639,7 @@ def epochs_markdown(train_rows, k, batch, max_steps, num_iterations=1, base: dic
     if rows < needed:  # no step can be made: how often a prompt would be seen means nothing
         fits = per_device_that_fills(rows, plan)
         label = text.RLOO_FIELDS["per_device_train_batch_size"][0]
-        prompts = fits * plan.processes * plan.steps_per_generation // plan.num_generations
+        prompts = fits * plan.processes * plan.steps_per_generation // plan.num_generations if fits else 0
         prompts_word = f"{prompts} prompt{'s' if prompts != 1 else ''}"
         fix = (f"Lower “{label}” to {fits} ({prompts_word} × "
                f"{plan.num_generations} completions), or add rows." if fits and plan.steps_per_generation == 1 else
