@@ -142,7 +142,14 @@ def studio(tmp_path_factory):
 
 
 def _shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"own-csv-{name}.png"), full_page=True)
+    """A screenshot for a person to look at afterwards: evidence, not a check. A full-page capture of the long page can
+    outlast its 60 s on a loaded machine (the full suite, 2026-12-04): the walk goes on without it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"own-csv-{name}.png"), full_page=True)
+    except PlaywrightTimeout:
+        print(f"screenshot own-csv-{name}.png not taken: the page did not render it within the time limit")
 
 
 def test_own_csv_up_to_start(studio):
