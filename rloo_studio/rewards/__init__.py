@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from .. import sandbox
 from ..config import RewardSpec, did_you_mean
 from ..errors import RewardError, StudioError
-from .builtin import BUILTIN_REWARDS, NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID, describe_builtin
+from .builtin import BUILTIN_REWARDS, NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID, describe_builtin, no_reference
 from .user import load_reward_file
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def check_reward_specs(specs: Sequence[RewardSpec], base_dir: str | Path = ".",
         if column and dataset_columns is not None and column not in dataset_columns:
             problems.append(f"rewards[{i}] ({spec.label()}): the dataset has no column `{column}`{did_you_mean(column, dataset_columns)}"
                             f" (columns: {', '.join(dataset_columns)}) — set {setting}")
-        elif column and rows and spec.name and all(r.get(column) is None or not str(r.get(column)).strip() for r in rows):
+        elif column and rows and spec.name and all(no_reference(r.get(column)) for r in rows):
             problems.append(f"rewards[{i}] ({spec.label()}): the column `{column}` is empty in all {len(rows)} training rows, "
                             f"so {spec.label()} would give no completion a score and RLOO would learn nothing — fill in the "
                             f"answers, point {setting} at the column that holds them, or use a reward that needs no answer")

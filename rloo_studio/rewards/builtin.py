@@ -282,7 +282,7 @@ def _parse_reference(value: Any) -> float | None:
     return plain if plain is not None and math.isfinite(plain) else extract_number(text, "auto")
 
 
-def _no_reference(value: Any) -> bool:
+def no_reference(value: Any) -> bool:
     """No reference to compare with: missing, an empty cell ("" from a CSV, blanks) or NaN (an empty cell of a table)."""
     return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
 
@@ -341,7 +341,7 @@ def exact_match(answer_column: str = "answer", normalize: bool = True, prompt_op
         prepare = normalize_answer if normalize else str.strip
         scores: list[float | None] = []
         for completion, reference in zip(completions, references):
-            if _no_reference(reference):  # else a blank reply would match an empty cell
+            if no_reference(reference):  # else a blank reply would match an empty cell
                 scores.append(None)
                 continue
             answer = final_answer(_read(completion, prompt_opens_think))
