@@ -14,7 +14,8 @@
   dropout makes the two passes differ, and β is 0 (no KL term reads the old values), both passes give the same
   numbers: the ratio is exp(0) = 1 and the old pass only costs time (a quarter of a `cpu-small-real` step). It is
   then skipped, and the training pass's own log-probabilities, detached, stand in for the old ones. Otherwise TRL
-  runs unchanged, and the training log says why the pass is kept.
+  runs unchanged, and the training log says why the pass is kept. β is checked at every generation: once it is
+  raised mid-run (`alerts.on_hacking: raise_beta`), the pass runs again.
 
 * `share_prefills`: TRL's batch holds every prompt k times, and `generate` computes each row's prompt (the prefill)
   once per row. While TRL generates, the model's `generate` computes each distinct prompt's prefill once and shares
@@ -156,9 +157,14 @@ def skip_needless_old_logprobs(trainer, torch) -> str | None:
     logprobs, generate_and_score, compute_loss = (trainer._get_per_token_logps_and_entropies,
                                                   trainer._generate_and_score_completions, trainer._compute_loss)
     inside = {"generation": False}
+    # Whether the batch being trained on was generated with the old pass skipped. β is read at each generation, not
+    # once: `alerts.on_hacking: raise_beta` raises it mid-run, and from then on TRL's KL term reads the old pass and
+    # its reference pass goes through the same log-prob function; placeholders there made the KL exactly 0.
+    skipped = {"last": False}
 
     def generate_and_score_completions(*args, **kwargs):
-        inside["generation"] = trainer.model.training  # with beta 0 its only log-prob call is the old pass
+        # With beta 0 the only log-prob call of a training generation is the old pass.
+        inside["generation"] = skipped["last"] = trainer.model.training and trainer.beta == 0.0
         try:
             return generate_and_score(*args, **kwargs)
         finally:
@@ -178,7 +184,8 @@ def skip_needless_old_logprobs(trainer, torch) -> str | None:
     filling: dict = {"inputs": None}
 
     def compute_loss_(model, inputs, *args, **kwargs):
-        filling["inputs"] = inputs if trainer.model.training else None
+        # (the other conditions of the skip hold for the whole run, so this batch is the last generation's)
+        filling["inputs"] = inputs if trainer.model.training and skipped["last"] else None
         try:
             return compute_loss(model, inputs, *args, **kwargs)
         finally:

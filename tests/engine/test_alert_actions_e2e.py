@@ -123,6 +123,9 @@ def test_a_hacking_alarm_raises_beta_and_the_run_trains_on_with_it(workspace):
     assert action["taken"] == "raise_beta" and action["step"] == 4 and "from 0 to 0.02" in action["done"]
     metrics = runs.read_jsonl(run_dir / runs.METRICS_FILE)
     assert [m["step"] for m in metrics if "kl" in m] == [5, 6]
+    # A real KL, not the 0 that placeholders for the skipped old log-prob pass gave (its policy minus reference
+    # difference came out exactly 0 once beta was raised on a run that started with beta 0).
+    assert all(m["kl"] != 0 for m in metrics if "kl" in m), [m["kl"] for m in metrics if "kl" in m]
     from rloo_studio.config import RunConfig
 
     assert RunConfig.load(run_dir / runs.CONFIG_FILE).rloo["beta"] == 0.02
