@@ -314,6 +314,10 @@ def _dominant(rows: list[dict], facts: RunFacts) -> list[Alert]:
 
     for name, _ in pairs:
         def holds(r, name=name):
+            # A step that generated nothing new (num_iterations > 1, or a generation batch spanning several steps)
+            # logs no spread: it counts for neither side, as a missing metric does for every alert.
+            if any(_number(r, GROUP_SPREAD_KEY.format(name=n)) is None for n, _ in pairs):
+                return None
             s = shares(r)
             return False if s is None else s[name] >= DOMINANCE_SHARE
 

@@ -106,6 +106,17 @@ def test_a_reward_that_never_varied_is_named_instead_of_advising_its_weight():
     assert "raise their weights" in of_kind(varied, A.DOMINANT)[0].action
 
 
+def test_dominance_holds_across_steps_that_generated_nothing_new():
+    """With num_iterations 2 (or a generation batch spanning several steps), only every other step logs the rewards'
+    spread within groups: the steps between are no evidence either way, not a break in the streak."""
+    n = 2 * A.DOMINANCE_STEPS
+    every_other = lambda value: [value if i % 2 == 0 else None for i in range(n)]  # noqa: E731
+    found = A.find_alerts(rows(rewards__correct__group_spread=every_other(1.0), rewards__format__group_spread=every_other(0.0)),
+                          FACTS)
+    [alert] = of_kind(found, A.DOMINANT)
+    assert alert.raised_step == 2 * A.DOMINANCE_STEPS - 1
+
+
 def test_dominance_needs_two_functions_and_some_spread():
     n = A.DOMINANCE_STEPS + 1
     single = A.RunFacts(["correct"], [1.0])
