@@ -66,7 +66,8 @@ class ScoreRequest:
     `base_dir`: where relative reward files are found. `beta`, `normalize_advantages` and `reward_clip_range` are the
     run's effective values (the table clamps totals as training does and says what training adds to advantages).
     `written`: set for hand-written text (pinned examples): shape its prompts as training would and score each
-    completion on its own when a function raises. `probes`: run the hack probes (sampled previews only)."""
+    completion on its own when a function raises. `probes`: run the hack probes (sampled previews only).
+    `max_steps`: the run's training steps, what `trainer_state.max_steps` holds in training."""
     groups: list[PromptGroup]
     num_generations: int
     rewards: list[dict]
@@ -85,6 +86,8 @@ class ScoreRequest:
     system_prompt: str | None = None
     written: WrittenShape | None = None
     probes: bool = True
+    max_steps: int = 0  # the run's, for `trainer_state.max_steps` (a schedule reward divides by it); 0 when unknown
+    mask_truncated_completions: bool = False  # the run's: training leaves cut-off completions out of the loss
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -272,6 +275,7 @@ class Reply(WorkerEvent):
     max_new_tokens: int | None = None
     prompt_opens_think: bool = False
     adapter_state: dict = field(default_factory=dict)
+    plain_prompt: bool = False  # the run's prompts are plain text: the message was sent alone, without earlier turns
 
 
 @dataclass

@@ -301,4 +301,5 @@ class ChatModel:
         # Cut off: the reply used the whole token budget without an end token (TRL's "clipped"), so it did not finish.
         return {"side": side, "text": text, "thinking": thinking, "answer": answer, "token_ids": ids,
                 "tokens": len(ids), "finished": finished, "cut_off": not finished and len(ids) >= sampling.max_new_tokens,
-                "max_new_tokens": sampling.max_new_tokens, "prompt_opens_think": opened, "adapter_state": state.as_dict()}
+                "max_new_tokens": sampling.max_new_tokens, "prompt_opens_think": opened, "adapter_state": state.as_dict(),
+                "plain_prompt": not self._chat_format()}  # (prompt_ids sent the latest message alone)

@@ -355,10 +355,11 @@ class ChatTab:
         if session["blind"] and not session.get("voted", True):
             yield self.render(session, refuse("Vote for the last turn first (A, Tie or B): it keeps the tally honest."), voting=True) + [gr.update()]
             return
-        if session["blind"]:
+        if session["blind"] or session.get("plain"):
             # Each blind turn is a fresh one-turn conversation, shuffled anew: a revealed order
-            # or a side's earlier answers must not give the next vote away.
-            session = new_session(True)
+            # or a side's earlier answers must not give the next vote away. A run trained on plain-text
+            # prompts gets each message alone (no conversation): the panes show it alone too.
+            session = {**new_session(session["blind"]), "plain": session.get("plain", False)}
         for side in ("base", "tuned"):
             session[side].append({"role": "user", "content": message})
         session["last"] = message
@@ -412,6 +413,10 @@ class ChatTab:
                     f"{limit}: one sample each; Retry draws another.")
         not_final = not_final_note(runs.run_folder(self.runs_dir, run_id), checkpoint)
         note += f" The tuned side is {not_final}." if not_final else ""
+        if any(r.plain_prompt for r in replies.values()):
+            session["plain"] = True
+            note += (" This run's prompts are plain text, not a chat: each message goes to both models alone, without "
+                     "the earlier turns, as its training prompts did, so the panes show one turn at a time.")
         yield self.render(session, note + (" Which is better?" if session["blind"] else ""), voting=True) + [gr.update()]
 
     def vote(self, run_id, checkpoint, session, choice: str) -> list:
@@ -426,9 +431,11 @@ class ChatTab:
                   "replies": {side: session[side][-1]["content"] for side in ("base", "tuned") if session[side]}}
         runs.append_jsonl(folder / PREFERENCES_FILE, record)
         session["voted"] = True
+        # The votes for these weights only: "tuned" is another model at each checkpoint.
         tally = {"tuned": 0, "base": 0, "tie": 0}
         for r in runs.read_jsonl(folder / PREFERENCES_FILE):
-            if r.get("preferred") in tally:
+            if r.get("preferred") in tally and r.get("checkpoint") == checkpoint:
                 tally[r["preferred"]] += 1
-        return self.render(session, f"Recorded. **A was the {a_is} model, B the {b_is} model.** This run's blind votes so far: "
-                                    f"tuned {tally['tuned']}, base {tally['base']}, tie {tally['tie']} (saved in {PREFERENCES_FILE}).")
+        return self.render(session, f"Recorded. **A was the {a_is} model, B the {b_is} model.** Blind votes so far with "
+                                    f"the tuned side at {checkpoint}: tuned {tally['tuned']}, base {tally['base']}, tie "
+                                    f"{tally['tie']} (all votes are saved in {PREFERENCES_FILE}).")

@@ -19,8 +19,10 @@ class FakeWorker:
 
     loaded = None
 
-    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = (), opened: bool = False):
+    def __init__(self, fail_on: str | None = None, texts: dict | None = None, cut_off: tuple = (), opened: bool = False,
+                 plain: bool = False):
         self.fail_on, self.opened = fail_on, opened  # opened: the prompt ends inside <think> (a thinking template)
+        self.plain = plain  # the run's prompts are plain text: the worker sends the latest message alone
         self.calls = []
         self.texts, self.cut_off = texts or {}, cut_off  # a side's own reply text; the sides whose replies hit the budget
 
@@ -37,7 +39,7 @@ class FakeWorker:
                 yield TextDelta(side=side, delta=ch)
             state = {"verified": True, "badge": f"{side} checked", "side": side}
             yield Reply(side=side, text=text, adapter_state=state, cut_off=side in self.cut_off,
-                        max_new_tokens=sampling["max_new_tokens"], prompt_opens_think=self.opened)
+                        max_new_tokens=sampling["max_new_tokens"], prompt_opens_think=self.opened, plain_prompt=self.plain)
         yield Done()
 
 
@@ -104,6 +106,29 @@ def test_retry_before_voting_in_blind_mode_keeps_the_replies(run_dir):
     assert "Recorded" in voted[4]
     record = json.loads((run_dir / "preferences.jsonl").read_text())
     assert set(record["replies"]) == {"base", "tuned"} and record["preferred"] == "tie"
+
+
+def test_a_plain_text_run_shows_each_message_alone_as_the_models_get_it(run_dir):
+    """A run trained on plain-text prompts gets only the latest message (no conversation): the panes showed the earlier
+    turns as if the models had read them, and both sides looked lost at a follow-up question."""
+    worker = FakeWorker(plain=True)
+    tab = tab_with(worker, run_dir.parent)
+    first = last(tab._turn("r1", "final", "What is 17*3?", new_session(False), *SETTINGS))
+    assert "each message goes to both models alone, without the earlier turns" in first[4]
+    second = last(tab._turn("r1", "final", "And times 2?", first[5], *SETTINGS))
+    assert [m["content"] for m in worker.calls[-1]["messages"]["tuned"]] == ["And times 2?"]
+    assert [m["content"] for m in second[5]["tuned"] if m["role"] == "user"] == ["And times 2?"]
+    chat_run = last(tab_with(FakeWorker(), run_dir.parent)._turn("r1", "final", "q", new_session(False), *SETTINGS))
+    assert "alone" not in chat_run[4]  # a chat run's note says nothing of it
+
+
+def test_the_blind_tally_counts_the_votes_for_the_checkpoint_compared(run_dir):
+    """Votes for checkpoint-2 are not votes for `final`: the tally said "tuned 3" for a final never voted on."""
+    tab = tab_with(FakeWorker(), run_dir.parent)
+    for checkpoint, choice in (("checkpoint-2", "a"), ("checkpoint-2", "a"), ("final", "tie")):
+        session = last(tab._turn("r1", checkpoint, "q", new_session(True), *SETTINGS))[5]
+        said = tab.vote("r1", checkpoint, session, choice)[4]
+    assert "with the tuned side at final: tuned 0, base 0, tie 1" in said, said
 
 
 def test_retry_while_a_run_trains_is_refused_before_anything_is_taken_back(run_dir):
