@@ -152,7 +152,10 @@ class ModelConfig:
 class LoraConfig:
     r: int = _help("LoRA rank: higher learns more, costs more memory; 16 is a good start.", "LoRA rank (r)", default=16)
     alpha: int = _help("Scales the adapter (its effective scale is alpha/r); 2×r is common.", "LoRA alpha", default=32)
-    dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL.", "LoRA dropout", default=0.0)
+    dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL. RLOO training itself switches every dropout off "
+                           "(TRL's disable_dropout, on by default: dropout makes the same tokens' log-probabilities "
+                           "differ between passes), so this applies to the format warm-up only, unless a config turns "
+                           "disable_dropout off.", "LoRA dropout", default=0.0)
     target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", "LoRA target modules",
                                 default="all-linear")
 
@@ -638,6 +641,11 @@ class RunConfig:
             if spec.params and not spec.name and spec.judge is None:
                 problems.append(f"rewards[{i}].params: only builtin rewards (`name`) and judges take params")
             problems.extend(spec.judge_problems(f"rewards[{i}]"))
+            weight = spec.weight
+            # A NaN weight (a cleared number cell) made every total NaN in the preview, while TRL's nansum quietly
+            # drops that function in training: neither is what the person meant.
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+                problems.append(f"rewards[{i}].weight: {weight!r} is not a finite number; give a number, e.g. 1.0")
             if not isinstance(spec.timeout_s, (int, float)) or isinstance(spec.timeout_s, bool) or not spec.timeout_s > 0:
                 problems.append(f"rewards[{i}].timeout_s: {spec.timeout_s!r} is not a positive number of seconds; "
                                 f"use e.g. {REWARD_TIMEOUT_S:g} (the default) or more for a slow reward")

@@ -70,7 +70,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 def print_preview(result: dict, k: int) -> None:
     """The preview's table and findings, in config words."""
-    from ..rewards.preview import agreement_sentence, cut_off_lines, probes_line
+    from ..rewards.preview import agreement_sentence, cut_off_lines, none_as_zero_lines, probes_line
 
     names = list(result["functions"])
     print(f"{'#':>3}  {'completion':<40}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'total':>9}{'baseline':>9}{'advantage':>10}")
@@ -99,6 +99,8 @@ def print_preview(result: dict, k: int) -> None:
         for line in cut_off_lines(result):
             print(line.replace("⚠️ ", "Warning: "))
     print(f"\nLearnability: {result['learnability']['verdict']}")
+    for line in none_as_zero_lines(result):
+        print(line)
     if result.get("agreement"):
         print(f"Agreement: {agreement_sentence(result['agreement'])}")
     if result.get("advantage_note"):
@@ -132,7 +134,7 @@ def _preview_exit(result: dict) -> int:
 
 def cmd_scan(args: argparse.Namespace) -> int:
     from ..config import RunConfig
-    from ..scan import check_limit, override_line, parse_band, read_scan, run_scan, summary_lines, write_filtered
+    from ..scan import check_limit, override_line, parse_band, read_scan, run_scan, summary_lines, unscanned_words, write_filtered
 
     try:
         check_limit(args.limit)
@@ -160,7 +162,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
     print(f"Saved {folder / runs.SCAN_FILE} and {folder / runs.SCAN_SUMMARY_FILE}")
     if filtered:
         print(f"Wrote {filtered['path']}: {filtered['kept']} of {filtered['of']} scanned prompts (the original data is unchanged)."
-              f"\nTrain on it with: rloo-studio train {args.config} {override_line(filtered['overrides'])}")
+              + (f" {unscanned_words(filtered, 'leave out --limit')}" if filtered.get("unscanned") else "")
+              + f"\nTrain on it with: rloo-studio train {args.config} {override_line(filtered['overrides'])}")
     else:
         print("Write the data without the always and never solved prompts: add --write-filtered (or --band LO:HI).")
     return EXIT_OK

@@ -147,7 +147,8 @@ def build_rewards(specs: Sequence[RewardSpec], base_dir: str | Path = ".", token
         elif spec.judge is not None:
             from .judge import judge_reward_function
 
-            fn = judge_reward_function(spec, base_dir, dataset_columns, check_only=check_only)
+            fn = judge_reward_function(spec, base_dir, dataset_columns, check_only=check_only,
+                                       prompt_opens_think=prompt_opens_think)
             loaded.append(LoadedReward(fn, float(spec.weight), fn.__name__, None, spec.timeout_s))
     names = [r.name for r in loaded]
     duplicates = sorted({n for n in names if names.count(n) > 1})

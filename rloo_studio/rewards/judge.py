@@ -2,12 +2,14 @@
 
 A judge entry (`{judge: MODEL, rubric: ..., scale: [0, 10]}` in a config's `rewards`) becomes one
 reward function in TRL's contract. For every completion it fills the prompt template with the
-rubric, the prompt, the completion and the reference answer (when the dataset has the mapped
-answer column), asks the judge model, and reads the score of its verdict, a line "Score: N"
-(`parse_score`), and no other number of its reply. A reply without a verdict, or one that reads the
-rubric back, scores None (TRL's "could not score") and its reason is kept beside the judge's own
-words (`JudgeReward.last_verdicts`). `probe_findings` is the judge's own check: degenerate answers
-(empty, the prompt or the rubric read back) that it scores highly.
+rubric, the prompt, the completion's answer (`judged_text`: after `</think>`; a thought that never
+closed has none and scores the lowest without a call) and the reference answer (when the dataset has
+the mapped answer column), asks the judge model, and reads the score of its verdict, a line
+"Score: N" (`parse_score`), and no other number of its reply. A reply without a verdict, or one that
+reads the rubric back, scores None ("could not score": beside another reward's score it counts as
+0 in the total) and its reason is kept beside the judge's own words (`JudgeReward.last_verdicts`).
+`probe_findings` is the judge's own check: degenerate answers (empty, the prompt or the rubric read
+back) that it scores highly.
 
 The judge is either a local model (a folder or hub id, loaded once with transformers on first use,
 in the training worker: greedy decoding, a few new tokens, its chat template) or an
@@ -40,7 +42,7 @@ from typing import Callable, Sequence
 from ..config import DEFAULT_JUDGE_SCALE, RewardSpec, local_judge_in_4bit
 from ..errors import ModelError, RewardError, StudioError
 from ..paths import DEMO_MODEL_DIR
-from .builtin import completion_text
+from .builtin import THINK_END, completion_text, final_answer, seen_completion
 
 # The judge's prompt. Fields: {rubric}, {prompt}, {completion}, {reference} (the row's reference answer, or
 # NO_REFERENCE), {low} and {high} (the scale). An entry's `template:` replaces it; it must keep {completion}.
@@ -118,7 +120,8 @@ READ_BACK = "the reply repeats"  # how a read-back reply's reason starts (`_repe
 
 @dataclass
 class Verdict:
-    """One completion's judgement: the normalised score (0-1, None when unusable), the raw reply, and why it is None."""
+    """One completion's judgement: the normalised score (0-1, None when unusable), the raw reply, and why it is None
+    (or, with a score and no reply, why the judge was not asked: `NO_ANSWER`)."""
     score: float | None
     reply: str
     problem: str = ""
@@ -243,8 +246,26 @@ def prompt_text(prompt) -> str:
     return str(prompt)
 
 
+# Why a completion whose thought never closed gets the scale's lowest score without a judge call.
+NO_ANSWER = "the thinking never closed: there is no answer to judge (the lowest score, as the answer-reading rewards give)"
+
+
+def judged_text(completion, prompt_opens_think: bool = False) -> str | None:
+    """What the judge is shown of a completion: its answer, the text after ``</think>``, as the answer-reading builtins
+    read it (the reasoning is not graded, and a judge shown it grades how long the model thinks); None when a thought
+    opened (by the completion or, with a thinking template, by the prompt) never closed: there is no answer. A
+    completion without think tags is shown as written.
+
+    >>> judged_text("<think>6*7=42</think> 42"), judged_text("6*7=42, so", True), judged_text(" 42 ")
+    ('42', None, ' 42 ')
+    """
+    text = completion_text(completion)
+    seen = seen_completion(text, prompt_opens_think)
+    return text if "<think>" not in seen and THINK_END not in seen else final_answer(seen)
+
+
 def render(template: str, rubric: str, prompt, completion, reference, scale: Sequence[float]) -> str:
-    """The judge's prompt for one completion."""
+    """The judge's prompt for one completion (`completion`: what it is shown, `judged_text`'s)."""
     ref = NO_REFERENCE if reference is None or not str(reference).strip() else str(reference)
     return template.format(rubric=rubric, prompt=prompt_text(prompt), completion=completion_text(completion),
                            reference=ref, low=f"{scale[0]:g}", high=f"{scale[1]:g}")
@@ -405,8 +426,9 @@ class JudgeReward:
     """The reward function of one judge entry, in TRL's contract (`__call__(prompts, completions, **columns)`)."""
 
     def __init__(self, name: str, judge, rubric: str, scale: Sequence[float], template: str = DEFAULT_TEMPLATE,
-                 answer_column: str | None = None, time_limit_s: float = 120.0):
+                 answer_column: str | None = None, time_limit_s: float = 120.0, prompt_opens_think: bool = False):
         self.__name__ = self.__qualname__ = name
+        self.prompt_opens_think = prompt_opens_think  # a thinking template: completions start inside the thought
         self.judge = judge
         self.rubric = rubric
         self.low, self.high = float(scale[0]), float(scale[1])
@@ -428,11 +450,14 @@ class JudgeReward:
         references = kwargs.get(self.answer_column) if self.answer_column else None
         keys, todo = [], {}
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
-            key = (self.rubric, prompt_text(prompt), completion_text(completion))
+            answer = judged_text(completion, self.prompt_opens_think)
+            key = (self.rubric, prompt_text(prompt), answer)
             keys.append(key)
-            if key not in self.cache and key not in todo:
+            if answer is None:  # no answer to judge: no call either
+                self.cache[key] = Verdict(0.0, "", NO_ANSWER)
+            elif key not in self.cache and key not in todo:
                 reference = references[i] if references is not None else None
-                todo[key] = render(self.template, self.rubric, prompt, completion, reference, (self.low, self.high))
+                todo[key] = render(self.template, self.rubric, prompt, answer, reference, (self.low, self.high))
         started = time.monotonic()
         if todo:
             deadline = started + self.time_limit_s
@@ -571,6 +596,20 @@ def judge_seconds(row: dict) -> dict[str, float]:
             if key.startswith(prefix) and key.endswith(suffix) and isinstance(value, (int, float))}
 
 
+def judge_seconds_per_step(row: dict, batches: float) -> dict:
+    """`row` with each judge's seconds (`SECONDS_METRIC`) made the step's: TRL averages a `log_metric` value over the
+    generation batches it was logged in, so with `batches` of them in one step (dynamic sampling's extra batches, or a
+    generation batch smaller than a step) the logged number is one batch's. Rows without a judge are returned as they are.
+
+    >>> judge_seconds_per_step({"judge/judge_smol/seconds": 4.0, "step_time": 15.0}, 3)
+    {'judge/judge_smol/seconds': 12.0, 'step_time': 15.0}
+    """
+    seconds = judge_seconds(row)
+    if not seconds or batches == 1:
+        return row
+    return {**row, **{SECONDS_METRIC.format(name=name): value * batches for name, value in seconds.items()}}
+
+
 def judge_time_share(rows: Sequence[dict]) -> tuple[float, float] | None:
     """(the judges' seconds, the training seconds) over metric rows that log TRL's `step_time`; None without a judge.
 
@@ -607,7 +646,7 @@ def judge_name(judge) -> str:
 
 
 def judge_reward_function(spec: RewardSpec, base_dir: str | Path = ".", dataset_columns: Sequence[str] = (),
-                          check_only: bool = False) -> Callable:
+                          check_only: bool = False, prompt_opens_think: bool = False) -> Callable:
     """The reward function of a `judge:` entry; with `check_only`, checks its template and columns and loads nothing."""
     wrong = spec.judge_problems("judge entry")
     if wrong:
@@ -630,4 +669,5 @@ def judge_reward_function(spec: RewardSpec, base_dir: str | Path = ".", dataset_
             local = DEMO_MODEL_DIR
         judge = LocalJudge(str(local) if local.exists() else str(spec.judge))
     scale = spec.scale or DEFAULT_JUDGE_SCALE
-    return JudgeReward(judge_name(spec.judge), judge, spec.rubric, scale, template, column, spec.timeout_s)
+    return JudgeReward(judge_name(spec.judge), judge, spec.rubric, scale, template, column, spec.timeout_s,
+                       prompt_opens_think)

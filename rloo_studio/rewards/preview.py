@@ -46,7 +46,8 @@ from .asks import check_asks
 from .runtime import prompt_display
 from .builtin import NEEDS_PROMPT_OPENS_THINK, NEEDS_THINK_END_TOKEN_ID
 from .thinking import prompt_opens_think
-from .scoring import advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, weighted_totals
+from .scoring import (advantage_caveat, all_equal_groups, clipped_totals, leave_one_out_advantages, none_counted_as_zero,
+                      weighted_totals)
 
 # Memory the scoring child may take for data (Linux RLIMIT_DATA). Generous: the child's own imports
 # (transformers and torch for the tokenizer) take about 1 GiB, and a reward model of ~3B parameters in
@@ -202,6 +203,13 @@ class _TokenizerOnDemand:
         return self._tokenizer
 
 
+def run_max_steps(cfg) -> int:
+    """The training steps `trainer_state.max_steps` will hold for `cfg` (a schedule reward divides by it); 0 for a run
+    that trains for epochs (-1), whose step count the trainer works out from the data."""
+    steps = cfg.rloo_value("max_steps")
+    return int(steps) if isinstance(steps, (int, float)) and steps > 0 else 0
+
+
 def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreRequest:
     """The request `score` takes for completions of a run's config: `sampled` is what
     `engine.sampling.sample_groups` returns (groups, conversational, tokenizer, think_end_token_id; a
@@ -217,7 +225,8 @@ def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreReque
         prompt_column=cfg.data.prompt_column, rewards=[dict(s.__dict__) for s in reward_specs(cfg)], base_dir=str(cfg.base_dir),
         source=source, chat_template_kwargs=cfg.chat_template_kwargs(), beta=cfg.rloo_value("beta"),
         normalize_advantages=cfg.rloo_value("normalize_advantages"), reward_clip_range=cfg.rloo_value("reward_clip_range"),
-        system_prompt=cfg.data.system_prompt)  # for the prompt <-> reward check
+        system_prompt=cfg.data.system_prompt, max_steps=run_max_steps(cfg),  # (system prompt: the prompt <-> reward check)
+        mask_truncated_completions=bool(cfg.rloo_value("mask_truncated_completions")))
 
 
 def written_request(cfg, groups: list, source: str | None, columns: Sequence[str] = (), num_generations: int = 1) -> ScoreRequest:
@@ -232,13 +241,15 @@ def written_request(cfg, groups: list, source: str | None, columns: Sequence[str
         base_dir=str(cfg.base_dir), source=source, columns=list(columns), prompt_column=cfg.data.prompt_column,
         written=WrittenShape(prompt_format=cfg.data.prompt_format, system_prompt=cfg.data.system_prompt),
         chat_template_kwargs=cfg.chat_template_kwargs(), probes=False,
-        tokenizer=tokenizer_source(cfg.model.name_or_path, cfg.base_dir))
+        tokenizer=tokenizer_source(cfg.model.name_or_path, cfg.base_dir), max_steps=run_max_steps(cfg),
+        # The total training goes on with, clamped to the run's range: a pinned example's expected range holds it.
+        reward_clip_range=cfg.rloo_value("reward_clip_range"))
     if num_generations < 2:  # each pinned example is judged alone, against its own expected range
         return request
-    # Completions compared with each other, as a sampled group is: the run's clamping and what training adds to the
-    # advantages, and the hack probes.
+    # Completions compared with each other, as a sampled group is: what training adds to the advantages, and the hack
+    # probes.
     return replace(request, beta=cfg.rloo_value("beta"), normalize_advantages=cfg.rloo_value("normalize_advantages"),
-                   reward_clip_range=cfg.rloo_value("reward_clip_range"), probes=True)
+                   probes=True)
 
 
 @contextmanager
@@ -300,7 +311,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
     def batch(prompts: list, completions: list[str], rows: list[dict], ids: list | None = None) -> dict:
         return reward_kwargs(prompts, [_as_completion(c, conversational) for c in completions],
                              ids if ids is not None else [written_completion_ids(c, tokenizer.get()) for c in completions],
-                             rows, columns, TrainerStateStub())
+                             rows, columns, TrainerStateStub(max_steps=request.max_steps))
 
     prompts, completions, rows, ids, cut = [], [], [], [], []
     for g in groups:
@@ -347,7 +358,8 @@ def _score(request: ScoreRequest) -> ScoreResult:
 
     names = [r.name for r in rewards]
     weights = [r.weight for r in rewards]
-    totals = clipped_totals(weighted_totals([per_function[n] for n in names], weights), request.reward_clip_range)
+    raw = weighted_totals([per_function[n] for n in names], weights)
+    totals = clipped_totals(raw, request.reward_clip_range)
     advantages = leave_one_out_advantages(totals, k) if k >= 2 else [0.0] * len(totals)
     table = []
     for i, text in enumerate(completions):
@@ -357,18 +369,23 @@ def _score(request: ScoreRequest) -> ScoreResult:
             "group": group, "prompt": prompt_display(prompts[i]), "completion": text, "cut_off": cut[i],
             "rewards": {n: per_function[n][i] for n in names}, "reasons": {n: said[i] for n, said in reasons.items()},
             "total": totals[i],
+            **({"unclipped": raw[i]} if raw[i] != totals[i] else {}),  # the weighted sum before reward_clip_range
             "baseline": statistics.fmean(others) if others and totals[i] is not None else None,
             "advantage": round(advantages[i], 12),  # 1 - (0.7+0.7)/2 should read 0, not 2e-16
         })
     flat = all_equal_groups(totals, k)
+    # Prompts whose completions tie only once clipped: the clip range, not the rewards, took their signal away.
+    clip_ties = sum(1 for tied, tied_raw in zip(flat, all_equal_groups(raw, k)) if tied and not tied_raw)
     return ScoreResult(
         functions={n: {**_summary(per_function[n], errors.get(n, [])), "weight": w} for n, w in zip(names, weights)},
         rows=table,
         learnability=_learnability(flat, k, unscored_functions(per_function, errors), all(t is None for t in totals),
-                                   _one_value([t for t in totals if t is not None])),
+                                   _one_value([t for t in totals if t is not None]),
+                                   (clip_ties, request.reward_clip_range)),
         warnings=list(unscored_functions(per_function, errors).values()),
         # The request's `beta` and `normalize_advantages` are the run's: what training adds to these advantages.
-        advantage_note=advantage_caveat(request.beta, request.normalize_advantages, request.reward_clip_range),
+        advantage_note=advantage_caveat(request.beta, request.normalize_advantages, request.reward_clip_range,
+                                        sum(map(bool, cut)) if request.mask_truncated_completions else 0),
         probes=_probes(rewards, groups, batch, per_function, conversational) if request.probes else [],
         # The functions the probes could test: those whose real scores differ (a degenerate answer is compared with them).
         probed=[r.name for r in rewards if _varies(per_function[r.name])] if request.probes else [],
@@ -396,7 +413,8 @@ def _judge_words(fn, n: int) -> list[str] | None:
     def words(reply: str) -> str:  # the judge continued REPLY_START ("Score:"): shown with it, as the judge read it
         return reply if not reply or reply.lower().startswith(REPLY_START.lower()) else f"{REPLY_START} {reply}"
 
-    return [(words(v.reply) or "(no reply)") + (f" — not scored: {v.problem}" if v.problem else "") for v in verdicts]
+    return [f"(not sent to the judge) — {v.problem}" if v.problem and v.score is not None else
+            (words(v.reply) or "(no reply)") + (f" — not scored: {v.problem}" if v.problem else "") for v in verdicts]
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:
@@ -472,12 +490,20 @@ def _one_value(totals: list[float], tol: float = 1e-9) -> float | None:
 
 
 def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = None, scored_none: bool = False,
-                  one_value: float | None = None) -> dict:
+                  one_value: float | None = None, clipped: tuple[int, Any] = (0, None)) -> dict:
+    """`clipped`: (how many prompts' completions tie only after clipping, the clip range)."""
     share = sum(flat) / len(flat) if flat else 0.0
     failed = ", ".join(f"`{n}`" for n in unscored or {})
+    clip_ties, clip_range = clipped
+    erased = (f"clipping the totals to [{float(clip_range[0]):g}, {float(clip_range[1]):g}] (reward_clip_range) made "
+              "them equal: the rewards told the completions apart, the clip range erased the difference. Widen or "
+              "remove the clip range.") if clip_ties else ""
+    all_clipped = one_value is not None and len(flat) > 1 and clip_ties == len(flat)
     if scored_none:  # no total at all: "the same total reward" would be said of nothing
         verdict = f"Not known: no function scored any completion ({failed}); fix that and preview again."
-    elif one_value is not None and len(flat) > 1:
+    elif all_clipped:
+        verdict = f"Every completion got the same total reward ({one_value:g}) because {erased}"
+    elif one_value is not None and len(flat) > 1 and not clip_ties:
         # Not one prompt's tie but every completion's: more samples or a graded reward rarely help a model that never
         # writes what the rewards look for, so that is said first.
         verdict = (f"Every completion got the same total reward ({one_value:g}): your rewards never told two apart. First "
@@ -493,6 +519,8 @@ def _learnability(flat: list[bool], k: int, unscored: dict[str, str] | None = No
         verdict = (f"{100 * share:.0f}% of the prompts gave all {k} completions the same total reward: most of each step teaches "
                    "nothing. Try more completions per prompt, a higher temperature, a graded reward instead of a 0/1 one "
                    "(partial credit), or prompts that are neither too easy nor too hard for this model.")
+    if clip_ties and not all_clipped and not scored_none:
+        verdict += f" {clip_ties} of these {len(flat)} prompts tie only because {erased}"
     if unscored and not scored_none:
         verdict = f"Without {failed}, which scored no completion: {verdict[0].lower()}{verdict[1:]}"
     return {"no_signal_share": share, "groups": len(flat), "no_signal_groups": sum(flat), "verdict": verdict}
@@ -518,6 +546,19 @@ def probes_line(result: dict, page: bool = False) -> str:
                 f"{'it gives' if len(untested) == 1 else 'they give'} it); {tested} {'does' if len(names) - len(untested) == 1 else 'do'} "
                 f"not {passed}.")
     return f"{'✅ ' if page else ''}{b}Hack probes:{b} no function {passed.replace('score', 'scores', 1)}."
+
+
+def none_as_zero_lines(result: dict, page: bool = False) -> list[str]:
+    """A line for each function that returned None for completions another function scored: training counts its None
+    as 0 there, which ranks them as if it had scored 0 (a judge whose reply had no verdict, say). Said with numbers,
+    as a None reads like "left out"."""
+    rows = result.get("rows") or []
+    zeroed = none_counted_as_zero({n: [r["rewards"].get(n) for r in rows] for n in result.get("functions") or {}})
+    head = "ℹ️ **None counted as 0:**" if page else "None counted as 0:"
+    return [f"{head} `{name}` returned None for {count} of {len(rows)} completions that another function scored: in "
+            f"the total, and in training, it adds 0 for {'it' if count == 1 else 'them'}, so "
+            f"{'it ranks' if count == 1 else 'they rank'} as if `{name}` had scored 0 (a completion is left out only "
+            "when every function returns None for it)." for name, count in zeroed.items()]
 
 
 def cut_off_scores(result: dict) -> dict[str, tuple[float | None, float | None]]:

@@ -37,6 +37,29 @@ def weighted_totals(values_per_function: Sequence[Sequence[float | None]], weigh
     return totals
 
 
+# What a None from one function does, in words (the rule is `weighted_totals`'s, as TRL's nansum has it): said wherever
+# the page or the docs tell a person what returning None means.
+NONE_COUNTS_AS_ZERO = ("None means “cannot score this one”: where another function scores the completion, its None "
+                       "counts as 0 in the total (TRL adds up the scores it has); a completion is left out only when "
+                       "every function returns None for it")
+
+
+def none_counted_as_zero(values_per_function: dict[str, Sequence[float | None]]) -> dict[str, int]:
+    """{function: how many completions it returned None (or NaN) for that another function scored}: there its None
+    adds 0 to the total, so those completions rank as if it had scored them 0. Functions with no such completion are
+    left out.
+
+    >>> none_counted_as_zero({"correct": [1.0, 1.0, None], "judge": [0.8, None, None]})
+    {'judge': 1}
+    """
+    columns = list(values_per_function.values())
+    n = len(columns[0]) if columns else 0
+    scored = [any(_is_number(vals[i]) for vals in columns) for i in range(n)]
+    found = {name: sum(1 for i, v in enumerate(vals) if scored[i] and not _is_number(v))
+             for name, vals in values_per_function.items()}
+    return {name: count for name, count in found.items() if count}
+
+
 def clipped_totals(totals: Sequence[float | None], clip_range: Sequence[float] | None) -> list[float | None]:
     """The totals TRL goes on with when `reward_clip_range` is set: each clamped to [low, high] before the KL
     penalty and the leave-one-out baseline (None stays None). Without a range, the totals unchanged.
@@ -116,8 +139,9 @@ def within_group_spread(values_per_function: Sequence[Sequence[float | None]], w
 
 
 def advantage_caveat(beta: float | None, normalize_advantages: bool | None,
-                     reward_clip_range: Sequence[float] | None = None) -> str | None:
+                     reward_clip_range: Sequence[float] | None = None, masked_cut_off: int = 0) -> str | None:
     """What training will do to the advantages that a preview (no start model, no whole batch) cannot show; None if nothing.
+    `masked_cut_off`: how many completions were cut off by the token budget while `mask_truncated_completions` is on.
 
     >>> advantage_caveat(0.0, False) is None
     True
@@ -139,6 +163,13 @@ def advantage_caveat(beta: float | None, normalize_advantages: bool | None,
             "Both together: where most prompts' completions tie on reward, the advantages are their KL parts alone "
             "(often hundredths), and normalising scales those up to the size of real reward differences, so the model "
             "is trained on noise; turn normalising off or make the rewards tell the completions apart.")
+    if masked_cut_off:
+        # TRL zeroes their completion mask: no token of theirs enters the loss, yet their totals stay in the baselines.
+        notes.append(
+            f"“mask_truncated_completions” is on: training leaves the {masked_cut_off} cut-off completion"
+            f"{'' if masked_cut_off == 1 else 's'} out of the loss, so {'its' if masked_cut_off == 1 else 'their'} "
+            "advantage here pushes nothing (a prompt whose completions were all cut off teaches nothing); "
+            f"{'its' if masked_cut_off == 1 else 'their'} totals still count in the other completions' baselines.")
     if reward_clip_range:
         notes.append(
             f"Totals here are clipped to [{float(reward_clip_range[0]):g}, {float(reward_clip_range[1]):g}] "

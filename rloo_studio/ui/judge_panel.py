@@ -44,7 +44,7 @@ def _label(name: str) -> str:
 
 # Said beside every rubric: what the judge's score is read from, and the check the preview and pinned examples run.
 JUDGE_CHECK_NOTE = ("Only the judge's verdict counts (\"Score: N\"): a reply that reads the rubric back, or gives no verdict, "
-                    "scores nothing. *Sample and score* and the pinned examples also ask the judge about an empty answer and "
+                    "gives None, no score, which counts as 0 in the total when another reward scores the completion. *Sample and score* and the pinned examples also ask the judge about an empty answer and "
                     "the prompt or rubric read back, and warn when it gives them high marks.")
 
 

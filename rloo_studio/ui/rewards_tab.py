@@ -19,6 +19,7 @@ kept waiting, are workers.scorer's).
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -37,7 +38,7 @@ from ..rewards import BUILTIN_REWARDS, builtin_catalog, builtin_default_params
 from ..rewards.check import check_source
 from ..rewards.asks import MOSTLY_NO_SIGNAL, warmup_offer
 from ..rewards.lint import syntax_problem, undefined_names
-from ..rewards.preview import agreement_sentence, cut_off_lines, probes_line, scoring_request, written_request
+from ..rewards.preview import agreement_sentence, cut_off_lines, none_as_zero_lines, probes_line, scoring_request, written_request
 from ..rewards.templates import TEMPLATES, template
 from ..rewards.user import public_function_names
 from . import text
@@ -554,10 +555,13 @@ def preview_timeout(cfg: RunConfig) -> float:
 
 def _weight(value, name: str, problems: list[str]) -> float:
     try:
-        return float(value)
+        weight = float(value)
     except (TypeError, ValueError):
-        problems.append(f"Rewards: the weight of `{name}` is not a number ({value!r})")
+        weight = math.nan
+    if not math.isfinite(weight):  # a cleared cell arrives as NaN
+        problems.append(f"Rewards: the weight of `{name}` is not a number ({value!r}); give one, e.g. 1.0")
         return 1.0
+    return weight
 
 
 def lint_markdown(code: str) -> str:
@@ -594,7 +598,8 @@ def receives_markdown(columns: list[str], prompt_column: str | None) -> str:
         + (f"- every data column by its name: {cols}" if columns else "- every data column by its name (load the data in the Data "
                                                                      "tab to list them)")
         + unpassed + "\n\n"
-        "Return one `float` per completion, or `None` to leave one out. Accept `**kwargs` so new arguments do not break it."
+        "Return one `float` per completion, or `None`: " + text.NONE_COUNTS_AS_ZERO + ". Accept `**kwargs` so new "
+        "arguments do not break it."
     )
 
 
@@ -640,7 +645,8 @@ def pinned_verdict(groups: list[dict], result: dict) -> tuple[int | None, str]:
         ok = (not broken and total is not None and (low in (None, "") or total >= float(low))
               and (high in (None, "") or total <= float(high)))
         passed += ok
-        shown = "None" if total is None else f"{total:.3f}"
+        shown = "None" if total is None else f"{total:.3f}" + (
+            f" (clipped from {row['unclipped']:.3f} by the clip range, as training clips it)" if row.get("unclipped") is not None else "")
         why = "; ".join(f"`{n}` raised {raised[n]}" for n in broken)
         if broken and g.get("missing"):  # a column the example gave no value for reached the reward as None
             why += (f" (this example gives no value for {', '.join(f'`{c}`' for c in g['missing'])}: if the function reads "
@@ -697,6 +703,7 @@ def preview_tables(result: dict) -> tuple[dict, dict, str]:
     if learn:
         icon = "⚠️" if learn["no_signal_share"] > MOSTLY_NO_SIGNAL else "✅"
         findings.append(f"{icon} **Learnability:** {text.as_written(learn['verdict'])}")
+    findings += none_as_zero_lines(result, page=True)
     for warning in result.get("warnings", []):  # a function that scored no completion (failed, or None for all)
         findings.append(f"⚠️ **Scored nothing:** {text.as_written(warning)}")
     if result.get("advantage_note"):

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from ..config import FOUR_BIT_NEEDS_LORA, batch_sizes_around, field_help, field_label, field_labels
+from ..rewards.scoring import NONE_COUNTS_AS_ZERO
 
 TITLE = "RLOO Studio"
 INTRO = (
@@ -45,6 +46,7 @@ LORA_R_INFO = field_help("lora", "r")
 LORA_ALPHA = field_label("lora", "alpha")
 LORA_ALPHA_INFO = field_help("lora", "alpha")
 LORA_DROPOUT = field_label("lora", "dropout")
+LORA_DROPOUT_INFO = field_help("lora", "dropout")
 LORA_TARGETS = field_label("lora", "target_modules")
 LORA_TARGETS_INFO = "`all-linear`, or names separated by commas (q_proj, v_proj, …)."
 MAX_SEQ = field_label("model", "max_seq_length")
@@ -100,7 +102,8 @@ PREVIEW_DATA = "Load and check the data"
 REWARDS_INTRO = (
     "The reward is what the model learns to increase. Tick the builtin rewards you want and give each a weight; "
     "the total reward is the weighted sum. Parameters are JSON (`{}` = the defaults). Your own functions go in the "
-    "code box: `def my_reward(completions, **kwargs) -> list[float | None]`, one score per completion (None = skip)."
+    "code box: `def my_reward(completions, **kwargs) -> list[float | None]`, one score per completion. "
+    + NONE_COUNTS_AS_ZERO + "."
 )
 BUILTIN_TABLE = "Builtin rewards"
 CODE = "Your reward functions (Python; saved with the run)"

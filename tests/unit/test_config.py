@@ -414,3 +414,15 @@ def test_field_help():
     assert field_help("data", "prompt_column").startswith("Column holding the prompt text")
     with pytest.raises(KeyError):
         field_help("model", "no_such_field")
+
+
+def test_a_reward_weight_that_is_not_a_finite_number_is_refused():
+    """A NaN weight (a cleared number cell) made every preview total NaN, while TRL's nansum drops that function in
+    training: refused, in config words, on both roads."""
+    from rloo_studio.ui.rewards_tab import _weight
+
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "data": {"source": "demo"},
+                               "rewards": [{"name": "numeric_answer", "weight": float("nan")}]})
+    assert any(p.startswith("rewards[0].weight: nan is not a finite number") for p in cfg.validate()), cfg.validate()
+    problems: list[str] = []
+    assert _weight(float("nan"), "numeric_answer", problems) == 1.0 and "is not a number" in problems[0]

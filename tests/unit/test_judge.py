@@ -170,6 +170,19 @@ def test_the_judges_own_check_says_plainly_when_it_gives_an_empty_or_read_back_a
         "back (1 prompt, scale 0-10).")
 
 
+def test_the_judge_grades_the_answer_not_the_thinking_and_an_unclosed_thought_has_none():
+    """As the answer-reading builtins read a completion: the judge is shown the text after </think>; a thought cut off
+    before it closed (with a thinking template the prompt opens it) holds no answer, so it gets the lowest score and
+    no judge call. Before, the judge was shown the reasoning, "6*7=42, so the answer is" beside the reference 42."""
+    replay = ReplayJudge({"42": "9", "6*7=42, so the answer is": "9"})
+    judge = JudgeReward("judge_smol", replay, RUBRICS["helpful_concise"].text, (0, 10), prompt_opens_think=True)
+    assert judge(prompts=["What is 6*7?"] * 2, completions=["6*7=42.</think>42", "6*7=42, so the answer is"]) == [0.9, 0.0]
+    assert len(replay.asked) == 1 and "Answer to grade:\n42\n" in replay.asked[0]
+    assert judge.last_verdicts[1].problem.startswith("the thinking never closed")
+    plain = JudgeReward("judge_smol", ReplayJudge({"6*7=42, so the answer is": "9"}), RUBRICS["helpful_concise"].text, (0, 10))
+    assert plain(prompts=["What is 6*7?"], completions=["6*7=42, so the answer is"]) == [0.9]  # no think tags: as written
+
+
 def test_scores_are_normalised_to_0_1():
     assert normalise(7, 0, 10) == 0.7 and normalise(1, 1, 5) == 0.0 and normalise(5, 1, 5) == 1.0
 
@@ -305,3 +318,17 @@ def test_a_refused_reply_says_why_in_words(reply, why):
     assert value is None and why in said, said
     if "runs on" in why:  # and what a verdict is, so that the person can tell what the judge should have written
         assert "a verdict ends its line or sentence after the number" in said, said
+
+
+def test_the_judge_and_scoring_doctests():
+    """Among them: a judge's seconds made the step's when a step holds several generation batches (TRL logged one
+    batch's mean, and the Train tab said "Judge: 27 %" of a step the judge took 80 % of), and which completions a
+    None is counted as 0 for."""
+    import doctest
+
+    from rloo_studio.rewards import judge as judge_module
+    from rloo_studio.rewards import scoring
+
+    for module in (judge_module, scoring):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

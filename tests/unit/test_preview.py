@@ -37,6 +37,63 @@ def test_none_is_skipped_as_trl_does():
     assert result["functions"]["partial"]["none"] == 1 and result["functions"]["partial"]["mean"] == 1.5
 
 
+def test_a_none_beside_another_functions_score_is_said_to_count_as_0_as_in_training():
+    """With two functions, TRL leaves a completion out only when both return None: one None adds 0 to the total (a
+    judge whose reply had no verdict ranks that completion as if it scored 0). The page said "None = skip"."""
+    from rloo_studio.ui import text
+    from rloo_studio.ui.rewards_tab import preview_tables
+
+    source = ("def correct(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
+              "def judge(completions, **kwargs):\n    return [None if c == 'x' else 0.8 for c in completions]\n")
+    rewards = [{"file": "rewards.py", "function": "correct"}, {"file": "rewards.py", "function": "judge"}]
+    result = scorer.score(request(source, [["a", "x", "b"]], rewards))
+    assert [r["total"] for r in result["rows"]] == [1.8, 1.0, 1.8]
+    assert result["rows"][1]["advantage"] == pytest.approx(-0.8)  # ranked as a 0 from `judge`, not left out
+    findings = preview_tables(result)[2]
+    assert "**None counted as 0:** `judge` returned None for 1 of 3 completions that another function scored" in findings
+    assert "None = skip" not in text.REWARDS_INTRO and "counts as 0" in text.REWARDS_INTRO
+    alone = scorer.score(request(source.replace("1.0] *", "None] *"), [["a", "x", "b"]], rewards))
+    assert "`judge` returned None" not in preview_tables(alone)[2]  # `judge`'s None is the only word on "x": left out
+
+
+def test_ties_made_by_the_clip_range_are_blamed_on_it_not_on_the_rewards():
+    """Totals 1.0 and 1.5 clipped to [-1, 1] all read 1: TRL sees no signal, but the rewards did tell the completions
+    apart. The verdict said "your rewards never told two apart" and sent the person to check the model."""
+    source = ("def correct(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
+              "def tagged(completions, **kwargs):\n    return [1.0 if '<' in c else 0.0 for c in completions]\n")
+    rewards = [{"file": "rewards.py", "function": "correct"}, {"file": "rewards.py", "function": "tagged", "weight": 0.5}]
+    clipped = scorer.score(request(source, [["<a>", "b"], ["<c>", "d"]], rewards, reward_clip_range=[-1, 1]))
+    verdict = clipped["learnability"]["verdict"]
+    assert verdict.startswith("Every completion got the same total reward (1) because clipping the totals to [-1, 1]")
+    assert "never told two apart" not in verdict
+    some = scorer.score(request(source, [["<a>", "b"], ["<c>", "d"]], rewards, reward_clip_range=[-1, 1.2]))
+    assert "tie only because" not in some["learnability"]["verdict"]
+    one_tied = scorer.score(request(source, [["<a>", "b"], ["c", "d"]], rewards, reward_clip_range=[-1, 1]))
+    assert "1 of these 2 prompts tie only because clipping the totals" in one_tied["learnability"]["verdict"]
+    assert "never told two apart" not in one_tied["learnability"]["verdict"]
+    mixed = scorer.score(request(source + "\ndef bonus(completions, **kwargs):\n    return [0.0, -1.0, 0.0, 0.0]\n",
+                                 [["<a>", "b"], ["<c>", "d"]], rewards + [{"file": "rewards.py", "function": "bonus"}],
+                                 reward_clip_range=[-1, 1]))
+    assert "1 of these 2 prompts tie only because clipping the totals to [-1, 1]" in mixed["learnability"]["verdict"]
+
+
+def test_a_pinned_example_is_held_to_the_total_training_sees_after_the_clip_range():
+    """A pin "a bad answer scores at most -2" passed on a raw -3, while training clips that total to -1, the same as a
+    mildly bad answer: pinned totals are now clipped as training clips them, and the report says from what."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.rewards.preview import written_request
+    from rloo_studio.ui.rewards_tab import pinned_verdict
+
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "data": {"source": "demo"},
+                               "rewards": [{"file": "rewards.py"}], "rloo": {"reward_clip_range": [-1, 1]}})
+    assert list(written_request(cfg, [], None).reward_clip_range) == [-1, 1]
+    source = "def harsh(completions, **kwargs):\n    return [-3.0 for c in completions]\n"
+    req = request(source, [["nonsense"]], reward_clip_range=[-1, 1], probes=False)
+    groups = [{**g, "range": (None, -2)} for g in req["groups"]]
+    passed, report = pinned_verdict(groups, scorer.score(req))
+    assert passed == 0 and "total -1.000 (clipped from -3.000 by the clip range, as training clips it)" in report, report
+
+
 def test_weights_and_several_functions_make_the_total():
     source = ("def one(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
               "def length(completions, **kwargs):\n    return [float(len(c)) for c in completions]\n")
@@ -286,6 +343,20 @@ def test_sampled_completions_cut_off_by_the_budget_are_marked_and_said_in_the_pr
     req["groups"][0]["cut_off"] = [True, False, True]
     findings = preview_tables(scorer.score(req))[2]
     assert "⚠️ `under_5_words` scores the cut-off ones as high as the finished ones or higher" in findings, findings
+    # With mask_truncated_completions (the GPU presets set it), TRL leaves them out of the loss: their advantage in the
+    # table, -0.5 for the first, pushes nothing in training (it was shown as what RLOO pushes down).
+    req = request(source, [["So 47 plus 28 is", "75", "Let me add the two numbers: 47 + 2"]], mask_truncated_completions=True)
+    req["groups"][0]["cut_off"] = [True, False, True]
+    masked = scorer.score(req)
+    assert "training leaves the 2 cut-off completions out of the loss" in masked["advantage_note"], masked["advantage_note"]
+    assert "out of the loss" not in (scorer.score(request(source, [["75", "1"]], mask_truncated_completions=True))
+                                     .get("advantage_note") or "")  # none cut off: nothing to say
+    from rloo_studio.config import RunConfig
+    from rloo_studio.rewards.preview import scoring_request
+
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "data": {"source": "demo"},
+                               "rloo": {"mask_truncated_completions": True}})
+    assert scoring_request(cfg, {"groups": [], "num_generations": 2}).mask_truncated_completions is True
     # Hand-written completions were never cut off: nothing is said.
     written = scorer.score(request(source, [["So 47 plus 28 is", "75"]]))
     assert all(r["cut_off"] is None for r in written["rows"]) and "Cut off" not in preview_tables(written)[2]
@@ -385,6 +456,24 @@ def test_a_pinned_example_reaches_the_rewards_in_the_shape_training_gives_them(t
     # Two messages in the prompt (the system prompt, the question); the completion one assistant message.
     assert "1/1 pinned examples pass" in reports["auto"] and "total 2.000" in reports["auto"], reports["auto"]
     assert "1/1 pinned examples pass" in reports["plain"] and "total -1.000" in reports["plain"], reports["plain"]
+
+
+def test_a_schedule_reward_reads_the_runs_max_steps_as_in_training():
+    """`trainer_state.max_steps` holds the run's steps in training (100 by default); the preview's stand-in held 0, and a
+    reward scheduled on `global_step / max_steps` failed there with ZeroDivisionError ("in training the run would stop
+    at its first batch", which it would not)."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.paths import DEMO_MODEL_DIR
+    from rloo_studio.rewards.preview import written_request
+
+    cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)}, "data": {"source": "demo"},
+                               "rewards": [{"file": "rewards.py"}], "rloo": {"max_steps": 40}})
+    assert written_request(cfg, [], None).max_steps == 40
+    assert written_request(RunConfig.from_dict({**cfg.to_dict(), "rloo": {"max_steps": -1}}), [], None).max_steps == 0
+    source = ("def ramp(completions, trainer_state, **kwargs):\n"
+              "    return [trainer_state.global_step / trainer_state.max_steps] * len(completions)\n")
+    result = scorer.score(request(source, [["a", "b"]], probes=False, max_steps=40))
+    assert not result["functions"]["ramp"]["errors"] and [r["total"] for r in result["rows"]] == [0.0, 0.0]
 
 
 def test_a_functions_std_is_the_sample_std_that_training_logs():
