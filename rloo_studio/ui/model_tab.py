@@ -62,7 +62,7 @@ class ModelTab:
         with gr.Row(visible=False) as self.lora_row:
             self.lora_r = gr.Number(16, label=text.LORA_R, info=text.LORA_R_INFO, precision=0, minimum=1)
             self.lora_alpha = gr.Number(32, label=text.LORA_ALPHA, info=text.LORA_ALPHA_INFO, precision=0, minimum=1)
-            self.lora_dropout = gr.Number(0.0, label=text.LORA_DROPOUT, minimum=0, maximum=1)
+            self.lora_dropout = gr.Number(0.0, label=text.LORA_DROPOUT, info=text.LORA_DROPOUT_INFO, minimum=0, maximum=1)
             self.lora_targets = gr.Textbox("all-linear", label=text.LORA_TARGETS, info=text.LORA_TARGETS_INFO)
         with gr.Row():
             self.estimate = gr.Markdown(text.ESTIMATE_PENDING, elem_id="memory-estimate")
@@ -236,9 +236,13 @@ class ModelTab:
 
     @staticmethod
     def apply(cfg: dict, values: list) -> list[str]:
-        """Write the widget values into the config dict's `model` and `lora` sections; returns problems: none, because
-        the combinations the config refuses (4-bit without LoRA) are the config check's (RunConfig.validate)."""
+        """Write the widget values into the config dict's `model` and `lora` sections; returns problems: an emptied
+        number field (the combinations the config refuses, such as 4-bit without LoRA, are the config check's)."""
         name, precision, method, r, alpha, dropout, targets, max_seq, backend, grad_ckpt, fast = values
+        # An emptied number is said, not replaced by a default the page does not show (as the Train tab does).
+        numbers = [(text.MAX_SEQ, max_seq)] + ([(text.LORA_R, r), (text.LORA_ALPHA, alpha), (text.LORA_DROPOUT, dropout)]
+                                               if method == text.METHOD_CHOICES[0] else [])
+        empty = [f"Model: “{label}” is empty" for label, value in numbers if value is None or value == ""]
         model = cfg.setdefault("model", {})
         model["name_or_path"] = (name or "").strip() or "demo"
         model["load_in_4bit"] = precision == text.PRECISION_CHOICES[0]
@@ -253,7 +257,7 @@ class ModelTab:
                            "target_modules": target if target == "all-linear" else [t.strip() for t in target.split(",") if t.strip()]}
         else:
             cfg.pop("lora", None)  # no section = full fine-tuning (`lora: null` would mean LoRA with defaults)
-        return []
+        return empty
 
     @staticmethod
     def values_from(cfg: RunConfig) -> list:

@@ -58,12 +58,15 @@ def form_rloo(base: dict | None, num_generations, per_device, num_iterations) ->
                            "num_iterations": int(num_iterations)})
 
 
-def batch_summary(num_generations, per_device, num_iterations, base: dict | None = None) -> str:
+def batch_summary(num_generations, per_device, num_iterations, base: dict | None = None, seed=None) -> str:
     """The line under the form: completions and prompts per step, how often completions are generated, and the other
     arguments of a step (optimiser, weight decay, warm-up, schedule, seed), all effective values training passes to
-    the trainer (RunConfig.effective_rloo). `--num-processes` multiplies the completions (the run's log says its own)."""
+    the trainer (RunConfig.effective_rloo). `--num-processes` multiplies the completions (the run's log says its own).
+    `seed`: the form's Seed field (the loaded config's seed is not what runs once the field is changed)."""
     try:
         rloo = form_rloo(base, num_generations, per_device, num_iterations).effective_rloo()
+        if seed is not None:
+            rloo = {**rloo, "seed": int(seed)}
         # The optimiser and schedule in words, their trainer names in brackets; the trainer's own line behind "details".
         return (f"{summary_line(batch_plan(rloo))} {text.optimiser_words(rloo)}\n\n<details><summary>details</summary>\n\n"
                 f"As the trainer is given them: {plan_words(rloo)}\n\n</details>")
@@ -349,7 +352,9 @@ class TrainTab:
         judge = form.rewards_tab.judge
         # The loaded config's keys the form does not show (form.base) count too: an input, not a trigger (a preset that
         # changes them also sets the batch fields, and so re-runs these).
-        form.derived.on(self.batch_keys, batch_summary, inputs=self.batch_keys + [form.base], outputs=self.batch_summary)
+        seed = self.fields["seed"]  # said in the line, and the one field of it outside the batch keys
+        form.derived.on(self.batch_keys + [seed], batch_summary, inputs=self.batch_keys + [form.base, seed],
+                        outputs=self.batch_summary)
         cost_inputs = self.batch_keys + [judge.use, judge.source]
         form.derived.on(cost_inputs, judge_cost_markdown, inputs=cost_inputs + [form.base], outputs=self.judge_cost)
         sizes = [self.fields[k] for k in ("num_generations", "per_device_train_batch_size", "max_steps", "num_iterations")]

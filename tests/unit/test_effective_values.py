@@ -77,6 +77,9 @@ def test_the_train_tab_line_counts_the_configs_other_batch_keys():
     line = batch_summary(8, 8, 1, base)
     assert "16 completions (8 per device × 2 accumulation steps × 1 process) = 2 prompts × 8 completions" in line
     assert "Optimiser adamw_8bit" in line and "seed 42" in line
+    # The Seed field, once changed, is what runs: the line said the loaded config's 42 while the run used 7.
+    changed = batch_summary(8, 8, 1, base, 7)
+    assert "random seed 7" in changed and "seed 42" not in changed
 
 
 def test_the_trial_reports_the_plan_its_trainer_used(tmp_path):

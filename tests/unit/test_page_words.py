@@ -37,7 +37,9 @@ def test_fields_that_mean_the_same_share_one_help_line_with_the_config():
 
     shared = {text.LORA_R_INFO: ("lora", "r"), text.LORA_ALPHA_INFO: ("lora", "alpha"),
               text.MAX_SEQ_INFO: ("model", "max_seq_length"), text.GRAD_CKPT_INFO: ("model", "gradient_checkpointing"),
-              text.PROMPT_COLUMN_INFO: ("data", "prompt_column"), text.SYSTEM_PROMPT_INFO: ("data", "system_prompt")}
+              text.PROMPT_COLUMN_INFO: ("data", "prompt_column"), text.SYSTEM_PROMPT_INFO: ("data", "system_prompt"),
+              # RLOO switches dropout off (disable_dropout): the field said 0.1 while training ran with 0.
+              text.LORA_DROPOUT_INFO: ("lora", "dropout")}
     for shown, (section, name) in shared.items():
         assert shown == field_help(section, name)
         assert "`" not in shown  # page words: no config syntax
@@ -81,3 +83,16 @@ def test_a_config_fields_label_is_written_once_in_the_config():
     assert not literals & set(labels.values()), literals & set(labels.values())
     assert all(CONFIG_LABELS[key] == label for key, label in labels.items())
     assert text.LORA_R == labels["lora.r"] and text.RLOO_FIELDS["num_generations"][0] == labels["rloo.num_generations"]
+
+
+def test_an_emptied_model_tab_number_is_said_not_replaced_by_a_default():
+    """A cleared LoRA rank ran with r = 16 while the field showed nothing; the Train tab already said "is empty"."""
+    from rloo_studio.ui.model_tab import ModelTab
+
+    lora = text.METHOD_CHOICES[0]
+    values = ["demo", text.PRECISION_CHOICES[1], lora, None, 32, 0.0, "all-linear", 512, "auto", True, "auto"]
+    assert ModelTab.apply({}, values) == [f"Model: “{text.LORA_R}” is empty"]
+    full = [*values[:2], text.METHOD_CHOICES[1], None, None, None, *values[6:]]
+    assert ModelTab.apply({}, full) == []  # the LoRA fields do not count without LoRA
+    filled = {}
+    assert ModelTab.apply(filled, [*values[:3], 8, *values[4:]]) == [] and filled["lora"]["r"] == 8
