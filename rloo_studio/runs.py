@@ -37,6 +37,9 @@ STATUS_FILE = "status.json"
 METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 ALERTS_FILE = "alerts.jsonl"  # health alerts the worker raised (see alerts.py): one line when each begins and ends
+# The health checks at each checkpoint (hack probes, held-out reward) that some alerts are found from: a resumed run
+# reads them back, so an alert raised before the resume can end and the best held-out checkpoint stays known.
+CHECKS_FILE = "checks.jsonl"
 LOG_FILE = "train.log"
 # The trainer arguments as the built trainer holds them (engine/trainer_args.py, record_trainer_arguments): what ran, on either backend
 TRAINER_ARGS_FILE = "trainer_args.json"
@@ -300,6 +303,28 @@ def old_eval(run_dir: str | Path) -> bool:
 
 def read_status(run_dir: str | Path) -> dict:
     return read_json(Path(run_dir) / STATUS_FILE) or {}
+
+
+def trained_seconds(status: dict, now: float | None = None) -> float | None:
+    """Seconds the run has spent training, over all its sessions (a resume adds one): the time it sat stopped between
+    them is not counted. Runs recorded before sessions were kept: from its first start (None when it has none)."""
+    now = time.time() if now is None else now
+    session = status.get("session_started_at")
+    if session is None:
+        started = status.get("started_at")
+        if started is None:
+            return None
+        state = status.get("state")
+        # Queued: a new run loading (its time counts), or an old run's Resume not yet begun (its last session's end).
+        end = now if state in ("running", "stopping") else status.get("finished_at") or (
+            now if state == "queued" else status.get("updated_at") or now)
+        return max(0.0, end - started)
+    before = float(status.get("trained_before_s") or 0.0)
+    if status.get("state") in ("running", "stopping"):
+        return before + max(0.0, now - session)
+    if status.get("trained_s") is not None:  # the last session's end, written when it stopped or finished
+        return float(status["trained_s"])
+    return before + max(0.0, (status.get("updated_at") or now) - session)  # a session that ended without saying so
 
 
 def update_status(run_dir: str | Path, **fields: Any) -> dict:

@@ -18,6 +18,28 @@ WORDS = {"generation": "generation", "rewards": "reward scoring", "logprobs": "l
          "optimizer": "forward + backward + optimizer", "other": "other"}
 
 
+def eta_seconds(begun: tuple[int, float], first_done: tuple[int, float] | None, step: int, max_steps: int,
+                now: float) -> float | None:
+    """Seconds to `max_steps` at the pace since the first step this process trained ended: (step, time) when training
+    began (`begun`) and when that first step ended (`first_done`). The first step carries one-time costs (compiling,
+    warming up the first generation) that would otherwise be spread over every step left; until a second step ends,
+    the first step's own pace is all there is. None before any step.
+
+    100 steps of 5 s after a first step with 40 s of one-time cost: at step 10 the ETA is 450 s (not 810 s).
+
+    >>> eta_seconds((0, 0.0), (1, 45.0), 10, 100, 90.0)
+    450.0
+    >>> eta_seconds((0, 0.0), (1, 45.0), 1, 100, 45.0)
+    4455.0
+    """
+    done = step - begun[0]
+    if done <= 0 or not max_steps:
+        return None
+    since, at = first_done if first_done is not None and step > first_done[0] else begun
+    per_step = (now - at) / (step - since)
+    return round(per_step * max(0, max_steps - step), 1)
+
+
 def mean_breakdown(records: list[dict]) -> dict | None:
     """The mean of each time key (and tokens_per_s) over the records that have them; None when none has."""
     timed = [r for r in records if isinstance(r.get(STEP_KEY), (int, float))]

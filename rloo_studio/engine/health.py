@@ -49,6 +49,7 @@ NO_SIGNAL_ADVICE = ("The difficulty scan's advice: check that the prompts ask fo
                     "give partial credit (a graded reward instead of 0/1), raise rloo.temperature or rloo.num_generations, "
                     "start from a bigger model, or keep only the prompts it sometimes solves (`rloo-studio scan CONFIG "
                     "--write-filtered`); if it always solves them, add harder prompts.")
+PROBES_CHECK, HELDOUT_CHECK = "probes", "heldout"  # the kinds of the records in runs.CHECKS_FILE
 # Which alerts each `alerts:` key acts on.
 HACKING_KINDS = (alerts.PROBE_WINS, alerts.HELDOUT_FALLS)
 
@@ -88,8 +89,11 @@ class HealthWatch:
         # `keep_checkpoint(step)`: keeps that checkpoint from being rotated away (set by the trainer); with a held-out
         # plateau looked for, the checkpoint of the best held-out check so far is kept, as the one to use after a stop.
         self.keep_checkpoint: Callable[[int], None] | None = None
-        self.checks: list[dict] = []
-        self.heldout_checks: list[dict] = []
+        # The checks before a resume, read back (their later records were set aside with the metrics'): without them an
+        # alert a check raised could never end, and the best held-out checkpoint would be forgotten.
+        kept = runs.read_jsonl(self.run_dir / runs.CHECKS_FILE)
+        self.checks: list[dict] = [r["check"] for r in kept if r.get("kind") == PROBES_CHECK]
+        self.heldout_checks: list[dict] = [r["check"] for r in kept if r.get("kind") == HELDOUT_CHECK]
         # `heldout()` -> the mean weighted total of greedy completions for the first held-out prompts, with the model as
         # it is now (set by the trainer once the model exists; None when the run holds nothing out).
         self.heldout: Callable[[], float | None] | None = None
@@ -184,7 +188,7 @@ class HealthWatch:
         since = self.heldout_checks[-1]["step"] if self.heldout_checks else 0
         train = [r["reward"] for r in self.rows if isinstance(r.get("reward"), (int, float)) and since < (r.get("step") or 0) <= step]
         best = max((c["heldout"] for c in self.heldout_checks), default=None)
-        self.heldout_checks.append(alerts.heldout_check(step, mean, sum(train) / len(train) if train else None))
+        self._record(HELDOUT_CHECK, step, alerts.heldout_check(step, mean, sum(train) / len(train) if train else None))
         if self.actions.on_heldout_plateau != "off" and self.keep_checkpoint is not None and (best is None or mean > best):
             # Kept from now on: a save_total_limit rotation at a later checkpoint would otherwise delete it before the
             # plateau that makes it the one to use is seen.
@@ -227,7 +231,7 @@ class HealthWatch:
                     probe_values.setdefault(kind, []).append(total)
         probe_means = {kind: sum(v) / len(v) for kind, v in probe_values.items()}
         check = alerts.probe_check(step, probe_means, real_totals)
-        self.checks.append(check)
+        self._record(PROBES_CHECK, step, check)
         self._update(step)
         return check
 
@@ -247,6 +251,11 @@ class HealthWatch:
         return out
 
     # ---- output --------------------------------------------------------------------------------
+
+    def _record(self, kind: str, step: int, check: dict) -> None:
+        """Keep a check in memory and in the run folder (`runs.CHECKS_FILE`), for a resume to read back."""
+        (self.checks if kind == PROBES_CHECK else self.heldout_checks).append(check)
+        runs.append_jsonl(self.run_dir / runs.CHECKS_FILE, [{"kind": kind, "step": step, "check": check}])
 
     def _update(self, step: int | None) -> None:
         patience = self.actions.heldout_patience if self.actions.on_heldout_plateau != "off" else None

@@ -25,12 +25,13 @@ from pathlib import Path
 
 import psutil
 
-from .. import runs
+from .. import runs, step_time
 from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
 from ..config import RunConfig
 from ..errors import ConfigError, RewardError, StudioError
 from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
-from ..alerts import RunFacts
+from ..alerts import GENERATIONS_KEY, RunFacts
+from ..rewards.judge import judge_seconds_per_step
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler
 from . import fast_generation
@@ -109,19 +110,19 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
         num_iterations micro-batches)."""
 
         def __init__(self):
-            self.started = time.time()
-            self.first_step = resumed_from
+            self.begun = (resumed_from, time.time())  # set again when training begins: loading is no step's time
+            self.first_done = None  # (step, time) when this process's first step ended: the ETA's pace starts there
             self.save_pending = False
             self.step_times = dict  # StepTimer.take once the trainer exists: where the logged steps' time went
 
         def _eta(self, state):
-            done = state.global_step - self.first_step
-            if done <= 0 or not state.max_steps:
-                return None
-            per_step = (time.time() - self.started) / done
-            return round(per_step * max(0, state.max_steps - state.global_step), 1)
+            now = time.time()
+            if self.first_done is None and state.global_step > self.begun[0]:
+                self.first_done = (state.global_step, now)
+            return step_time.eta_seconds(self.begun, self.first_done, state.global_step, state.max_steps, now)
 
         def on_train_begin(self, args, state, control, **kwargs):
+            self.begun = (max(state.global_step, resumed_from), time.time())
             if state.is_world_process_zero:
                 runs.update_status(run_dir, state="running", max_steps=state.max_steps, step=state.global_step)
 
@@ -132,6 +133,9 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 runs.update_status(run_dir, summary=dict(logs))
                 return
             record = {"step": state.global_step, "time": time.time(), **logs, **self.step_times()}
+            # The judge's seconds as the step's (TRL logs one generation batch's mean; a step may hold several).
+            batches = record.get(GENERATIONS_KEY) or max(1.0, plan.accumulation / plan.micro_batches_per_cycle)
+            record = judge_seconds_per_step(record, float(batches))
             cuda = stack.torch.cuda
             if cuda.is_available():
                 # Peak since the start (or resume): what the memory estimator is checked against.
@@ -595,11 +599,18 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         runs.clear_stop(run_dir, older_than=psutil.Process().create_time())
         if resume:
             # Steps after the checkpoint are trained again: set their old records aside so nothing is duplicated.
-            for name in (runs.METRICS_FILE, runs.SAMPLES_FILE, runs.ALERTS_FILE):
+            for name in (runs.METRICS_FILE, runs.SAMPLES_FILE, runs.ALERTS_FILE, runs.CHECKS_FILE):
                 runs.set_aside_after(run_dir / name, resume_step)
         # Several processes: the run's process is the launcher (`train --num-processes N`), which stops them all.
         pid = int(os.environ.get(LAUNCHER_PID_ENV) or os.getpid())
-        runs.update_status(run_dir, state="running", pid=pid, started_at=runs.read_status(run_dir).get("started_at") or time.time(),
+        prior = runs.read_status(run_dir)
+        # Training time is counted per session: a resume adds its own, not the time the run sat stopped.
+        # (A new run's first session counts from its Start, the app's queued status, as its elapsed time always has.)
+        before = (runs.trained_seconds(prior) or 0.0) if resume else 0.0
+        now = time.time()
+        runs.update_status(run_dir, state="running", pid=pid, started_at=prior.get("started_at") or now,
+                           session_started_at=now if resume else prior.get("started_at") or now, trained_before_s=before,
+                           trained_s=None,
                            model=cfg.model.name_or_path, backend=stack.backend, error=None, resumed_from=resume_step if resume else None,
                            finished_at=None, final_dir=None, summary=None, note=skipped, eta_s=None,
                            step=resume_step, max_steps=cfg.rloo_value("max_steps"), num_processes=world_size())
@@ -747,8 +758,12 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
             rolled = roll_back(run_dir, health.rollback_from)
             why["note"] += " " + rolled
             worker_line(rolled)
+        ended = time.time()
+        session = runs.read_status(run_dir)
+        trained = float(session.get("trained_before_s") or 0.0) + max(0.0, ended - (session.get("session_started_at") or ended))
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
-                           eta_s=0 if not stopped else None, pid=None, finished_at=time.time(), final_dir=final_dir.name, **why)
+                           eta_s=0 if not stopped else None, pid=None, finished_at=ended, final_dir=final_dir.name,
+                           trained_s=trained, **why)
     if main:
         worker_line(f"{'stopped' if stopped else 'finished'} at step {trainer.state.global_step}; saved {run_dir}")
     else:

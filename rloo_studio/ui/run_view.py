@@ -12,7 +12,6 @@ import ast
 import html
 import re
 import statistics
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -53,11 +52,8 @@ def _duration(seconds: float | None) -> str:
 
 
 def elapsed_s(view: RunView) -> float | None:
-    started = view.status.get("started_at")
-    if not started:
-        return None
-    end = time.time() if view.state in ("queued", "running", "stopping") else view.status.get("updated_at") or time.time()
-    return max(0.0, end - started)
+    """The run's training time so far, over all its sessions (`runs.trained_seconds`: not the nights it sat stopped)."""
+    return runs.trained_seconds(view.status)
 
 
 REWARD_WINDOW = 5  # steps averaged at each end of the run: one step's reward is a few prompts' worth

@@ -50,12 +50,20 @@ def test_stop_file_then_resume_continues_from_checkpoint(workspace):
     assert f"--resume {run_dir}" in stdout
     # The page shows the status's note beside "stopped": it names the request that stopped it.
     assert status["note"].startswith("stopped on a stop request: the run folder's STOP file at "), status["note"]
+    first_session = status["trained_s"]
+    assert 0 < first_session <= status["finished_at"] - status["started_at"]
 
     result = run_cli("train", "--resume", run_dir, f"rloo.max_steps={stopped_at + 2}", cwd=workspace.path)
     assert result.returncode == 0, result.stderr[-3000:]
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == stopped_at + 2
     assert status["resumed_from"] == stopped_at
+    # The training time adds the sessions, not the time between them (the page's "elapsed" read 14 hours for two
+    # 1-hour sessions a night apart): here, less than from the first start to the end, by at least the resumed
+    # process's start-up.
+    assert status["trained_before_s"] == first_session
+    assert first_session < status["trained_s"] < status["finished_at"] - status["started_at"], status
+    assert runs.trained_seconds(status) == status["trained_s"]
     assert_trained_with(run_dir)  # the resumed process too
     steps = [m["step"] for m in runs.read_jsonl(run_dir / "metrics.jsonl")]
     assert steps == list(range(1, stopped_at + 3)), "metrics continue after the checkpoint, none duplicated or lost"

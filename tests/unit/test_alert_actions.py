@@ -195,3 +195,33 @@ def test_the_heldout_check_says_how_many_prompts_it_scored_when_there_are_few(tm
     watch.heldout = check
     watch._check_heldout(1)
     assert said == ["[rloo-studio] held-out check at step 1: mean reward 0 on all 3 held-out prompts (few: the check is rough)"]
+
+
+def test_a_resumed_run_reads_back_the_checks_made_before_it(tmp_path):
+    """Held-out checks 0.75 at step 10 and 0.50 at step 20, a stop, a resume from 20, then 0.50, 0.375, 0.50: the best is
+    still checkpoint-10. Before, the resumed run began with no checks: it called checkpoint-30 the best (and kept it
+    from rotation in place of 10), and an alert a check raised before the resume could never end."""
+    actions = AlertActions(on_heldout_plateau="warn", heldout_patience=2, on_hacking="warn")
+    kept: list[int] = []
+
+    def watch_with(means):
+        watch = HealthWatch(tmp_path, FACTS, num_generations=2, say=lambda line: None, actions=actions)
+        watch.keep_checkpoint = kept.append
+        values = iter(means)
+        watch.heldout = lambda: next(values)
+        return watch
+
+    first = watch_with([0.75, 0.5])
+    for step in (10, 20):
+        first._check_heldout(step)
+    resumed = watch_with([0.5, 0.375, 0.5])
+    assert [c["step"] for c in resumed.heldout_checks] == [10, 20]
+    for step in (30, 40, 50):
+        resumed._check_heldout(step)
+    assert kept == [10]  # no later check beat step 10's
+    [plateau] = [a for a in alerts.current(runs.read_jsonl(tmp_path / runs.ALERTS_FILE)) if a["kind"] == alerts.HELDOUT_PLATEAU]
+    assert plateau["numbers"]["best_step"] == 10, plateau["numbers"]
+    # The hack probes' checks are read back too (so a hacking alarm raised before a resume can end after it).
+    first.checks.clear()
+    first._record("probes", 20, alerts.probe_check(20, {"rambling": 3.0}, [0.5, 0.5]))
+    assert [c["step"] for c in HealthWatch(tmp_path, FACTS, 2, say=lambda line: None).checks] == [20]

@@ -294,3 +294,22 @@ def test_every_rloo_studio_command_creates_owner_only_files():
             "print(oct(os.umask(0)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "0o77", out.stdout + out.stderr
+
+
+def test_training_time_adds_the_sessions_and_not_the_time_between_them():
+    """Train 1 h, sit stopped 12 h, resume for 1 h: 2 h of training, not 14 (the Train tab's "elapsed")."""
+    hour = 3600.0
+    first = {"state": "stopped", "started_at": 0.0, "session_started_at": 0.0, "trained_before_s": 0.0,
+             "trained_s": hour, "finished_at": hour, "updated_at": hour}
+    assert runs.trained_seconds(first) == hour
+    queued = {**first, "state": "queued", "updated_at": 13 * hour}  # Resume pressed: the worker has not begun
+    assert runs.trained_seconds(queued, now=13 * hour + 5) == hour
+    running = {**first, "state": "running", "session_started_at": 13 * hour, "trained_before_s": hour, "trained_s": None}
+    assert runs.trained_seconds(running, now=14 * hour) == 2 * hour
+    crashed = {**running, "state": "failed", "updated_at": 13.5 * hour}  # ended without writing trained_s
+    assert runs.trained_seconds(crashed, now=20 * hour) == 1.5 * hour
+    # A run recorded before sessions were kept: from its first start to its end.
+    assert runs.trained_seconds({"state": "finished", "started_at": 0.0, "finished_at": hour, "updated_at": 5 * hour}) == hour
+    assert runs.trained_seconds({"state": "running", "started_at": 0.0}, now=hour) == hour
+    assert runs.trained_seconds({"state": "queued", "started_at": 0.0, "updated_at": 1.0}, now=60.0) == 60.0  # loading
+    assert runs.trained_seconds({}) is None
