@@ -11,6 +11,7 @@ does not checkpoint the completions it has generated but not yet trained on). No
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -181,6 +182,23 @@ def steps_for_epochs(train_rows: int, plan: BatchPlan, epochs_: float = MANY_EPO
     12
     """
     return max(1, round(epochs_ * train_rows / plan.new_prompts_per_step))
+
+
+def trained_steps_for_epochs(train_rows: int, plan: BatchPlan, epochs_: float) -> int:
+    """The optimiser steps a run trains for `epochs_` (`num_train_epochs`, with max_steps -1), as TRL and transformers
+    count them: TRL's RepeatSampler draws whole generation batches of prompts only (the rows past the last whole one
+    are left out of the epoch), repeats each for its `steps_per_generation x num_iterations` micro-batches, and
+    transformers rounds an epoch's micro-batches up to whole steps, then the epochs' steps up.
+
+    50 rows, 16 prompts a step, 3 epochs: 3 whole batches an epoch, 9 steps (not the 10 that 150 / 16 rounds up to).
+
+    >>> trained_steps_for_epochs(50, BatchPlan(32, 1, 1, 2, 1, 1), 3)
+    9
+    """
+    prompts_per_generation = plan.generation_batch // plan.num_generations
+    micro_batches = (train_rows // max(1, prompts_per_generation)) * plan.num_iterations * plan.steps_per_generation
+    per_epoch = max(-(-micro_batches // plan.accumulation), 1)
+    return math.ceil(epochs_ * per_epoch)
 
 
 def epochs_words(epochs_: float, bold: bool = False) -> str:

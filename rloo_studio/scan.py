@@ -303,7 +303,18 @@ def write_filtered(scan_folder: str | Path, band: tuple[float, float] | None = N
               "kept": len(keep), "filtered_file": str(path)}
     runs.write_json_atomic(runs.scan_record_for(path), record)
     return {"path": str(path), "test_path": str(test_path) if test_path else None, "kept": len(keep), "of": len(records),
-            "overrides": overrides}
+            "unscanned": max(0, int(summary.get("of") or 0) - len(records)), "overrides": overrides}
+
+
+def unscanned_words(written: dict, how_to_scan_all: str) -> str:
+    """What a filtered file leaves out besides the dropped prompts: the training prompts the scan never saw (a scan of
+    64 of 7,473 rows writes a file of at most 64). "" when the scan saw them all."""
+    n = written.get("unscanned") or 0
+    if not n:
+        return ""
+    return (f"The other {n} training prompt{'s' if n != 1 else ''} {'were' if n != 1 else 'was'} not scanned and "
+            f"{'are' if n != 1 else 'is'} not in the file either: to filter the whole data, scan all of it "
+            f"({how_to_scan_all}).")
 
 
 def override_line(overrides: dict) -> str:
@@ -322,6 +333,30 @@ def copy_scan_record(data_source: str | Path, run_dir: str | Path) -> bool:
     return True
 
 
+# A prompt solved this often (or this rarely) by one completion: the chance that one scan's k completions all tie on it.
+ONE_DRAW_EXAMPLE = 0.8
+
+
+def limits_words(summary: dict) -> str:
+    """What limits the buckets: each prompt was drawn once, k completions, so a prompt the model solves most of the
+    time can tie all k in one scan and be put under *always solved* (and one it rarely solves under *never solved*),
+    while in training it would still teach; and when every completion of the scan got the same total, the scan
+    cannot tell solved from unsolved at all (every prompt is put under *never solved*).
+
+    >>> "solves 80 % of the time gets all 4 right in 41 % of scans" in limits_words({"k": 4, "range": {"lowest": 0, "highest": 1}})
+    True
+    """
+    k, span = int(summary["k"]), summary.get("range") or {}
+    if span and (span.get("highest") or 0.0) - (span.get("lowest") or 0.0) <= SPREAD_TOLERANCE:
+        return (f"Every completion of the scan got the same total ({span.get('lowest', 0.0):g}): the scan cannot tell "
+                "solved from unsolved prompts, so all of them are under *never solved*; check the rewards in the preview.")
+    p = ONE_DRAW_EXAMPLE
+    return (f"Each prompt was sampled once, {k} completions: a prompt the model solves {100 * p:.0f} % of the time gets all "
+            f"{k} right in {100 * p ** k:.0f} % of scans (and one it solves {100 * (1 - p):.0f} % of the time all {k} wrong "
+            f"as often), so some *always* and *never solved* prompts would still teach in training. More completions per "
+            "prompt give a surer split.")
+
+
 def summary_lines(summary: dict) -> list[str]:
     """The scan's summary in words, for the command line."""
     n, k = summary["prompts"], summary["k"]
@@ -329,6 +364,7 @@ def summary_lines(summary: dict) -> list[str]:
     for b in BUCKETS:
         lines.append(f"  {b:<14} {summary['buckets'][b]:>6}  {100 * summary['shares'][b]:5.1f}%")
     lines.append(f"No spread (teach nothing): {100 * summary['no_spread_share']:.1f}% of the prompts.")
+    lines.append(limits_words(summary).replace("*", ""))
     lines.append(f"Per step ({summary['groups_per_step']} prompt groups): on average {summary['useful_groups_per_step']:.1f} "
                  f"groups teach something ({100 * summary['useful_share_per_step']:.1f}%); a step with none: "
                  f"{100 * summary['steps_without_signal']:.1f}% of steps.")

@@ -20,7 +20,7 @@ from ..config import RunConfig
 from ..errors import StudioError
 from ..protocol import CommandEvent, Done, PreviewRequest, ScanPlan, ScanProgress
 from ..rewards.asks import MOSTLY_NO_SIGNAL, warmup_offer
-from ..scan import BUCKETS, SOLVED_RULE, eta_words, read_scan, run_scan, write_filtered
+from ..scan import BUCKETS, SOLVED_RULE, eta_words, limits_words, read_scan, run_scan, unscanned_words, write_filtered
 from .plots import in_order
 from . import text
 from .pickers import busy_message
@@ -58,7 +58,7 @@ def summary_markdown(summary: dict, folder) -> str:
     warn = (" — most of each step would teach nothing: keep only the mixed prompts below."
             if summary["no_spread_share"] > MOSTLY_NO_SIGNAL else ".")
     return (f"Scanned **{n} of {summary['of']}** training prompts, {summary['k']} completions each, in {summary['seconds']:.0f} s: "
-            f"{parts}.  \n**No spread: {100 * summary['no_spread_share']:.0f}%** of the prompts{warn}  \n"
+            f"{parts}.  \n**No spread: {100 * summary['no_spread_share']:.0f}%** of the prompts{warn}  \n{limits_words(summary)}  \n"
             f"Per training step ({summary['groups_per_step']} prompts): on average **{summary['useful_groups_per_step']:.1f}** "
             f"teach something ({100 * summary['useful_share_per_step']:.0f}%); steps with none: "
             f"{100 * summary['steps_without_signal']:.1f}%.  \n{probes}Saved in `{folder}`." + (f"\n\n{offer}" if offer else ""))
@@ -151,6 +151,8 @@ class ScanPanel:
             message = (f"**The Data tab now trains on `{written['path']}`**: {written['kept']} of the {written['of']} scanned "
                        f"prompts ({what}) of `{summary['data']}`. The original data is unchanged; a run on this file keeps "
                        "the scan's record in its folder.")
+            if written.get("unscanned"):
+                message += " **" + unscanned_words(written, "Prompts to scan: 0") + "**"
             if test:
                 message += f" The held-out prompts are the same as before, written to `{test}` (the Data tab's held-out field)."
             return [message, text.SOURCE_CHOICES[1], written["path"],

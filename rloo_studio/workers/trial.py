@@ -37,7 +37,7 @@ from typing import Callable
 from .. import runs, step_time
 from . import jobs
 from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_sum, epochs_words, steps_for_epochs,
-                        too_many_epochs)
+                        too_many_epochs, trained_steps_for_epochs)
 from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards.judge import judge_time_share
@@ -82,6 +82,8 @@ class Measurement:
     batch: dict | None = None  # the BatchPlan the trial's trainer used, as a dict (the epochs of a planned run)
     trial_s: float | None = None  # worker start -> the last timed step's end: load + warm-up + timed steps
     run_s_upper: float | None = None  # run_range(run_steps)'s upper end: the steps at SLOWER_PACE
+    longest_completion: float | None = None  # the timed steps' longest completion, in tokens (TRL's completions/max_length)
+    max_completion_length: int | None = None  # the run's limit on a completion's tokens
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -183,7 +185,7 @@ def run_steps(cfg: RunConfig, plan: BatchPlan, train_rows: int | None) -> int | 
         return max_steps
     if not train_rows:
         return None
-    return math.ceil(float(cfg.rloo_value("num_train_epochs")) * train_rows / plan.new_prompts_per_step)
+    return trained_steps_for_epochs(train_rows, plan, float(cfg.rloo_value("num_train_epochs")))
 
 
 def _peak_rss_gib(pid) -> float | None:
@@ -308,7 +310,10 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
                     judge_share=share[0] / share[1] if share else None,
                     trainer_line=effective_line(held, int(held.get("world_size") or 1)) if held else None,
                     trainer_changed=recorded.get("changed") or None, step_time=step_time.mean_breakdown(timed_rows),
-                    cycle_steps=warm, batch=asdict(plan), trial_s=rows[last]["time"] - started)
+                    cycle_steps=warm, batch=asdict(plan), trial_s=rows[last]["time"] - started,
+                    longest_completion=max((float(r["completions/max_length"]) for r in timed_rows
+                                            if isinstance(r.get("completions/max_length"), (int, float))), default=None),
+                    max_completion_length=int(cfg.rloo_value("max_completion_length") or 0) or None)
     m.run_s, m.run_s_upper = run_range(m, m.run_steps)
     return m
 
@@ -359,6 +364,11 @@ def summary_lines(m: Measurement, minutes: float | None = None) -> list[str]:
     lines.append(f"the range: a real run's later steps have taken up to {SLOWER_PACE:g} × the trial's timed step for the "
                  "same work (measured on a CPU; why is not known, and it varies by machine), so the steps suggested fit "
                  "the time at that pace; a run whose steps keep the trial's pace ends sooner")
+    if m.longest_completion is not None and m.max_completion_length and m.longest_completion < m.max_completion_length:
+        # SLOWER_PACE was measured with every completion at the limit: longer answers are more work, outside the range.
+        lines.append(f"the trial's completions were at most {m.longest_completion:.0f} tokens of the "
+                     f"{m.max_completion_length} allowed: if the answers grow towards the limit as training goes on, "
+                     "each step generates and trains on more tokens and the run takes longer than this range")
     if m.epochs is not None:
         lines.append(epochs_sum(m.train_rows, m.run_steps, m.new_prompts_per_step))
     if m.trainer_line:

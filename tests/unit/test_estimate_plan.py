@@ -150,3 +150,22 @@ def test_the_progress_names_the_stage_the_trial_folder_shows(tmp_path, status, t
     view = RunView(run_id="t", path=tmp_path, state=status["state"], status={**status, "step": step})
     assert trial._stage(view, 2, 1) == said
     assert trial.Progress(said, 12.4, 40.0).words() == f"{said} (12 s)… 40 s in all"
+
+
+def test_the_range_says_when_the_trials_completions_were_shorter_than_the_limit():
+    """The range's upper end was measured with every completion at the token limit: a trial whose longest completion
+    was 60 tokens of 256 says the run can take longer if the answers grow (it said "the steps suggested fit the time")."""
+    short = _measured()
+    short.longest_completion, short.max_completion_length = 60.0, 256
+    assert any("at most 60 tokens of the 256 allowed" in line for line in trial.summary_lines(short))
+    full = _measured()
+    full.longest_completion, full.max_completion_length = 256.0, 256
+    assert not any("tokens of the" in line for line in trial.summary_lines(full))
+
+
+def test_a_run_for_epochs_trains_whole_generation_batches_as_trl_counts_them():
+    """50 rows at 16 prompts a step for 3 epochs: TRL's sampler draws 3 whole batches an epoch, 9 steps; the trial said
+    10 (150 / 16 rounded up), and 4 for a 20-row file that trains 3."""
+    cfg = RunConfig.from_dict({"rloo": {"max_steps": -1, "num_train_epochs": 3}})
+    plan = BatchPlan(per_device=32, accumulation=1, processes=1, num_generations=2, steps_per_generation=1, num_iterations=1)
+    assert trial.run_steps(cfg, plan, 50) == 9 and trial.run_steps(cfg, plan, 20) == 3

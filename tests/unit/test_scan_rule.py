@@ -11,7 +11,7 @@ from rloo_studio import runs
 from rloo_studio.config import RunConfig
 from rloo_studio.errors import StudioError
 from rloo_studio.scan import (ALWAYS_SOLVED, MIXED, NEVER_SOLVED, difficulty_bucket, filtered_paths, groups_per_step, kept,
-                              parse_band, pick_evenly, write_filtered)
+                              parse_band, pick_evenly, unscanned_words, write_filtered)
 
 
 def test_bucket_rule_edges():
@@ -66,3 +66,40 @@ def test_filtered_file_goes_beside_a_local_file_and_never_over_one(tmp_path):
     assert json.loads(runs.scan_record_for(written["path"]).read_text())["kept"] == 2
     with pytest.raises(StudioError, match="exists already"):
         write_filtered(scan_dir)
+    assert written["unscanned"] == 0 and unscanned_words(written, "Prompts to scan: 0") == ""
+
+
+def test_a_filtered_file_of_a_partial_scan_says_the_unscanned_prompts_are_not_in_it(tmp_path):
+    """A scan of 64 of 7,473 training prompts writes a file of at most 64: the page said "the mixed ones of the 64
+    scanned prompts" and nothing of the 7,409 rows the run would no longer see."""
+    rows = [{"prompt": f"q{i}", "answer": str(i)} for i in range(2)]
+    cfg = RunConfig.from_dict({"data": {"source": "demo"}}, base_dir=tmp_path)
+    scan_dir = tmp_path / "scan"
+    scan_dir.mkdir()
+    runs.append_jsonl(scan_dir / runs.SCAN_FILE, [{"index": i, "row": r, "bucket": MIXED, "mean_total": 0.5}
+                                                   for i, r in enumerate(rows)])
+    runs.write_json_atomic(scan_dir / runs.SCAN_SUMMARY_FILE, {"config": cfg.to_dict(), "base_dir": str(tmp_path),
+                                                               "prompts": 2, "of": 7473})
+    written = write_filtered(scan_dir)
+    assert written["unscanned"] == 7471
+    assert unscanned_words(written, "Prompts to scan: 0") == (
+        "The other 7471 training prompts were not scanned and are not in the file either: to filter the whole data, "
+        "scan all of it (Prompts to scan: 0).")
+
+
+def test_the_buckets_say_what_one_draw_of_k_completions_cannot_tell():
+    """A prompt solved 80 % of the time gets all 4 of 4 right in 41 % of scans and was put under "always solved" (then
+    dropped by the filter) with no word of it; a scan where every completion tied called every prompt "never solved",
+    full marks included."""
+    import doctest
+
+    from rloo_studio import scan
+
+    assert doctest.testmod(scan).failed == 0
+    tied = scan.limits_words({"k": 4, "range": {"lowest": 1.0, "highest": 1.0}})
+    assert tied.startswith("Every completion of the scan got the same total (1): the scan cannot tell solved from unsolved")
+    lines = scan.summary_lines({"prompts": 2, "of": 2, "k": 4, "buckets": {b: 1 for b in scan.BUCKETS},
+                                "shares": {b: 0.5 for b in scan.BUCKETS}, "no_spread_share": 0.5, "groups_per_step": 2,
+                                "useful_groups_per_step": 1.0, "useful_share_per_step": 0.5, "steps_without_signal": 0.25,
+                                "range": {"lowest": 0.0, "highest": 1.0}, "rule": scan.SOLVED_RULE})
+    assert any("all 4 right in 41 % of scans" in line and "*" not in line for line in lines)
