@@ -225,7 +225,14 @@ class ModelTab:
 
         # A local folder chosen after a preset is not downloaded: the preset's note then names the folder. Through the
         # form's one change event (derived.py): the model field has no second change handler of its own.
-        form.derived.on([self.name], preset_notes_for, inputs=[self.preset_notes, self.name], outputs=self.preset_notes)
+        # Its "What to train" line follows the form's choice: a person who picks LoRA after the demo's preset read
+        # "What to train: Full fine-tuning" above a form that said LoRA.
+        def notes_now(notes, model, method, r):
+            notes = preset_notes_for(notes, model)
+            return notes if not isinstance(notes, str) else with_method(notes, method == text.METHOD_CHOICES[0], r)
+
+        watched = [self.name, self.method, self.lora_r]
+        form.derived.on(watched, notes_now, inputs=[self.preset_notes] + watched, outputs=self.preset_notes)
 
     # ---- the form ----------------------------------------------------------------------------------
 
@@ -364,9 +371,24 @@ def nothing_to_shrink(est: Estimate | None, device: str | None) -> str:
 
 def method_note(cfg: RunConfig) -> str:
     """Why the settings train what they train: a preset's choice between LoRA and the whole model, said in words."""
-    if cfg.lora is None:
+    return _method_words(cfg.lora is not None, cfg.lora.r if cfg.lora is not None else None)
+
+
+def _method_words(lora: bool, r) -> str:
+    if not lora:
         return (f"**{text.METHOD}: {text.METHOD_CHOICES[1]}** — every weight is trained. Right for a tiny model such as the "
                 "bundled demo, where it learns more than an adapter in the same time; for real models choose "
                 f"“{text.METHOD_CHOICES[0]}”: training every weight needs several times the memory.")
-    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** — small added matrices are trained, the adapter's size (LoRA rank "
-            f"{cfg.lora.r}); the model's own weights stay as they are: far less memory than training every weight.")
+    rank = f" (LoRA rank {r:g})" if isinstance(r, (int, float)) else ""
+    return (f"**{text.METHOD}: {text.METHOD_CHOICES[0]}** — small added matrices are trained, the adapter's size{rank}; "
+            "the model's own weights stay as they are: far less memory than training every weight.")
+
+
+def with_method(notes: str, lora: bool, r) -> str:
+    """The notes with their "What to train" paragraph (`method_note`'s) saying the form's choice now; notes without one
+    are left as they are."""
+    start = notes.find(f"**{text.METHOD}: ")
+    if start < 0:
+        return notes
+    end = notes.find("\n\n", start)
+    return notes[:start] + _method_words(lora, r) + (notes[end:] if end >= 0 else "")

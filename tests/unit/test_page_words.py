@@ -96,3 +96,17 @@ def test_an_emptied_model_tab_number_is_said_not_replaced_by_a_default():
     assert ModelTab.apply({}, full) == []  # the LoRA fields do not count without LoRA
     filled = {}
     assert ModelTab.apply(filled, [*values[:3], 8, *values[4:]]) == [] and filled["lora"]["r"] == 8
+
+
+def test_the_presets_what_to_train_line_follows_the_forms_choice():
+    """After the demo's preset, a person who chose LoRA read "What to train: Full fine-tuning (tiny models only) — every
+    weight is trained" above a form that said LoRA (walked in Chromium, 2026-12-04)."""
+    from rloo_studio.config import RunConfig
+    from rloo_studio.ui.model_tab import method_note, with_method
+
+    notes = f"The form shows the cpu-demo preset.\n\n{method_note(RunConfig())}\n\nmore"
+    assert f"**{text.METHOD}: {text.METHOD_CHOICES[1]}**" in notes
+    lora = with_method(notes, True, 8)
+    assert f"**{text.METHOD}: {text.METHOD_CHOICES[0]}**" in lora and "(LoRA rank 8)" in lora
+    assert text.METHOD_CHOICES[1] not in lora.split("\n\n")[1] and lora.endswith("\n\nmore")
+    assert with_method(lora, False, 8) == notes and with_method("no such line", True, 8) == "no such line"
