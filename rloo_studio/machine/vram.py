@@ -493,6 +493,11 @@ def estimate(shape: ModelShape, s: Settings, device_gib: float | None = None,
                     total_gib=total / GIB, device_gib=device_gib, notes=notes, on_cpu=on_cpu)
 
 
+# What `dtype: auto` means on a CPU (engine.model.choose_dtype): said where the estimate counts it.
+CPU_LOADS_32_BIT = ("on this CPU the weights load as 32-bit (float32), as counted here: 16-bit weights need a CUDA GPU, "
+                    "so the run trains in 32-bit")
+
+
 def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: bool = True,
                     on_cpu: bool = False) -> Estimate | None:
     """The estimate for a RunConfig; None when the model's shape is unknown (offline, not in the table). `on_cpu`:
@@ -504,6 +509,8 @@ def estimate_config(cfg: RunConfig, device_gib: float | None = None, gpu_bf16: b
     if on_cpu and cfg.model.dtype == "auto":
         settings = replace(settings, dtype="float32")
     found = estimate(shape, settings, device_gib, local_judges(cfg), on_cpu=on_cpu)
+    if on_cpu and cfg.model.dtype == "auto" and not cfg.model.load_in_4bit:
+        found.notes.insert(0, CPU_LOADS_32_BIT)  # the page's "16-bit" choice is not what this machine trains
     if on_cpu:
         from .hardware import free_ram_gb
 

@@ -229,3 +229,17 @@ def test_on_a_cpu_the_estimate_says_when_more_ram_is_needed_than_is_free_now():
     assert "⚠️ **But only 14.0 GiB of it is free now**" in page
     idle = dataclasses.replace(busy, free_gib=20.0)
     assert estimate_markdown(idle, "this computer's RAM (23.5 GiB)").startswith("✅") and "free now" not in estimate_markdown(idle, "x")
+
+
+def test_on_a_cpu_16_bit_weights_are_said_to_load_as_32_bit():
+    """The Model tab's "16-bit" on a CPU-only machine (a GPU preset, `dtype: auto`): the engine loads float32 there and
+    the estimate counted float32, while the page still said 16-bit and nothing else (an audit)."""
+    from rloo_studio.machine.vram import CPU_LOADS_32_BIT
+    from rloo_studio.ui.model_tab import estimate_markdown
+
+    sixteen = RunConfig.from_dict({"model": {"dtype": "auto"}})
+    assert CPU_LOADS_32_BIT in estimate_config(sixteen, 23.5, False, on_cpu=True).notes
+    assert "the weights load as 32-bit" in estimate_markdown(estimate_config(sixteen, 23.5, False, on_cpu=True), "this computer's RAM")
+    assert CPU_LOADS_32_BIT not in estimate_config(sixteen, 80.0, True).notes  # a GPU loads 16-bit
+    assert CPU_LOADS_32_BIT not in estimate_config(RunConfig.from_dict({"model": {"dtype": "float32"}}), 23.5, False,
+                                                   on_cpu=True).notes
