@@ -28,6 +28,11 @@ def rloo_arguments(cfg: RunConfig, stack, run_dir: Path, dtype: str, fast: FastG
         args.update(bf16=dtype == "bfloat16", fp16=dtype == "float16")
     # TRL's default is True; the model section decides (Unsloth also gets it at load time).
     args["gradient_checkpointing"] = cfg.model.gradient_checkpointing
+    if cfg.lora is None and args.get("beta"):
+        # Full fine-tuning with a KL penalty: TRL loads the reference model itself, in float32 unless told otherwise
+        # (trl.trainer.utils.create_model_from_path), beside a 16-bit policy on a GPU: twice the memory the estimate
+        # counts, and a KL taken against a copy of another precision. It gets the policy's precision.
+        args["model_init_kwargs"] = {"dtype": dtype}
     args.update(cfg.rloo)  # a config's own precision or checkpointing settings win, as they always did
     args["output_dir"] = str(run_dir / runs.CHECKPOINTS_DIR)
     args.setdefault("save_strategy", "steps")
