@@ -153,7 +153,7 @@ class LoraConfig:
     r: int = _help("LoRA rank: higher learns more, costs more memory; 16 is a good start.", "LoRA rank (r)", default=16)
     alpha: int = _help("Scales the adapter (its effective scale is alpha/r); 2×r is common.", "LoRA alpha", default=32)
     dropout: float = _help("Dropout on the LoRA path; 0 is usual for RL. RLOO training itself switches every dropout off "
-                           "(TRL's disable_dropout, on by default: dropout makes the same tokens' log-probabilities "
+                           "(TRL's disable_dropout, which RLOO Studio turns on: dropout makes the same tokens' log-probabilities "
                            "differ between passes), so this applies to the format warm-up only, unless a config turns "
                            "disable_dropout off.", "LoRA dropout", default=0.0)
     target_modules: Any = _help("`all-linear` or a list of module names such as [q_proj, v_proj].", "LoRA target modules",

@@ -305,22 +305,25 @@ def read_status(run_dir: str | Path) -> dict:
     return read_json(Path(run_dir) / STATUS_FILE) or {}
 
 
-def trained_seconds(status: dict, now: float | None = None) -> float | None:
+def trained_seconds(status: dict, now: float | None = None, state: str | None = None) -> float | None:
     """Seconds the run has spent training, over all its sessions (a resume adds one): the time it sat stopped between
-    them is not counted. Runs recorded before sessions were kept: from its first start (None when it has none)."""
+    them is not counted. `state`: the run's state as the page tells it (`effective_state`: a worker that died leaves
+    "running" in the file), else the file's. A session that is not live counts to its last step (`trained_s`, written
+    at every step and at the end). Runs recorded before sessions were kept: from its first start (None when it has
+    none)."""
     now = time.time() if now is None else now
+    state = state or status.get("state")
     session = status.get("session_started_at")
     if session is None:
         started = status.get("started_at")
         if started is None:
             return None
-        state = status.get("state")
         # Queued: a new run loading (its time counts), or an old run's Resume not yet begun (its last session's end).
         end = now if state in ("running", "stopping") else status.get("finished_at") or (
             now if state == "queued" else status.get("updated_at") or now)
         return max(0.0, end - started)
     before = float(status.get("trained_before_s") or 0.0)
-    if status.get("state") in ("running", "stopping"):
+    if state in ("running", "stopping"):
         return before + max(0.0, now - session)
     if status.get("trained_s") is not None:  # the last session's end, written when it stopped or finished
         return float(status["trained_s"])

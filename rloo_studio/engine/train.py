@@ -134,7 +134,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 return
             record = {"step": state.global_step, "time": time.time(), **logs, **self.step_times()}
             # The judge's seconds as the step's (TRL logs one generation batch's mean; a step may hold several).
-            batches = record.get(GENERATIONS_KEY) or max(1.0, plan.accumulation / plan.micro_batches_per_cycle)
+            batches = (record.get(GENERATIONS_KEY) or 1.0) * max(1.0, plan.accumulation / plan.micro_batches_per_cycle)
             record = judge_seconds_per_step(record, float(batches))
             cuda = stack.torch.cuda
             if cuda.is_available():
@@ -147,7 +147,10 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
 
         def on_step_end(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
-                runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state))
+                # The training time so far, kept at every step: a run whose worker dies keeps its last step's.
+                live = {**runs.read_status(run_dir), "state": "running"}
+                runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state),
+                                   trained_s=runs.trained_seconds(live))
             boundary = at_cycle_boundary(state.global_step, plan)
             final = state.global_step >= state.max_steps
             # transformers' own flow callback ran first and asked for a save_steps checkpoint (and one at the end):
@@ -606,7 +609,8 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         prior = runs.read_status(run_dir)
         # Training time is counted per session: a resume adds its own, not the time the run sat stopped.
         # (A new run's first session counts from its Start, the app's queued status, as its elapsed time always has.)
-        before = (runs.trained_seconds(prior) or 0.0) if resume else 0.0
+        # (The worker before this one has ended, whatever its status file still says.)
+        before = (runs.trained_seconds(prior, state="stopped") or 0.0) if resume else 0.0
         now = time.time()
         runs.update_status(run_dir, state="running", pid=pid, started_at=prior.get("started_at") or now,
                            session_started_at=now if resume else prior.get("started_at") or now, trained_before_s=before,
@@ -647,6 +651,9 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
     if any(r.source_file for r in rewards):
         say(f"[rloo-studio] {sandbox_line(rewards)}")
     args = rloo_arguments(cfg, stack, run_dir, loaded.dtype, fast)
+    if "model_init_kwargs" in args:  # TRL warns they "will be ignored": true of the policy, loaded already, not the reference
+        say(f"[rloo-studio] the reference model for the KL penalty loads in {loaded.dtype}, as the policy "
+            "(model_init_kwargs; TRL's warning that they are ignored is about the policy, which is loaded already)")
     try:
         rloo_config = trl.RLOOConfig(**args)
     except (TypeError, ValueError) as exc:
@@ -700,6 +707,10 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         health.keep_checkpoint = lambda step: setattr(trainer.state, "best_model_checkpoint",
                                                       os.path.join(trainer.args.output_dir, f"checkpoint-{step}"))
         health.set_beta = lambda beta: _set_beta(trainer, cfg, run_dir, beta)
+        if health.heldout_checks and health.actions.on_heldout_plateau != "off":
+            # Resumed: the best held-out check before the resume is kept from rotation again (the checkpoint's saved
+            # state was written before that check named it best).
+            health.keep_checkpoint(max(health.heldout_checks, key=lambda c: c["heldout"])["step"])
     kept_because = skip_needless_old_logprobs(trainer, stack.torch)
     say("[rloo-studio] TRL's no-grad old log-prob pass: " + ("skipped (with these settings it repeats the training "
         "pass's numbers exactly)" if kept_because is None else f"kept ({kept_because})"))

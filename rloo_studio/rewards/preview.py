@@ -301,7 +301,7 @@ def _score(request: ScoreRequest) -> ScoreResult:
                  if s.name in NEEDS_THINK_END_TOKEN_ID else s for s in specs]
     needs_tokenizer = any(s.name in NEEDS_THINK_END_TOKEN_ID and "think_end_token_id" not in s.params for s in specs)
     opened = request.prompt_opens_think  # found by the sampler; for written text, from the template here
-    if opened is None and any(s.name in NEEDS_PROMPT_OPENS_THINK for s in specs):
+    if opened is None and any(s.name in NEEDS_PROMPT_OPENS_THINK or s.judge is not None for s in specs):
         chats = [g["prompt"] for g in groups]
         opened = prompt_opens_think(chats, tokenizer.get() if chats and isinstance(chats[0], list) else None,
                                     request.chat_template_kwargs)
@@ -553,7 +553,9 @@ def none_as_zero_lines(result: dict, page: bool = False) -> list[str]:
     as 0 there, which ranks them as if it had scored 0 (a judge whose reply had no verdict, say). Said with numbers,
     as a None reads like "left out"."""
     rows = result.get("rows") or []
-    zeroed = none_counted_as_zero({n: [r["rewards"].get(n) for r in rows] for n in result.get("functions") or {}})
+    functions = result.get("functions") or {}
+    zeroed = none_counted_as_zero({n: [r["rewards"].get(n) for r in rows] for n in functions
+                                   if not functions[n].get("errors")})  # (one that raised stops training: said apart)
     head = "ℹ️ **None counted as 0:**" if page else "None counted as 0:"
     return [f"{head} `{name}` returned None for {count} of {len(rows)} completions that another function scored: in "
             f"the total, and in training, it adds 0 for {'it' if count == 1 else 'them'}, so "

@@ -53,7 +53,7 @@ def _duration(seconds: float | None) -> str:
 
 def elapsed_s(view: RunView) -> float | None:
     """The run's training time so far, over all its sessions (`runs.trained_seconds`: not the nights it sat stopped)."""
-    return runs.trained_seconds(view.status)
+    return runs.trained_seconds(view.status, state=view.state)
 
 
 REWARD_WINDOW = 5  # steps averaged at each end of the run: one step's reward is a few prompts' worth

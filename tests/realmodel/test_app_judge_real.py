@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 from helpers.app import Form, connect, served_app
 
-from rloo_studio.rewards.judge import RUBRICS
+from rloo_studio.rewards.judge import RUBRICS, judged_text
 from rloo_studio.ui import text
 from rloo_studio.ui.rewards_tab import REASON_SUFFIX
 
@@ -52,7 +52,8 @@ def requests(log: Path) -> list[dict]:
 
 
 def judged_completion(request: dict) -> str:
-    """The completion a judge request asked about (the default template's "Answer to grade:" section)."""
+    """What a judge request asked about (the default template's "Answer to grade:" section): a completion's answer, the
+    text after </think> (`rewards.judge.judged_text`); compare with `judged_text(completion)`."""
     prompt = request["messages"][0]["content"]
     return prompt.split("Answer to grade:\n", 1)[1].split("\n\nReference answer:", 1)[0]
 
@@ -69,8 +70,8 @@ def test_the_preview_shows_the_judge_score_its_words_advantages_agreement_and_pr
     assert len(update["column_widths"]) == len(headers)
     replies = {judged_completion(r): r["reply"].strip() for r in requests(log)}
     for row, completion in zip(table["data"], PASTED):
-        said = row[at + 1]
-        assert replies[completion] and replies[completion] in said, (said, replies[completion])  # the server's very reply
+        said, reply = row[at + 1], replies[judged_text(completion)]  # the judge is shown the answer, not the thinking
+        assert reply and reply in said, (said, reply)  # the server's very reply
         assert row[at] is not None or "not scored:" in said
     assert JUDGE in [r[0] for r in summary["data"]]
     assert abs(sum(row[-1] for row in table["data"])) < 0.01  # the advantages, the judge's score counted in the totals
@@ -97,9 +98,11 @@ def test_pinned_examples_are_judged(app, judge_server):
     form = judged_form(app, url)
     pinned = {"headers": ["prompt", "completion", "answer", "min total", "max total"],
               "data": [[PROMPT, "<think>3 plus 4</think>7", ANSWER, 0.0, 10.0]]}
+    asked_before = len(requests(log))
     report = app.predict(pinned, *form.values, api_name="/run_pinned")
     assert report.startswith("**"), report
-    assert "<think>3 plus 4</think>7" in [judged_completion(r) for r in requests(log)]  # the judge saw the pinned example
+    # The judge saw the pinned example's answer (the text after </think>), not its thinking.
+    assert "7" in [judged_completion(r) for r in requests(log)[asked_before:]]
 
 
 def test_the_command_line_preview_prints_the_judge_words_and_its_agreement(judge_server, tmp_path):
@@ -112,6 +115,7 @@ def test_the_command_line_preview_prints_the_judge_words_and_its_agreement(judge
     assert done.returncode == 0, done.stderr[-3000:]
     replies = {judged_completion(r): r["reply"].strip() for r in requests(log)}
     for completion in PASTED:
-        assert f"{JUDGE} says: {'Score: ' + replies[completion]!r}" in done.stdout, (replies[completion], done.stdout)
+        reply = replies[judged_text(completion)]
+        assert f"{JUDGE} says: {'Score: ' + reply!r}" in done.stdout, (reply, done.stdout)
     agreement = next(line for line in done.stdout.splitlines() if line.startswith("Agreement: "))
     assert agreement.startswith(f"Agreement: judge `{JUDGE}` ") and "`numeric_answer`" in agreement, agreement

@@ -13,7 +13,7 @@ import pytest
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, open_tab, opened_page
 from test_app_judge_real import ANSWER, JUDGE, PASTED, PROMPT, judged_completion, requests
 
-from rloo_studio.rewards.judge import RUBRICS
+from rloo_studio.rewards.judge import RUBRICS, judged_text
 from rloo_studio.ui import text
 from rloo_studio.ui.judge_panel import FIRST_RUBRIC, OWN_RUBRIC
 from rloo_studio.ui.rewards_tab import REASON_SUFFIX
@@ -90,7 +90,8 @@ def test_a_rubric_previewed_in_the_browser_shows_scores_words_advantages_agreeme
     # The judge's own words: what the server replied about each completion, in that completion's row.
     replies = {judged_completion(r): r["reply"].strip() for r in requests(log)}
     for row, completion in zip(rows, PASTED):
-        assert replies.get(completion) and replies[completion] in row[said], (row[said], replies.get(completion))
+        reply = replies.get(judged_text(completion))  # the judge is shown the answer after </think>, not the thinking
+        assert reply and reply in row[said], (row[said], reply)
         assert row[score] or "not scored:" in row[said], row
     assert abs(sum(float(row[advantage]) for row in rows)) < 0.01, rows  # leave-one-out advantages of one prompt
     findings = page.locator("#preview-findings")
@@ -191,7 +192,7 @@ def test_a_rubric_written_in_the_page_is_previewed_on_samples_pinned_and_trained
     result = page.locator("#pinned-result")
     expect(result).to_contain_text("2/2 pinned examples pass", timeout=600_000)
     judged = {judged_completion(r) for r in requests(log)[asked_before:]}
-    assert {pin[1] for pin in PINS} <= judged, "the pinned examples were not put to the judge"
+    assert {judged_text(pin[1]) for pin in PINS} <= judged, "the pinned examples' answers were not put to the judge"
 
     # Trained with it: the Train tab prices the judge per step, the run logs it, the page shows its share of the time.
     open_tab(page, "4 · Train")

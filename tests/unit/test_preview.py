@@ -54,6 +54,11 @@ def test_a_none_beside_another_functions_score_is_said_to_count_as_0_as_in_train
     assert "None = skip" not in text.REWARDS_INTRO and "counts as 0" in text.REWARDS_INTRO
     alone = scorer.score(request(source.replace("1.0] *", "None] *"), [["a", "x", "b"]], rewards))
     assert "`judge` returned None" not in preview_tables(alone)[2]  # `judge`'s None is the only word on "x": left out
+    # A function that raised has None everywhere too, but it stops training at its first batch (said apart): it is
+    # not one whose None "adds 0".
+    raising = source + "\ndef broken(completions, **kwargs):\n    raise ValueError('no')\n"
+    failed = scorer.score(request(raising, [["a", "x", "b"]], rewards + [{"file": "rewards.py", "function": "broken"}]))
+    assert "`broken` returned None" not in preview_tables(failed)[2] and "`judge` returned None" in preview_tables(failed)[2]
 
 
 def test_ties_made_by_the_clip_range_are_blamed_on_it_not_on_the_rewards():

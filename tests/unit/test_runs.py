@@ -308,6 +308,11 @@ def test_training_time_adds_the_sessions_and_not_the_time_between_them():
     assert runs.trained_seconds(running, now=14 * hour) == 2 * hour
     crashed = {**running, "state": "failed", "updated_at": 13.5 * hour}  # ended without writing trained_s
     assert runs.trained_seconds(crashed, now=20 * hour) == 1.5 * hour
+    # A worker killed mid-run leaves "running" in its file: the page's state says it died, and its time stops at the
+    # last step's (written at every step), not now.
+    killed = {**running, "trained_s": 1.25 * hour, "updated_at": 13.25 * hour}
+    assert runs.trained_seconds(killed, now=20 * hour, state="interrupted") == 1.25 * hour
+    assert runs.trained_seconds(killed, now=14 * hour) == 2 * hour  # still training, as the file says
     # A run recorded before sessions were kept: from its first start to its end.
     assert runs.trained_seconds({"state": "finished", "started_at": 0.0, "finished_at": hour, "updated_at": 5 * hour}) == hour
     assert runs.trained_seconds({"state": "running", "started_at": 0.0}, now=hour) == hour
