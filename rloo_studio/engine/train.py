@@ -148,9 +148,8 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
         def on_step_end(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
                 # The training time so far, kept at every step: a run whose worker dies keeps its last step's.
-                live = {**runs.read_status(run_dir), "state": "running"}
                 runs.update_status(run_dir, step=state.global_step, max_steps=state.max_steps, eta_s=self._eta(state),
-                                   trained_s=runs.trained_seconds(live))
+                                   trained_s=runs.trained_seconds(runs.read_status(run_dir), state="running"))
             boundary = at_cycle_boundary(state.global_step, plan)
             final = state.global_step >= state.max_steps
             # transformers' own flow callback ran first and asked for a save_steps checkpoint (and one at the end):
@@ -770,8 +769,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
             why["note"] += " " + rolled
             worker_line(rolled)
         ended = time.time()
-        session = runs.read_status(run_dir)
-        trained = float(session.get("trained_before_s") or 0.0) + max(0.0, ended - (session.get("session_started_at") or ended))
+        trained = runs.trained_seconds(runs.read_status(run_dir), now=ended, state="running")  # this session's end
         runs.update_status(run_dir, state="stopped" if stopped else "finished", step=trainer.state.global_step,
                            eta_s=0 if not stopped else None, pid=None, finished_at=ended, final_dir=final_dir.name,
                            trained_s=trained, **why)
