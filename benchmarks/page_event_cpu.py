@@ -42,15 +42,14 @@ def tab_changes(count: int):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=10, help="tab changes measured (default 10)")
-    parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)  # (compare passes the changes to a child as this)
+    parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)  # (compare passes it; the changes set the window)
     parser.add_argument("--variant", choices=["shipped", "no-index"], help=argparse.SUPPRESS)  # one, in a child
     args = parser.parse_args()
     if args.variant:  # measured in its own process: the page is chosen before it is built
         if args.variant == "no-index":
             without_component_index()
         with tempfile.TemporaryDirectory() as tmp:
-            changes = round(args.seconds / 1.5) if args.seconds else args.changes
-            print(json.dumps(measure(Path(tmp) / "runs", on_the_model_tab, 0, port=7860, act=tab_changes(changes))))
+            print(json.dumps(measure(Path(tmp) / "runs", on_the_model_tab, 0, port=7860, act=tab_changes(args.changes))))
         return 0
     compare(__file__, "--variant", [("shipped", "as shipped"), ("no-index", "without the component index")], args.changes * 1.5,
             page=f"{args.changes} tab changes (Data, Model, ...), 1.5 s apart, nothing training", first_column="page",

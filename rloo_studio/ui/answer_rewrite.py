@@ -11,9 +11,6 @@ as it is.
 from __future__ import annotations
 
 
-DROPPED_HEADERS = {b"content-length", b"etag", b"last-modified", b"accept-ranges", b"cache-control"}
-
-
 class AnswerRewrite:
     """ASGI middleware: `rewrite(body)` replaces the body of each answer that `wants(scope)` and `wants_answer(headers)`."""
 
@@ -34,9 +31,6 @@ class AnswerRewrite:
         if not self.wants(scope):
             await self.app(scope, receive, send)
             return
-        # The answer as body messages: no file handed to the server to send by itself (a byte range of it, a 206, is not
-        # rewritten: see below).
-        scope = {**scope, "extensions": {k: v for k, v in (scope.get("extensions") or {}).items() if k != "http.response.pathsend"}}
         start: dict | None = None
         body: list[bytes] = []
 
@@ -44,7 +38,7 @@ class AnswerRewrite:
             nonlocal start
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers", []))
-                # (A 304 has no body to rewrite; a 206 is part of one.)
+                # (A 304 has no body to rewrite: the browser keeps what it was served before.)
                 if message.get("status") != 200 or b"content-encoding" in headers or not self.wants_answer(headers):
                     await send(message)
                     return
@@ -57,10 +51,8 @@ class AnswerRewrite:
             if message.get("more_body", False):
                 return
             new = self.rewrite(b"".join(body))
-            # The file's validators describe the file, not what is sent: a browser that kept an answer must ask again.
-            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in DROPPED_HEADERS]
-            await send({**start, "headers": [*headers, (b"content-length", str(len(new)).encode()),
-                                             (b"cache-control", b"no-cache")]})
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(new)).encode())]})
             await send({"type": "http.response.body", "body": new})
 
         await self.app(scope, receive, send_rewritten)
