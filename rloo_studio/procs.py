@@ -29,12 +29,14 @@ import codecs
 import io
 import json
 import os
+import queue
 import selectors
 import signal
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -88,6 +90,45 @@ def _own_group() -> dict:
     if os.name == "posix":
         return {"start_new_session": True}
     return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+
+
+class _Spawner:
+    """One thread that lives as long as this process and starts every child.
+
+    Why: a child may ask the kernel to end it when its parent ends — the reward sandbox does (bubblewrap's
+    `--die-with-parent`, Linux's PR_SET_PDEATHSIG) so that reward code never outlives the app — and on Linux that
+    "parent" is the *thread* that started it. The server runs each event in a pool thread that ends after a few
+    idle seconds: a scoring child it had left waiting for the next pinned check was killed in the middle of that
+    check (exit code -9). Started from this thread, a child is ended with the process, as meant."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs = None
+        self._owner = None  # the pid whose thread serves `_jobs` (a forked process has no such thread: it starts one)
+
+    def __call__(self, start: Callable):
+        if threading.current_thread() is threading.main_thread():
+            return start()  # the main thread lives as long as the process
+        with self._lock:
+            if self._owner != os.getpid():
+                self._jobs, self._owner = queue.SimpleQueue(), os.getpid()
+                threading.Thread(target=self._serve, args=(self._jobs,), name="procs-spawner", daemon=True).start()
+            jobs = self._jobs
+        done = Future()
+        jobs.put((start, done))
+        return done.result()
+
+    @staticmethod
+    def _serve(jobs) -> None:
+        while True:
+            start, done = jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, which raises it
+                done.set_exception(exc)
+
+
+_from_spawner = _Spawner()
 
 
 def kill_tree(pid: int) -> None:
@@ -195,8 +236,9 @@ class Child:
         self._error: BaseException | None = None
         self._ended = threading.Event()
         self._writer: threading.Thread | None = None  # give_input's, which closes stdin itself
-        self.proc = subprocess.Popen(self.argv, stdin=stdin, stdout=PIPE if callable(stdout) else stdout,
-                                     stderr=PIPE if callable(stderr) else stderr, env=child_env(env), cwd=cwd, **_own_group())
+        self.proc = _from_spawner(lambda: subprocess.Popen(
+            self.argv, stdin=stdin, stdout=PIPE if callable(stdout) else stdout, stderr=PIPE if callable(stderr) else stderr,
+            env=child_env(env), cwd=cwd, **_own_group()))
         self.pid = self.proc.pid
         feed = _Chunks if chunks else _Lines
         self._streams = [(stream, feed(sink)) for stream, sink in ((self.proc.stdout, stdout), (self.proc.stderr, stderr))

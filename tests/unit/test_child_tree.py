@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -193,3 +195,36 @@ def test_every_child_is_started_through_procs():
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "os":
                 calls.append(f"{path.relative_to(package)}:{node.lineno} os.{node.func.attr}")
     assert not calls, f"start these through rloo_studio.procs (Child, run, json_child): {calls}"
+
+
+# A child that asks the kernel to end it with its parent, as bubblewrap's --die-with-parent does (PR_SET_PDEATHSIG),
+# then answers one line of input. Linux: the "parent" the kernel watches is the thread that started it.
+WITH_PARENT = ("import ctypes, signal, sys\n"
+               "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)\n"  # 1: PR_SET_PDEATHSIG
+               "print('ready', flush=True)\n"
+               "print('answer: ' + sys.stdin.readline().strip(), flush=True)\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_that_dies_with_its_parent_outlives_the_thread_that_started_it():
+    """The server starts children from pool threads that end when idle; a waiting scoring child started from one was
+    killed (exit code -9) as that thread ended, in the middle of the next pinned check."""
+    from rloo_studio.procs import PIPE, Child
+
+    lines, started = [], []
+
+    def start_and_leave():  # as a pool thread does: start the child, wait while it gets ready, then end
+        started.append(Child([sys.executable, "-c", WITH_PARENT], stdin=PIPE, stdout=lines.append))
+        deadline = time.monotonic() + 60
+        while not lines and started[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=start_and_leave)
+    thread.start()
+    thread.join()
+    [child] = started
+    assert lines == ["ready"], (lines, child.poll())
+    time.sleep(0.5)  # the thread has ended: a child tied to it is killed at once
+    child.give_input("still here\n")
+    assert child.wait(timeout_s=30) == 0, f"exit code {child.returncode}: ended with the thread that started it"
+    assert lines == ["ready", "answer: still here"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 import pytest
 
+from rloo_studio import sandbox
 from rloo_studio.workers import scorer
 
 
@@ -47,3 +52,24 @@ def test_one_child_waits_at_a_time_and_a_preview_child_loads_no_tokenizer(starte
     previews.warm()
     previews.end()
     assert started[-1][1].poll() is not None and previews.waiting is None
+
+
+@pytest.mark.skipif(not sandbox.status().available and not os.environ.get("RLOO_STUDIO_REQUIRE_SANDBOX"),
+                    reason=f"no sandbox on this machine: {sandbox.status().note}")
+def test_a_sandboxed_child_left_waiting_outlives_the_server_thread_that_started_it(started):
+    """A check's thread refills the standby, then goes back to the server's pool, which ends idle threads; the
+    sandbox ends its child with its parent, which Linux takes to be the thread. A child killed so was taken by the
+    next pinned check and died in the middle of it ("scoring failed: exit code -9")."""
+    written = scorer.Standby()
+    # As a pool thread does: it refills, goes on to other events a while (bubblewrap arms itself meanwhile), then ends.
+    thread = threading.Thread(target=lambda: (written.refill(), time.sleep(1.0)))
+    thread.start()
+    thread.join()
+    time.sleep(0.5)  # the kernel acts as the thread ends
+    child = written.take()
+    assert child is not None and child.poll() is None, f"exit code {child.returncode}: ended with the thread"
+    source = "def short(completions, **kwargs):\n    return [float(len(c) < 20) for c in completions]\n"
+    result = scorer.score({"groups": [{"prompt": "p", "row": {}, "completions": ["a short answer", "b"]}],
+                           "num_generations": 2, "source": source, "rewards": [{"file": "rewards.py"}]},
+                          timeout_s=60, proc=child)
+    assert not result.get("problems") and [r["total"] for r in result["rows"]] == [1.0, 1.0], result
