@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +65,18 @@ BUILTIN_HEADERS = ["use", "reward", "weight", "parameters (JSON)", "what it does
 PINNED_HEADERS = ["prompt", "completion", "answer", "min total", "max total"]
 PINNED_WIDTHS = ["26%", "34%", "18%", "11%", "11%"]  # the answer holds `column=value; …` too: a text column
 USER_HEADERS = ["use", "function", "weight"]
+# The functions table as an answer from the server proposes it ({"rows": [[tick, name, weight], ...], "sent": ...}),
+# merged in the page with the table as it is now: a function already listed keeps its row as the person has it, a new
+# one gets the proposed row, one no longer proposed goes. Why in the page: the answer was computed from the table as it
+# was when the event was sent, and a tick made meanwhile (the person ticks a function the moment it is listed) would
+# be undone by the table sent back. `sent` makes every answer a change, even one proposing the same rows again.
+MERGE_FUNCTIONS_JS = """(found, table) => {
+  if (!found || !Array.isArray(found.rows)) return table;
+  const rows = Array.isArray(table) ? table : ((table && table.data) || []);
+  const mine = new Map(rows.filter(r => Array.isArray(r) && r.length >= 3).map(r => [String(r[1]), r]));
+  const data = found.rows.map(r => mine.get(String(r[1])) || r);
+  return Array.isArray(table) ? data : {...(table || {}), data: data};
+}"""
 
 
 def builtin_rows(cfg: RunConfig) -> list[list]:
@@ -174,6 +185,7 @@ class RewardsTab:
         self.sandbox_note = gr.Markdown(sandbox_markdown(), elem_id="reward-sandbox")
         self.user = gr.Dataframe(headers=USER_HEADERS, datatype=["bool", "str", "number"], label=text.USER_TABLE,
                                  interactive=True, static_columns=[1], elem_id="user-rewards", value=[])
+        self.functions_found = gr.JSON(visible="hidden", elem_id="functions-found")  # see MERGE_FUNCTIONS_JS
         self.rule_builder, self.library = RuleBuilder(), LibraryPanel()  # closed by default: the tab does not grow
         self.judge = JudgePanel()
         self.unshown = gr.Markdown(elem_id="rewards-unshown")  # rewards of the settings the tab cannot show (unshown_note)
@@ -228,24 +240,12 @@ class RewardsTab:
                                  outputs=[self.builtins, self.pinned, self.demo_note], api_name="drop_demo_rewards",
                                  trigger_mode="multiple")
 
-        last_checked: dict[str, tuple] = {}  # per page session: the code and columns last checked, and what it found
-        checked_lock = threading.Lock()
-
-        def check_code(code, user_table, cols, request: gr.Request):
+        def check_code(code, user_table, cols):
             workspace.write(DRAFT_REWARDS, code or "")
             message, table = RewardsTab.check_code(code, user_table, cols)
-            stamp = self.check_outdated.stamp_from([self.code], [code])
-            found = (code, tuple(cols or ()), tuple(r[1] for r in table))
-            with checked_lock:
-                # *Check the code* pressed right after typing starts two checks (the button's and the editor's blur),
-                # each with the table as it was then. The functions table is sent by the first only: the second would
-                # put back the table from before the person's ticks in between.
-                session = getattr(request, "session_hash", None) or ""
-                repeat = last_checked.get(session) == found
-                last_checked[session] = found
-            return message, gr.skip() if repeat else table, stamp
+            return message, proposed_functions(table), self.check_outdated.stamp_from([self.code], [code])
 
-        check_outputs = [self.check_result, self.user, self.check_outdated.stamp]
+        check_outputs = [self.check_result, self.functions_found, self.check_outdated.stamp]
         self.check.click(check_code, inputs=[self.code, self.user, form.columns], outputs=check_outputs, api_name="check_rewards")
         # Leaving the editor also loads the code (in a child process) and checks the functions' parameters.
         self.code.blur(check_code, inputs=[self.code, self.user, form.columns], outputs=check_outputs,
@@ -266,7 +266,8 @@ class RewardsTab:
         def remember_functions(user_table):
             workspace.write_json(DRAFT_FUNCTIONS, remembered_functions(user_table, workspace.read_json(DRAFT_FUNCTIONS)))
 
-        form.derived.on([self.code], functions_follow_code, inputs=[self.code, self.user], outputs=self.user)
+        form.derived.on([self.code], functions_follow_code, inputs=[self.code, self.user], outputs=self.functions_found)
+        self.functions_found.change(None, inputs=[self.functions_found, self.user], outputs=self.user, js=MERGE_FUNCTIONS_JS)
         # Only the person's own edits of the table (`.input`), never a table the page sent: see DRAFT_FUNCTIONS.
         self.user.input(remember_functions, inputs=self.user, outputs=None, api_visibility="private", show_progress="hidden")
         self.lint_api = gr.Button(visible=False)
@@ -528,6 +529,11 @@ def function_rows(code: str | None, user_table, remembered: dict | None = None) 
     return [[_truthy(previous[n][0]), n, previous[n][2]] if n in previous else [False, n, 1.0] for n in names]
 
 
+def proposed_functions(rows: list[list]) -> dict:
+    """The functions table an answer proposes, for the page to merge with the table as it is then (MERGE_FUNCTIONS_JS)."""
+    return {"rows": rows, "sent": time.time()}
+
+
 def remembered_functions(user_table, remembered: dict | None) -> dict:
     """`remembered` with the table's ticks and weights as the person just set them (DRAFT_FUNCTIONS); names no longer in
     the table are kept, so a function cut and pasted back gets its tick back."""
@@ -544,7 +550,7 @@ def functions_now(code: str | None, user_table, remembered: dict | None = None):
     if not rows:
         return gr.skip()
     same = [str(r[1]) for r in rows] == [str(r[1]) for r in table_rows(user_table) if len(r) >= 3]
-    return gr.skip() if same else rows
+    return gr.skip() if same else proposed_functions(rows)
 
 
 def preview_timeout(cfg: RunConfig) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, fill_cell, open_tab, opened_page
 
@@ -100,11 +101,14 @@ def test_edit_check_tick_and_preview_a_reward(runs_dir, monkeypatch):
         assert 1 <= checks < len(PIN), f"{checks} pinned checks for {len(PIN)} edited cells"
 
 
-def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs_dir):
+def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs_dir, monkeypatch):
     """A 200-character line wraps inside the editor (the end of a line is never out of sight), and Ctrl+Z takes a typed
     function out of the functions table at once: the table follows the code in the editor, not the last time the
-    person left it (an undo happens inside the editor, with no leaving to check on)."""
+    person left it (an undo happens inside the editor, with no leaving to check on). A tick made while an answer about
+    the table is still on its way is kept when that answer comes."""
     from playwright.sync_api import expect
+
+    from rloo_studio.ui import rewards_tab
 
     with opened_page(runs_dir) as page:
         open_tab(page, "3 · Rewards")
@@ -125,3 +129,26 @@ def test_long_lines_wrap_and_an_undo_leaves_the_functions_table_as_the_code(runs
         expect(editor).not_to_contain_text("def extra")
         expect(functions).not_to_contain_text("extra", timeout=60_000)
         expect(functions).to_contain_text("short_answer")
+
+        # The table as the code in the editor defines it is computed with the table as it was when the code changed;
+        # here that answer takes 8 s (a busy server), and Check the code answers first. The person ticks the new
+        # function as soon as it is listed: the late answer, made from the table without the tick, must not undo it.
+        real_functions_now = rewards_tab.functions_now
+
+        def slow_functions_now(*args):
+            time.sleep(8)
+            return real_functions_now(*args)
+
+        page.wait_for_timeout(2000)  # what the undo started has answered
+        monkeypatch.setattr(rewards_tab, "functions_now", slow_functions_now)
+        editor.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.insert_text("\ndef polite(completions, **kwargs):\n    return [1.0 for _ in completions]\n")
+        page.locator("#check-code").click()
+        expect(functions).to_contain_text("polite", timeout=60_000)
+        name_cell = page.locator("#user-rewards [data-testid$='-1']", has_text="polite").first
+        row = name_cell.get_attribute("data-testid").split("-")[1]
+        tick = page.locator(f"#user-rewards [data-testid=cell-{row}-0] input[type=checkbox]")
+        tick.check()
+        page.wait_for_timeout(10_000)  # the late answer has come
+        expect(tick).to_be_checked()

@@ -171,7 +171,7 @@ def test_replacing_the_whole_code_keeps_the_ticks_of_the_functions_it_brings_bac
     table = [[True, "polite", 2.0]]
     assert functions_now("", table) == gr.skip()
     assert functions_now("def polite(completions, **kwargs):\n    return [1.0] * len(completions)\n", table) == gr.skip()
-    assert functions_now("def other(completions, **kwargs):\n    return [0.0] * len(completions)\n", table) == \
+    assert functions_now("def other(completions, **kwargs):\n    return [0.0] * len(completions)\n", table)["rows"] == \
         [[False, "other", 1.0]]
 
 
