@@ -27,9 +27,17 @@ def without_frame_pacing() -> None:
     frame_pacing.FramePacing.__call__ = passed_through
 
 
-def measure(runs_dir: Path, open_page, seconds: float, port: int) -> dict:
+def without_component_index() -> None:
+    """The page served without `ui/component_lookup.py`'s index: Gradio's own walk of the tree for each lookup."""
+    from rloo_studio.ui import component_lookup
+
+    component_lookup.ComponentLookup.rewrite = lambda self, body: body
+
+
+def measure(runs_dir: Path, open_page, seconds: float, port: int, act=None) -> dict:
     """Serve the app on `runs_dir` as `rloo-studio ui` does (behind its launch token), open it in Chromium at 1400 px,
-    let `open_page(page)` go where the benchmark looks, wait for the first polls, then measure over `seconds`."""
+    let `open_page(page)` go where the benchmark looks, wait for the first polls, then measure over `seconds` (or, with
+    `act`, over `act(page)`: what a person does there)."""
     import psutil
     from playwright.sync_api import sync_playwright
 
@@ -64,7 +72,10 @@ def measure(runs_dir: Path, open_page, seconds: float, port: int) -> dict:
                 return total
 
             renderer0, chromium0, server0, t0 = busy_s(), chromium_s(), sum(me.cpu_times()[:2]), time.time()
-            page.wait_for_timeout(seconds * 1000)
+            if act is None:
+                page.wait_for_timeout(seconds * 1000)
+            else:
+                act(page)
             renderer, window = busy_s() - renderer0, time.time() - t0
             browser_cpu, server = chromium_s() - chromium0, sum(me.cpu_times()[:2]) - server0
             browser.close()

@@ -5,12 +5,14 @@
 A person keeps the page open while a CPU run trains; whatever the page burns, the run does not get. Serves the app as
 `rloo-studio ui` does (in this process, behind its launch token) on a runs folder with one finished run, opens it in
 Chromium at 1400 px, waits for it to settle, and reads the renderer's busy time (Chrome's own `TaskDuration` metric),
-all Chromium processes' CPU time and this process's CPU time over the window. Three versions of the page are compared:
+all Chromium processes' CPU time and this process's CPU time over the window. Four versions of the page are compared:
 
 - `as shipped` — every tab's polls in one event (`ui/poller.py`; only changes sent; a tick every few seconds while
   nothing trains) and the frame pacing script (`ui/frame_pacing.py`);
 - `without frame pacing` — the same page without that script: Gradio's loading indicator then keeps the browser
   drawing 60 frames a second after the page has loaded;
+- `without the component index` — Gradio's page as Gradio serves it, each component looked up by a walk of the whole
+  tree, several hundred times per event (`ui/component_lookup.py`);
 - `an event per poll` — each tab's polls as their own timer event every 2 s, as the page was wired before (the polls
   themselves as shipped, so the difference to `as shipped` is the wiring; frame pacing on).
 
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _page_cpu import compare, measure, without_frame_pacing  # noqa: E402
+from _page_cpu import compare, measure, without_component_index, without_frame_pacing  # noqa: E402
 
 STEPS = 120
 
@@ -72,20 +74,22 @@ def on_the_runs_tab(page) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
-    parser.add_argument("--variant", choices=["shipped", "no-pacing", "per-poll"], help=argparse.SUPPRESS)  # one, in a child
+    parser.add_argument("--variant", choices=["shipped", "no-pacing", "per-poll", "no-index"], help=argparse.SUPPRESS)  # one, in a child
     args = parser.parse_args()
     if args.variant:  # measured in its own process: the wiring is chosen before the page is built
         if args.variant == "per-poll":
             per_poll_events()
         if args.variant == "no-pacing":
             without_frame_pacing()
+        if args.variant == "no-index":
+            without_component_index()
         with tempfile.TemporaryDirectory() as tmp:
             runs_dir = Path(tmp) / "runs"
             finished_run(runs_dir)
             print(json.dumps(measure(runs_dir, on_the_runs_tab, args.seconds, port=7860)))
         return 0
     compare(__file__, "--variant", [("shipped", "as shipped"), ("no-pacing", "without frame pacing"),
-                                     ("per-poll", "an event per poll")], args.seconds,
+                                     ("per-poll", "an event per poll"), ("no-index", "without the component index")], args.seconds,
             page="Runs tab, one finished 120-step run, nothing training", first_column="page", result_name="page_idle_cpu")
     return 0
 

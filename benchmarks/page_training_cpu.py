@@ -7,12 +7,14 @@ as `rloo-studio ui` does (in this process, behind its launch token) on a runs fo
 its status names this process as the worker, and a thread writes a step (metrics, two samples, a log line) every
 0.5 s, as a fast CPU run does. The page is opened in Chromium at 1400 px and follows the run from the banner; after it
 settles, the renderer's busy time (Chrome's `TaskDuration`), all Chromium processes' CPU time and this process's CPU
-time are read over the window. Three versions of the page are compared, each in its own process:
+time are read over the window. Four versions of the page are compared, each in its own process:
 
 - `as shipped` — every tick (2 s while a run trains) sends what changed: the Train tab's status, progress, both plots,
   samples and log, the Runs tab's list, status, plot and log, the banner;
 - `plots held` — the same, but the Train tab's two plots are never re-sent: what re-sending the curves costs;
-- `without frame pacing` — as shipped, without `ui/frame_pacing.py`'s script.
+- `without frame pacing` — as shipped, without `ui/frame_pacing.py`'s script;
+- `without the component index` — as shipped, with Gradio's own walk of the component tree for each lookup
+  (`ui/component_lookup.py`).
 
 Writes benchmarks/results/page_training_cpu.json.
 """
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _page_cpu import compare, measure, without_frame_pacing  # noqa: E402
+from _page_cpu import compare, measure, without_component_index, without_frame_pacing  # noqa: E402
 
 MAX_STEPS = 5000
 STEP_SECONDS = 0.5
@@ -94,16 +96,19 @@ def measure_training(seconds: float) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30, help="the measured window (default 30)")
-    parser.add_argument("--variant", choices=["shipped", "plots-held", "no-pacing"], help=argparse.SUPPRESS)  # one, in a child
+    parser.add_argument("--variant", choices=["shipped", "plots-held", "no-pacing", "no-index"], help=argparse.SUPPRESS)  # one, in a child
     args = parser.parse_args()
     if args.variant:  # measured in its own process: the poll is chosen before the page is built
         if args.variant == "plots-held":
             hold_plots()
         if args.variant == "no-pacing":
             without_frame_pacing()
+        if args.variant == "no-index":
+            without_component_index()
         print(json.dumps(measure_training(args.seconds)))
         return 0
-    compare(__file__, "--variant", [("shipped", "as shipped"), ("plots-held", "plots held"), ("no-pacing", "without frame pacing")],
+    compare(__file__, "--variant", [("shipped", "as shipped"), ("plots-held", "plots held"), ("no-pacing", "without frame pacing"),
+                                     ("no-index", "without the component index")],
             args.seconds,
             page=f"Train tab following a run that logs a step every {STEP_SECONDS} s (2 samples a step)",
             first_column="Train tab", result_name="page_training_cpu", server_note="; includes the step writer")

@@ -214,6 +214,7 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
 
     from ..web.serve import app_url, browser_file, forget_launch, free_port, save_launch
     from ..web.wall import Policy, Wall, login_check
+    from .component_lookup import ComponentLookup
     from .frame_pacing import FramePacing
     from ..web.wall import allowed_hosts as hosts_for
 
@@ -246,13 +247,14 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
     try:
         # Everything goes through this one server: no Node front-end (SSR) and no separate
         # static-file workers, which would serve requests that the wall never sees.
+        # The wall first; then the page's two fixes to Gradio's frontend, each rewriting what it fixes as it is served.
+        page_fixes = [wall, Middleware(FramePacing), Middleware(ComponentLookup)]
         # Monitoring (/monitoring) and run history (/gradio_api/runs) are Gradio extras the app does not use: off.
         _, _, share_url = demo.launch(server_name=host, server_port=port, auth=login_check(auth) if auth else None,
                                       share=share, inbrowser=False, quiet=True, show_error=True, css=CSS, footer_links=[],
                                       prevent_thread_lock=True, ssr_mode=False, num_workers=0,
                                       blocked_paths=[str(saved.parent.resolve())], enable_monitoring=False,
-                                      run_history=False, app_kwargs={"middleware": [wall, Middleware(FramePacing)],
-                                                                     "lifespan": wall_outermost})
+                                      run_history=False, app_kwargs={"middleware": page_fixes, "lifespan": wall_outermost})
         if share_url:  # the tunnel forwards requests that name the share link's host
             policy.hosts.add(urlsplit(share_url).hostname or "")
             print(f"Public link: {share_url.rstrip('/')}/" + (url[url.index('?'):] if token else ""), flush=True)

@@ -6,7 +6,7 @@ frames a second for as long as the page is open — about a tenth of a CPU core 
 (benchmarks/page_idle_cpu.py), taken from a training run on a CPU machine. The app's own components animate nothing
 for long; the only long loops are such elapsed-time counters, which read as well at 4 frames a second.
 
-`FramePacing` is ASGI middleware that puts `SCRIPT` at the top of the page's `<head>`, before Gradio's modules load
+`FramePacing` is ASGI middleware (`answer_rewrite.AnswerRewrite`) that puts `SCRIPT` at the top of the page's `<head>`, before Gradio's modules load
 (they keep their own reference to `requestAnimationFrame` from then on; a script added later would come too late).
 The script wraps `requestAnimationFrame`: a callback requested from inside an animation-frame callback continues that
 one's chain; after `FULL_RATE_FRAMES` frames in a chain, its next frames are requested `SLOW_FRAME_MS` apart.
@@ -14,6 +14,8 @@ Everything else on the page — other requests, other routes — passes through 
 """
 
 from __future__ import annotations
+
+from .answer_rewrite import AnswerRewrite
 
 FULL_RATE_FRAMES = 60  # about a second at 60 frames a second: transitions and short animations keep their full rate
 SLOW_FRAME_MS = 250
@@ -40,38 +42,11 @@ SCRIPT = f"""<script>(() => {{
 }})();</script>"""
 
 
-class FramePacing:
+class FramePacing(AnswerRewrite):
     """ASGI middleware: `SCRIPT` goes first in the `<head>` of every HTML page answered to a GET."""
 
-    def __init__(self, app):
-        self.app = app
+    def wants_answer(self, headers: dict) -> bool:
+        return headers.get(b"content-type", b"").startswith(b"text/html")
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            await self.app(scope, receive, send)
-            return
-        start: dict | None = None
-        body: list[bytes] = []
-
-        async def send_with_script(message):
-            nonlocal start
-            if message["type"] == "http.response.start":
-                headers = dict(message.get("headers", []))
-                html = headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers
-                if not html:
-                    await send(message)
-                    return
-                start = message  # held until the whole page is here: its length changes
-                return
-            if start is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            body.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            page = b"".join(body).replace(b"<head>", b"<head>" + SCRIPT.encode("utf-8"), 1)
-            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-            await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
-            await send({"type": "http.response.body", "body": page})
-
-        await self.app(scope, receive, send_with_script)
+    def rewrite(self, body: bytes) -> bytes:
+        return body.replace(b"<head>", b"<head>" + SCRIPT.encode("utf-8"), 1)

@@ -145,6 +145,40 @@ def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
         assert status == 200 and "requestAnimationFrame" not in config and json.loads(config)["title"] == "RLOO Studio"
 
 
+def test_gradios_page_is_served_with_the_indexed_component_lookup(runs_dir):
+    """Gradio's `core` asset walks the whole component tree for each component it updates, several times per event
+    (ui/component_lookup.py): the app serves it with an indexed lookup in place of the walk. The installed Gradio's
+    asset holds the walk word for word (if a new Gradio changes it, this says so); other assets are untouched."""
+    from pathlib import Path
+
+    import gradio
+
+    from rloo_studio.ui.component_lookup import GRADIO_LOOKUP, INDEXED_LOOKUP
+
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    core = [p for p in assets.glob("core-*.js") if GRADIO_LOOKUP in p.read_text(encoding="utf-8")]
+    assert len(core) == 1, f"Gradio {gradio.__version__}'s page no longer holds the lookup component_lookup.py replaces"
+    other = next(p for p in assets.glob("index-*.js"))
+    import brotli
+
+    with served_app(runs_dir) as url:
+        # As a browser asks for it: compressed (Gradio compresses outside the app's middleware, after the rewrite).
+        asked = urllib.request.Request(url + "assets/" + core[0].name, headers={**BEARER, "Accept-Encoding": "br"})
+        with urllib.request.urlopen(asked, timeout=10) as resp:
+            headers, sent = resp.headers, resp.read()
+        assert headers["content-encoding"] == "br" and int(headers["content-length"]) == len(sent)
+        served = brotli.decompress(sent).decode()
+        assert GRADIO_LOOKUP not in served and served.count(INDEXED_LOOKUP) == 1
+        assert served == core[0].read_text(encoding="utf-8").replace(GRADIO_LOOKUP, INDEXED_LOOKUP)
+        # The file's validators are not sent with what is not the file: a browser asks again rather than keep an old one.
+        assert headers["cache-control"] == "no-cache" and headers["etag"] is None and headers["last-modified"] is None
+        with urllib.request.urlopen(urllib.request.Request(url + "assets/" + core[0].name, headers=BEARER), timeout=10) as resp:
+            length, plain = int(resp.headers["content-length"]), resp.read().decode()
+        assert plain == served and length == len(plain.encode())
+        with urllib.request.urlopen(urllib.request.Request(url + "assets/" + other.name, headers=BEARER), timeout=10) as resp:
+            assert resp.read() == other.read_bytes()
+
+
 def test_wrong_logins_are_held_back_and_the_right_one_waits_too(runs_dir):
     """Issue 40: 100 wrong tries in 0.2 s, and the right one then worked. Now, after a few wrong ones, the next tries
     are answered 429 without reaching the login check, the right one included, until the wait is over."""
