@@ -102,9 +102,14 @@ class _Spawner:
     check (exit code -9). Started from this thread, a child is ended with the process, as meant."""
 
     def __init__(self):
+        self._forked()
+        if hasattr(os, "register_at_fork"):  # a forked process has no spawner thread, and perhaps a lock held: fresh ones
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
         self._lock = threading.Lock()
         self._jobs = None
-        self._owner = None  # the pid whose thread serves `_jobs` (a forked process has no such thread: it starts one)
+        self._owner = None  # the pid whose thread serves `_jobs`
 
     def __call__(self, start: Callable):
         if threading.current_thread() is threading.main_thread():
