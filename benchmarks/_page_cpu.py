@@ -34,6 +34,14 @@ def without_component_index() -> None:
     component_lookup.ComponentLookup.rewrite = lambda self, body: body
 
 
+def without_status_filter() -> None:
+    """The page served without `ui/status_updates.py`'s method: Gradio's, which sends every loading status again at
+    every status change."""
+    from rloo_studio.ui import status_updates
+
+    status_updates.StatusUpdates.rewrite = lambda self, body: body
+
+
 def measure(runs_dir: Path, open_page, seconds: float, port: int, act=None) -> dict:
     """Serve the app on `runs_dir` as `rloo-studio ui` does (behind its launch token), open it in Chromium at 1400 px,
     let `open_page(page)` go where the benchmark looks, wait for the first polls, then measure over `seconds` (or, with

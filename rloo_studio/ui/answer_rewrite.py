@@ -1,5 +1,5 @@
 """Rewriting some of the app's answers on their way out: the ASGI middleware base of the page's fixes to Gradio's
-frontend (`frame_pacing.py`, `component_lookup.py`).
+frontend (`frame_pacing.py`; `component_lookup.py` and `status_updates.py`, each an `AssetPatch`).
 
 A subclass says which answers it wants (`wants`: the request; `wants_answer`: the answer's headers) and what to make of
 a wanted answer's whole body (`rewrite`); the body is held until it is all there, rewritten, and sent with its new
@@ -10,6 +10,10 @@ as it is.
 
 from __future__ import annotations
 
+import logging
+import re
+
+log = logging.getLogger(__name__)
 
 DROPPED_HEADERS = {b"content-length", b"etag", b"last-modified", b"accept-ranges", b"cache-control"}
 
@@ -64,3 +68,35 @@ class AnswerRewrite:
             await send({"type": "http.response.body", "body": new})
 
         await self.app(scope, receive, send_rewritten)
+
+
+class AssetPatch(AnswerRewrite):
+    """One function of one of Gradio's page assets, replaced as the asset is served: the asset whose path (under the
+    app's root) matches `asset` has `gradio`, word for word as the installed Gradio's build writes it, replaced with
+    `patched`. An asset that does not hold `gradio` (another Gradio) is served unchanged, with one warning in the app's
+    log (`what`: what the page then costs): the page works as Gradio wrote it."""
+
+    asset: re.Pattern
+    gradio: str
+    patched: str
+    gradio_does: str  # what the replaced function does, in the warning's words
+    what: str
+    warned = False
+
+    def wants(self, scope) -> bool:
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        return super().wants(scope) and bool(self.asset.fullmatch(path[len(root):] if root and path.startswith(root) else path))
+
+    def wants_answer(self, headers: dict) -> bool:
+        return b"javascript" in headers.get(b"content-type", b"")
+
+    def rewrite(self, body: bytes) -> bytes:
+        if self.gradio.encode() in body:
+            return body.replace(self.gradio.encode(), self.patched.encode(), 1)
+        if not type(self).warned:
+            type(self).warned = True
+            log.warning("this Gradio's page %s in a way %s does not know: it is served unchanged (it works; %s)",
+                        self.gradio_does, type(self).__module__.rsplit(".", 1)[-1] + ".py", self.what)
+        return body
+

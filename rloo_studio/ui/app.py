@@ -216,6 +216,7 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
     from ..web.wall import Policy, Wall, login_check
     from .component_lookup import ComponentLookup
     from .frame_pacing import FramePacing
+    from .status_updates import StatusUpdates
     from ..web.wall import allowed_hosts as hosts_for
 
     port = free_port(host, port)
@@ -247,8 +248,8 @@ def launch(demo: gr.Blocks, *, token: str | None, host: str = "127.0.0.1", port:
     try:
         # Everything goes through this one server: no Node front-end (SSR) and no separate
         # static-file workers, which would serve requests that the wall never sees.
-        # The wall first; then the page's two fixes to Gradio's frontend, each rewriting what it fixes as it is served.
-        page_fixes = [wall, Middleware(FramePacing), Middleware(ComponentLookup)]
+        # The wall first; then the page's three fixes to Gradio's frontend, each rewriting what it fixes as it is served.
+        page_fixes = [wall, Middleware(FramePacing), Middleware(ComponentLookup), Middleware(StatusUpdates)]
         # Monitoring (/monitoring) and run history (/gradio_api/runs) are Gradio extras the app does not use: off.
         _, _, share_url = demo.launch(server_name=host, server_port=port, auth=login_check(auth) if auth else None,
                                       share=share, inbrowser=False, quiet=True, show_error=True, css=CSS, footer_links=[],

@@ -9,7 +9,7 @@ apart 6.1 s, 3.1 s with the index; idle, 11 % of a core, 8 % with it; following 
 CPU machine that is time a training run does not get (and the browser tests' time: in one run of the test of a
 person's own CSV, the renderer used 312 CPU-seconds, 166 with the index).
 
-`ComponentLookup` is ASGI middleware (`answer_rewrite.AnswerRewrite`) that replaces the lookup function in the `core`
+`ComponentLookup` is ASGI middleware (`answer_rewrite.AssetPatch`) that replaces the lookup function in the `core`
 asset Gradio serves (`GRADIO_LOOKUP`, as Gradio 6.31's build writes it) with `INDEXED_LOOKUP`: the same function
 (same name, same arguments, same answer) that keeps an index of the tree, id -> (node, parent), made by one walk, and
 uses an entry only after checking that its node still has that id and hangs from the root through its recorded parents,
@@ -23,12 +23,9 @@ changed in every such way; tests/ui/test_launch.py that the installed Gradio's a
 
 from __future__ import annotations
 
-import logging
 import re
 
-from .answer_rewrite import AnswerRewrite
-
-log = logging.getLogger(__name__)
+from .answer_rewrite import AssetPatch
 
 # Gradio's lookup, in its `core-<hash>.js` asset: the first node with id `t` in a depth-first walk from `e`.
 GRADIO_LOOKUP = ("function Z(e,t){if(e.id===t)return e;if(e.children)for(let n of e.children){let e=Z(n,t);if(e)return e}"
@@ -53,24 +50,9 @@ INDEXED_LOOKUP = """function Z(root,id){
 CORE_ASSET = re.compile(r"/assets/core-[A-Za-z0-9_-]+\.js")  # the path under the app's root
 
 
-class ComponentLookup(AnswerRewrite):
+class ComponentLookup(AssetPatch):
     """ASGI middleware: Gradio's `core` asset is served with `INDEXED_LOOKUP` in place of `GRADIO_LOOKUP`."""
 
-    warned = False
-
-    def wants(self, scope) -> bool:
-        path = scope.get("path", "")
-        root = scope.get("root_path", "")
-        return super().wants(scope) and bool(CORE_ASSET.fullmatch(path[len(root):] if root and path.startswith(root) else path))
-
-    def wants_answer(self, headers: dict) -> bool:
-        return b"javascript" in headers.get(b"content-type", b"")
-
-    def rewrite(self, body: bytes) -> bytes:
-        if GRADIO_LOOKUP.encode() in body:
-            return body.replace(GRADIO_LOOKUP.encode(), INDEXED_LOOKUP.encode(), 1)
-        if not ComponentLookup.warned:
-            ComponentLookup.warned = True
-            log.warning("this Gradio's page looks its components up in a way component_lookup.py does not know: it is "
-                        "served unchanged (it works; each event costs the browser more CPU)")
-        return body
+    asset, gradio, patched = CORE_ASSET, GRADIO_LOOKUP, INDEXED_LOOKUP
+    gradio_does = "looks its components up"
+    what = "each event costs the browser more CPU"

@@ -10,6 +10,8 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
+
 from helpers.app import BEARER, free_port, served_app
 from helpers import ROOT, run_cli
 
@@ -145,34 +147,39 @@ def test_the_page_paces_its_animation_frames_before_gradio_loads(runs_dir):
         assert status == 200 and "requestAnimationFrame" not in config and json.loads(config)["title"] == "RLOO Studio"
 
 
-def test_gradios_page_is_served_with_the_indexed_component_lookup(runs_dir):
-    """Gradio's `core` asset walks the whole component tree for each component it updates, several times per event
-    (ui/component_lookup.py): the app serves it with an indexed lookup in place of the walk. The installed Gradio's
-    asset holds the walk word for word (if a new Gradio changes it, this says so); other assets are untouched."""
+@pytest.mark.parametrize("patch", ["component_lookup.ComponentLookup", "status_updates.StatusUpdates"])
+def test_gradios_page_is_served_with_its_cpu_fixes(runs_dir, patch):
+    """Two of Gradio's page functions cost the browser most of its CPU per event: the `core` asset walks the whole
+    component tree for each component it updates (ui/component_lookup.py), and the `Blocks` asset sends every loading
+    status again at every status change (ui/status_updates.py). The app serves each asset with its function replaced.
+    The installed Gradio's asset holds the function word for word (if a new Gradio changes it, this says so); other
+    assets are untouched."""
+    import importlib
     from pathlib import Path
 
     import gradio
 
-    from rloo_studio.ui.component_lookup import GRADIO_LOOKUP, INDEXED_LOOKUP
-
+    module, name = patch.split(".")
+    fix = getattr(importlib.import_module(f"rloo_studio.ui.{module}"), name)
     assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
-    core = [p for p in assets.glob("core-*.js") if GRADIO_LOOKUP in p.read_text(encoding="utf-8")]
-    assert len(core) == 1, f"Gradio {gradio.__version__}'s page no longer holds the lookup component_lookup.py replaces"
+    found = [p for p in assets.glob("*.js") if fix.gradio in p.read_text(encoding="utf-8")]
+    assert len(found) == 1, f"Gradio {gradio.__version__}'s page no longer holds the function {module}.py replaces"
+    assert fix.asset.fullmatch("/assets/" + found[0].name)
     other = next(p for p in assets.glob("index-*.js"))
     import brotli
 
     with served_app(runs_dir) as url:
         # As a browser asks for it: compressed (Gradio compresses outside the app's middleware, after the rewrite).
-        asked = urllib.request.Request(url + "assets/" + core[0].name, headers={**BEARER, "Accept-Encoding": "br"})
+        asked = urllib.request.Request(url + "assets/" + found[0].name, headers={**BEARER, "Accept-Encoding": "br"})
         with urllib.request.urlopen(asked, timeout=10) as resp:
             headers, sent = resp.headers, resp.read()
         assert headers["content-encoding"] == "br" and int(headers["content-length"]) == len(sent)
         served = brotli.decompress(sent).decode()
-        assert GRADIO_LOOKUP not in served and served.count(INDEXED_LOOKUP) == 1
-        assert served == core[0].read_text(encoding="utf-8").replace(GRADIO_LOOKUP, INDEXED_LOOKUP)
+        assert fix.gradio not in served and served.count(fix.patched) == 1
+        assert served == found[0].read_text(encoding="utf-8").replace(fix.gradio, fix.patched)
         # The file's validators are not sent with what is not the file: a browser asks again rather than keep an old one.
         assert headers["cache-control"] == "no-cache" and headers["etag"] is None and headers["last-modified"] is None
-        with urllib.request.urlopen(urllib.request.Request(url + "assets/" + core[0].name, headers=BEARER), timeout=10) as resp:
+        with urllib.request.urlopen(urllib.request.Request(url + "assets/" + found[0].name, headers=BEARER), timeout=10) as resp:
             length, plain = int(resp.headers["content-length"]), resp.read().decode()
         assert plain == served and length == len(plain.encode())
         with urllib.request.urlopen(urllib.request.Request(url + "assets/" + other.name, headers=BEARER), timeout=10) as resp:
