@@ -34,7 +34,7 @@ from _common import ROOT, machine, save, shown
 
 sys.path.insert(0, str(ROOT))  # rloo_studio from this checkout, also when it is not installed
 
-from rloo_studio.step_time import KEYS, STEP_KEY, TOKENS_KEY
+from rloo_studio.runs.step_time import KEYS, STEP_KEY, TOKENS_KEY
 
 PRESET = ROOT / "presets" / "cpu-small-real.yaml"
 LENGTH_KEYS = ("completions/mean_length", "completions/max_length", "completions/clipped_ratio")

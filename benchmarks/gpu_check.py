@@ -40,7 +40,7 @@ from vram_calibrate import TINY, build_model
 
 sys.path.insert(0, str(ROOT))
 from rloo_studio.paths import fast_python  # noqa: E402
-from rloo_studio.step_time import mean_breakdown  # noqa: E402
+from rloo_studio.runs.step_time import mean_breakdown  # noqa: E402
 from rloo_studio.machine.vram import CUDA_CONTEXT_GIB, KNOWN_MODELS, Settings, estimate, find_shape  # noqa: E402
 
 DEFAULT_MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "demo")

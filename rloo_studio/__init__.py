@@ -8,9 +8,10 @@ ALLOWED_IMPORTS names), which tests/unit/test_layers.py checks for every import 
     engine     engine/ (torch, models, TRL: runs only in worker processes, never in the app's process)
     services   rewards/  workers/ (the app's side of every child: training jobs, the inference worker, the scoring
                children and the ones kept waiting, commands, the trial)
-               alerts  data  scan  presets  model_files  web/ (who may reach the app: serve, wall)
+               data  scan  presets  model_files  web/ (who may reach the app: serve, wall)
                machine/ (this machine: hardware, the memory estimate vram, the processes of a distributed run)
-    contract   runs (the run directory)  config (RunConfig)  batching  stats  step_time (metrics.jsonl's step-time keys)
+    contract   runs/ (a run's folder and what its records say: the run directory, metrics.jsonl's step-time keys,
+               the health alerts)  config (RunConfig)  batching  stats
     base       errors  protocol (what crosses a pipe: the typed requests and results)  procs
                sandbox (the reward sandbox: whether and how)  paths (the project root and its bundled folders)
                demo/ (the bundled demo: its task and its tiny models)
@@ -27,18 +28,18 @@ BASE = {"errors", "protocol", "procs", "sandbox", "paths"}
 # Which top-level units each unit may import (packages count as one unit: engine, rewards, ui).
 ALLOWED_IMPORTS: dict[str, set[str]] = {
     "errors": set(), "protocol": set(), "procs": set(), "sandbox": {"procs"}, "paths": set(), "demo": set(),
-    "alerts": set(), "step_time": set(), "batching": BASE, "stats": BASE, "config": BASE | {"batching"}, "runs": BASE,
+    "batching": BASE, "stats": BASE, "config": BASE | {"batching"}, "runs": BASE,
     "web": BASE | {"runs"}, "model_files": BASE,
     "machine": BASE | {"config"},  # vram estimates a config's peak memory
     "presets": BASE | {"config"},
     "data": BASE | {"config", "demo"},
-    "workers": BASE | {"config", "runs", "batching", "step_time", "rewards"},  # the trial: the judge's share of a step
+    "workers": BASE | {"config", "runs", "batching", "rewards"},  # the trial: the judge's share of a step
     "rewards": BASE | {"config", "runs", "model_files", "data"},  # data: hand-written examples shaped as training shapes rows
     "scan": BASE | {"config", "runs", "batching", "rewards", "data", "workers"},  # workers: the scoring child
-    "engine": BASE | {"alerts", "config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "demo",
+    "engine": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "machine", "demo",
                "model_files", "scan"},
-    "ui": BASE | {"alerts", "config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "presets",
+    "ui": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "machine", "presets",
                   "workers", "web", "scan"},
-    "cli": BASE | {"config", "runs", "batching", "step_time", "stats", "rewards", "data", "machine", "presets", "workers",
+    "cli": BASE | {"config", "runs", "batching", "stats", "rewards", "data", "machine", "presets", "workers",
                    "web", "engine", "ui", "demo", "model_files", "scan"},
 }

@@ -24,7 +24,7 @@ SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of t
 
 def _show_run(args: argparse.Namespace) -> int:
     """`runs --show RUN`: one run's state, reward and where its steps' time goes."""
-    from .. import step_time
+    from ..runs import step_time
 
     run_dir = Path(args.show)
     if not (run_dir / runs.STATUS_FILE).exists():

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from .. import alerts
+from ..runs import alerts
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals
 
 DROPPED_KEY, GENERATIONS_KEY, TIED_KEPT_KEY = alerts.DROPPED_SHARE_KEY, alerts.GENERATIONS_KEY, alerts.TIED_KEPT_SHARE_KEY

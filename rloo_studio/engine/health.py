@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import alerts, runs
+from .. import runs
+from ..runs import alerts
 from ..config import AlertActions
 from ..rewards.preview import group_probes, written_completion_ids
 from ..rewards.scoring import all_equal_groups, clipped_totals, weighted_totals, within_group_spread

@@ -12,14 +12,14 @@ adds two numbers to the step's metrics, in nats per completion token:
 * `sampler/logprob_shift` (alerts.SAMPLER_SHIFT_KEY): the mean of trainer − sampler, a lean to one side (e.g. one
   engine applying the temperature and the other not).
 
-alerts.py raises "Sampler drifting from trainer" on them. Nothing is installed when vLLM does not sample: the
+runs/alerts.py raises "Sampler drifting from trainer" on them. Nothing is installed when vLLM does not sample: the
 transformers path samples with the trainer's own model, and the gap is zero by construction. With several processes
 each logs the tokens it sampled; rank 0's numbers are the ones recorded, as for the step timings.
 """
 
 from __future__ import annotations
 
-from ..alerts import SAMPLER_GAP_KEY, SAMPLER_SHIFT_KEY
+from ..runs.alerts import SAMPLER_GAP_KEY, SAMPLER_SHIFT_KEY
 
 
 def token_gap(sampled: list[list[float | None]], trainer: list[list[float]], mask: list[list[int]]) -> tuple[float, float] | None:

@@ -16,14 +16,14 @@ in this process. With `logging_steps` > 1 each value is the mean over the steps 
 several processes each times its own work, and rank 0's numbers are the ones recorded. On a GPU the parts are the
 CPU's view: kernels still queued when a part ends are counted in the part that next waits for them (no
 synchronisation is added to measure them, which would slow training). The keys are
-rloo_studio/step_time.py's.
+rloo_studio/runs/step_time.py's.
 """
 
 from __future__ import annotations
 
 import time
 
-from ..step_time import PARTS, STEP_KEY, TOKENS_KEY
+from ..runs.step_time import PARTS, STEP_KEY, TOKENS_KEY
 
 
 class StepTimer:

@@ -25,12 +25,13 @@ from pathlib import Path
 
 import psutil
 
-from .. import runs, step_time
+from .. import runs
+from ..runs import step_time
 from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
 from ..config import RunConfig
 from ..errors import ConfigError, RewardError, StudioError
 from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
-from ..alerts import GENERATIONS_KEY, RunFacts
+from ..runs.alerts import GENERATIONS_KEY, RunFacts
 from ..rewards.judge import judge_seconds_per_step
 from .failures import disk_full_error, out_of_memory_error
 from .dynamic_sampling import DynamicSampler
@@ -327,7 +328,7 @@ def record_trained_advantages(trainer, recorder, torch) -> None:
 def _heldout_scorer(trainer, loaded, cfg: RunConfig, test_rows: list[dict], rewards, max_new_tokens: int, wrap):
     """The health alerts' held-out check: the model's greedy completions, as it is at a checkpoint, for the first
     held-out prompts, scored with the run's rewards; returns their mean weighted total (None when none scored)."""
-    from ..alerts import HELDOUT_PROMPTS
+    from ..runs.alerts import HELDOUT_PROMPTS
     from ..data import to_trl_dataset, use_chat_format
     from ..rewards.scoring import weighted_totals
     from .evaluate import score_completions

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import alerts, runs, step_time
+from .. import runs
+from ..runs import alerts, step_time
 from ..workers.jobs import RunView
 from ..rewards.builtin import split_thinking
 from ..rewards.judge import judge_share_line

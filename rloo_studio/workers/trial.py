@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
-from .. import runs, step_time
+from .. import runs
+from ..runs import step_time
 from . import jobs
 from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_sum, epochs_words, steps_for_epochs,
                         too_many_epochs, trained_steps_for_epochs)

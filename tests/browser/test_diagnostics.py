@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from helpers.browser import ARTIFACTS, BROWSER_MARKS, coloured_pixels, drawn_steps, open_tab, opened_page
 
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 
 pytestmark = BROWSER_MARKS
 

@@ -14,7 +14,8 @@ from types import SimpleNamespace
 import pytest
 from helpers import only_run_dir, run_cli
 
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 
 pytestmark = pytest.mark.slow
 

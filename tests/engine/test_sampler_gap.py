@@ -16,7 +16,8 @@ import json
 import pytest
 from helpers import only_run_dir, run_code
 
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 
 pytestmark = pytest.mark.slow
 

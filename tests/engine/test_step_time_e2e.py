@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_trained_with, only_run_dir, run_cli
 
 from rloo_studio import runs
-from rloo_studio.step_time import KEYS, STEP_KEY, TOKENS_KEY
+from rloo_studio.runs.step_time import KEYS, STEP_KEY, TOKENS_KEY
 
 pytestmark = pytest.mark.slow
 

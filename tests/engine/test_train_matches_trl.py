@@ -13,7 +13,7 @@ import pytest
 from helpers import ROOT, STOPPING_REWARDS, run_cli, run_code
 
 from rloo_studio import runs
-from rloo_studio.step_time import KEYS, STEP_KEY, TOKENS_KEY
+from rloo_studio.runs.step_time import KEYS, STEP_KEY, TOKENS_KEY
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.app import Form, connect, only_run, run_state, served_app, wait_for
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 from rloo_studio.ui import text
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,8 @@ per alert episode, writes what it did to alerts.jsonl and the badge says it; `wa
 
 from __future__ import annotations
 
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 from rloo_studio.config import AlertActions, RunConfig
 from rloo_studio.engine.health import NO_SIGNAL_ADVICE, HealthWatch
 

@@ -1,11 +1,11 @@
-"""The health-alert rules (rloo_studio.alerts) on hand-made metric rows: each alert is raised when its condition
+"""The health-alert rules (rloo_studio.runs.alerts) on hand-made metric rows: each alert is raised when its condition
 lasts, not raised when it does not, and names the step it began, was raised and ended."""
 
 from __future__ import annotations
 
 import pytest
 
-from rloo_studio import alerts as A
+from rloo_studio.runs import alerts as A
 
 FACTS = A.RunFacts(["correct", "format"], [1.0, 0.5], max_completion_length=64)
 

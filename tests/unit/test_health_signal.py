@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rloo_studio import alerts, runs
+from rloo_studio import runs
+from rloo_studio.runs import alerts
 from rloo_studio.engine.health import HealthWatch
 
 

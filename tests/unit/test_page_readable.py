@@ -102,7 +102,8 @@ def test_health_alerts_in_the_page_name_settings_by_label_only(tmp_path):
     says the label; the config key in brackets is for the command line, which keeps it."""
     import json
 
-    from rloo_studio import alerts, runs
+    from rloo_studio import runs
+    from rloo_studio.runs import alerts
 
     facts = alerts.RunFacts(["correct"], [1.0], max_completion_length=64)
     rows = [{"step": i + 1, "completions/clipped_ratio": c} for i, c in enumerate([0.0, 0.1, 0.0, 0.3, 0.6, 0.8, 0.9])]

@@ -132,7 +132,7 @@ def test_preflight_warns_without_refusing(tmp_path):
 
 
 def test_the_first_training_batch_says_whether_the_model_writes_the_format_unasked(tmp_path):
-    from rloo_studio import alerts
+    from rloo_studio.runs import alerts
     from rloo_studio.engine.health import HealthWatch
 
     said = []

@@ -11,7 +11,8 @@ import re
 import pytest
 from helpers import cli_in_process
 
-from rloo_studio import runs, step_time
+from rloo_studio import runs
+from rloo_studio.runs import step_time
 from rloo_studio.workers import trial
 from rloo_studio.config import RunConfig
 from rloo_studio.workers.jobs import RunView

@@ -1,4 +1,7 @@
-"""The run-directory contract: create runs, write and read their files safely, list them.
+"""A run's folder and what its records say. This module: the run-directory contract (create runs, write and read
+their files safely, list them); beside it, what two of its files record, read the same way by the worker that writes
+them and by every page and command that reads them: `step_time` (metrics.jsonl's step-time keys and the breakdown in
+words) and `alerts` (the health rules that turn metric rows into the records of alerts.jsonl).
 
 Layout (see docs/run-directory.md): config.yaml, rewards.py, status.json, metrics.jsonl,
 samples.jsonl, alerts.jsonl, train.log, checkpoints/checkpoint-N/, adapter/, eval.json, exports/, scan-summary.json;
@@ -341,7 +344,7 @@ def update_status(run_dir: str | Path, **fields: Any) -> dict:
 
 def pid_alive(pid: Any) -> bool:
     """True while the worker process `pid` runs (portable: see `procs.pid_alive`)."""
-    from .procs import pid_alive as alive
+    from ..procs import pid_alive as alive
 
     return alive(pid)
 
@@ -637,7 +640,7 @@ def resolve_export_dir(run_dir: str | Path, name: str) -> Path:
     `name` must be one plain folder name (letters, digits, `.`, `_`, `-`; no `..`); absolute paths,
     separators and anything that resolves outside RUN_DIR/exports/ through a symlink are refused.
     """
-    from .errors import StudioError
+    from ..errors import StudioError
 
     run_dir = Path(run_dir)
 
