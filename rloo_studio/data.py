@@ -476,8 +476,10 @@ def is_hub_source(source: str, base_dir: str | Path = ".") -> bool:
     return not (path.is_absolute() and path.exists()) and not (Path(base_dir) / path).exists() and not (Path.cwd() / path).exists()
 
 
-def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
+def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20, seed: int = 42) -> dict:
     """What the app shows about a data source: columns, row counts, the first rows and every problem.
+
+    `seed`: the run's (rloo.seed), so the held-out rows and a max_train_samples subset are the ones training will use.
 
     Never raises a DataError: problems come back in `problems` (the person fixes them in the form). `split` says whether
     the rows could be split into training and held-out ones; until they can, `train_rows` counts the rows read
@@ -494,7 +496,7 @@ def peek(cfg: DataConfig, base_dir: str | Path = ".", limit: int = 20) -> dict:
     result["train_rows"] = result["rows_read"] = len(raw)
     result["rows"] = [{k: _short(v) for k, v in row.items()} for row in raw[:limit]]
     try:
-        rows = load_rows(cfg, base_dir)
+        rows = load_rows(cfg, base_dir, seed=seed)
         result["train_rows"] = len(rows.train)
         result["test_rows"] = len(rows.test) if rows.test is not None else None
         result["repeats"] = repeats(rows, cfg.prompt_column)
@@ -537,13 +539,13 @@ def _short(value: Any, limit: int = 300) -> Any:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def peek_in_child(cfg: DataConfig, base_dir: str | Path = ".", timeout_s: float = HUB_PEEK_TIMEOUT_S) -> dict:
+def peek_in_child(cfg: DataConfig, base_dir: str | Path = ".", timeout_s: float = HUB_PEEK_TIMEOUT_S, seed: int = 42) -> dict:
     """`peek` in a child process: hub datasets import `datasets` and may download; the app must stay light."""
     import dataclasses
 
     from .procs import json_child
 
-    child = json_child("rloo_studio.data", {"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir)}, timeout_s)
+    child = json_child("rloo_studio.data", {"cfg": dataclasses.asdict(cfg), "base_dir": str(base_dir), "seed": seed}, timeout_s)
     if child.timed_out:
         return {"columns": [], "train_rows": 0, "test_rows": None, "rows": [],
                 "problems": [f"loading {cfg.source!r} took longer than {timeout_s:.0f} s; check the network, or download it first"]}
@@ -557,4 +559,4 @@ if __name__ == "__main__":  # python -m rloo_studio.data  <<< '{"cfg": {...}, "b
     import sys
 
     request = json.loads(sys.stdin.read())
-    print(json.dumps(peek(DataConfig(**request["cfg"]), request["base_dir"]), default=str))
+    print(json.dumps(peek(DataConfig(**request["cfg"]), request["base_dir"], seed=request["seed"]), default=str))

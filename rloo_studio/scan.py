@@ -180,6 +180,7 @@ def summarize(records: list[dict], cfg: RunConfig, of: int) -> dict:
     return {
         "prompts": n, "of": of, "k": int(cfg.rloo_value("num_generations")), "rule": SOLVED_RULE,
         "range": {"lowest": lowest, "highest": highest, "solved_from": lowest + SOLVED_FROM * (highest - lowest)},
+        "scored": len(every),  # completions some function scored: with none, the range above is no total anyone got
         "buckets": counts, "shares": {b: (counts[b] / n if n else 0.0) for b in BUCKETS},
         "no_spread_share": (counts[ALWAYS_SOLVED] + counts[NEVER_SOLVED]) / n if n else 0.0,
         "groups_per_step": per_step, "useful_share_per_step": useful, "useful_groups_per_step": useful * per_step,
@@ -347,6 +348,10 @@ def limits_words(summary: dict) -> str:
     True
     """
     k, span = int(summary["k"]), summary.get("range") or {}
+    if summary.get("scored") == 0:  # (a summary written before "scored" was kept has none: the range then speaks)
+        return ("No completion of the scan was scored: every reward function returned None (cannot score this one) for "
+                "every completion, so the scan cannot tell solved from unsolved prompts and all of them are under *never "
+                "solved*; check the rewards in the preview: what they expect of the completions and the columns.")
     if span and (span.get("highest") or 0.0) - (span.get("lowest") or 0.0) <= SPREAD_TOLERANCE:
         return (f"Every completion of the scan got the same total ({span.get('lowest', 0.0):g}): the scan cannot tell "
                 "solved from unsolved prompts, so all of them are under *never solved*; check the rewards in the preview.")

@@ -139,18 +139,18 @@ class DataTab:
             fields = form.split(values)[1]
             if data_cfg is None:
                 return ("**Please fix:**\n" + "\n".join(f"- {page_words(p)}" for p in problems), None, [], gr.update(), gr.update(), None,
-                        self.summary_outdated.stamp_from(self.inputs, fields))
+                        self.summary_outdated.stamp_from(form.inputs, list(values)))
             answer = fields[6]
             checking = [s.name for s in cfg.rewards if s.name in ANSWER_REWARDS]
             summary, rows, cols, prompt_col, answer_col, train_rows = DataTab.preview(data_cfg, state.get("base_dir") or os.getcwd(),
-                                                                                      answer, checking)
+                                                                                      answer, checking, int(cfg.rloo_value("seed")))
             demo = demo_model_note(cfg.model.name_or_path, data_cfg.source)
             summary = f"{demo}\n\n{summary}" if demo and cols else summary
             table = {"headers": cols, "data": rows} if cols else None
             prompt_choices = gr.update(choices=cols, value=prompt_col) if cols else gr.update()
             answer_choices = gr.update(choices=cols + [NO_ANSWER], value=answer_col) if cols else gr.update()
             # The check holds for these fields, the columns it chose included (freshness.py).
-            stamp = self.summary_outdated.stamp_from(self.inputs, fields, [(self.prompt_column, prompt_col), (self.answer_column, answer_col)]
+            stamp = self.summary_outdated.stamp_from(form.inputs, list(values), [(self.prompt_column, prompt_col), (self.answer_column, answer_col)]
                                                      if cols else None)
             return summary, table, cols, prompt_choices, answer_choices, train_rows, stamp
 
@@ -168,7 +168,8 @@ class DataTab:
                 receives_markdown, inputs=[form.columns, self.prompt_column], outputs=form.rewards_tab.receives,
                 api_visibility="private").then(builtins_follow, inputs=[self.answer_column, builtins], outputs=builtins,
                                                api_visibility="private")
-        self.summary_outdated.watch(form.derived, self.inputs)
+        # The Seed field chooses which rows are held out (training splits with it), so the check speaks of it too.
+        self.summary_outdated.watch(form.derived, self.inputs + [form.train_tab.fields["seed"]])
         # One answer column: the one chosen here is the answer-checking builtins' `answer_column`, and their parameters in
         # the Rewards tab show it. Each side follows the person's own edit of the other (`.input`: a person's change only,
         # so the two never set each other back and forth); the check above may choose a column too (chained after it).
@@ -228,11 +229,13 @@ class DataTab:
                 d.max_train_samples or 0, d.prompt_format]
 
     @staticmethod
-    def preview(data_cfg: DataConfig, base_dir: str, answer: str | None = None, checking: list[str] | None = None
-                ) -> tuple[str, list[list], list[str], str, str | None, int | None]:
+    def preview(data_cfg: DataConfig, base_dir: str, answer: str | None = None, checking: list[str] | None = None,
+                seed: int = 42) -> tuple[str, list[list], list[str], str, str | None, int | None]:
         """(summary markdown, rows, columns, prompt column, answer column) for the preview; hub sources are read in a child
-        process. A prompt or answer column the data does not have is replaced by a likely one, and the summary says so."""
-        read = (lambda c: peek_in_child(c, base_dir)) if is_hub_source(data_cfg.source, base_dir) else (lambda c: peek(c, base_dir))
+        process. A prompt or answer column the data does not have is replaced by a likely one, and the summary says so.
+        `seed`: the run's, so the rows held out are those training will hold out."""
+        read = ((lambda c: peek_in_child(c, base_dir, seed=seed)) if is_hub_source(data_cfg.source, base_dir)
+                else (lambda c: peek(c, base_dir, seed=seed)))
         # The answer column is chosen here, from the columns read (below): the form's may be the last file's.
         data_cfg = dataclasses.replace(data_cfg, answer_column=None)
         result = read(data_cfg)

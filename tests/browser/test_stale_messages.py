@@ -216,3 +216,17 @@ def test_a_newly_uploaded_file_is_checked_and_an_old_check_marked_outdated(studi
     box.press("Tab")
     expect(line).to_contain_text(f"Outdated — “{text.SYSTEM_PROMPT}” changed since", timeout=120_000)
     expect(line).to_contain_text(f"press {text.PREVIEW_DATA} again")
+    # The Seed field chooses the held-out rows training will use, so the check speaks of it too (an audit: the check
+    # split with seed 42 whatever the field said).
+    page.locator("#preview-data").click()
+    expect(line).to_have_text("", timeout=60_000)
+    open_tab(page, "4 · Train")
+    page.get_by_role("button", name="Advanced").click()
+    _fill(page, "rloo-seed", 7)
+    open_tab(page, "2 · Data")
+    expect(line).to_contain_text(f"Outdated — “{text.field_label('rloo', 'seed')}” changed since", timeout=120_000)
+    open_tab(page, "4 · Train")
+    _fill(page, "rloo-seed", 42)  # back to the value it was checked with: the line goes
+    page.get_by_role("button", name="Advanced").click()
+    open_tab(page, "2 · Data")
+    expect(line).to_have_text("", timeout=60_000)

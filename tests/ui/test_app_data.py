@@ -186,3 +186,23 @@ def test_a_run_is_named_after_its_data_and_model(app, tmp_path, runs_dir):
     app.predict(api_name="/stop_training")
     assert run_dir.name.endswith("-qa-demo")
     assert json.loads(json.dumps(yaml.safe_load((run_dir / "config.yaml").read_text())["data"]["test_fraction"])) == 0.1
+
+
+def test_the_data_check_splits_the_rows_as_training_will_with_the_runs_seed(app, tmp_path):
+    """The Data tab's check held rows out with seed 42 whatever the Seed field said, while training splits with the Seed
+    field: with 20 rows, every prompt written twice, it said how many held-out rows repeat a training prompt for a split
+    no run would use (an audit)."""
+    from rloo_studio import data
+    from rloo_studio.config import DataConfig
+
+    content = "question,answer\n" + "".join(f"Question {i}?,{i}\n" for i in range(10)) * 2
+    form = own_csv(app, tmp_path, "twice.csv", content)
+    form[text.PROMPT_COLUMN], form[text.ANSWER_COLUMN], form[text.TEST_SPLIT] = "question", "answer", ""
+    form[text.TEST_FRACTION] = 0.5
+    cfg = DataConfig(source=str(tmp_path / "twice.csv"), prompt_column="question", test_fraction=0.5)
+    repeated = {seed: data.repeats(data.load_rows(cfg, seed=seed), "question")["held_out"] for seed in range(50)}
+    seed = next(s for s, n in repeated.items() if n != repeated[42])  # a seed whose split differs in what it says
+    form[text.field_label("rloo", "seed")] = seed
+    summary, *_ = form.call("/preview_data")
+    n = repeated[seed]
+    assert f"; {n} held-out row{'s repeat' if n != 1 else ' repeats'} a training prompt" in summary, (seed, repeated[42], summary)

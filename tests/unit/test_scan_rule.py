@@ -103,3 +103,17 @@ def test_the_buckets_say_what_one_draw_of_k_completions_cannot_tell():
                                 "useful_groups_per_step": 1.0, "useful_share_per_step": 0.5, "steps_without_signal": 0.25,
                                 "range": {"lowest": 0.0, "highest": 1.0}, "rule": scan.SOLVED_RULE})
     assert any("all 4 right in 41 % of scans" in line and "*" not in line for line in lines)
+
+
+def test_a_scan_in_which_no_completion_was_scored_says_so_not_the_same_total():
+    """Every function returned None (cannot score) for every completion: the scan said "Every completion of the scan got
+    the same total (0)", a total no completion got (an audit)."""
+    from rloo_studio import scan
+
+    cfg = RunConfig.from_dict({"rloo": {"num_generations": 2}})
+    records = [{"prompt": f"p{i}", "totals": [None, None], "completions": ["a", "b"], "mean_total": None} for i in range(3)]
+    summary = scan.summarize(records, cfg, of=3)
+    words = scan.limits_words(summary)
+    assert "same total" not in words, words
+    assert words.startswith("No completion of the scan was scored: every reward function returned None"), words
+    assert summary["buckets"][NEVER_SOLVED] == 3  # the one rule still places them; the words say why it cannot tell
