@@ -153,6 +153,19 @@ def at_cycle_boundary(step: int, plan: BatchPlan) -> bool:
     return (step * plan.accumulation) % plan.micro_batches_per_cycle == 0
 
 
+def cycle_end(step: int, plan: BatchPlan) -> int:
+    """The first optimiser step from `step` on that ends a generation cycle: where a stop asked at `step` happens.
+
+    >>> plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 4,
+    ...                    "gradient_accumulation_steps": 1})
+    >>> [cycle_end(s, plan) for s in (4, 5, 7, 8)]
+    [4, 8, 8, 8]
+    """
+    while not at_cycle_boundary(step, plan):
+        step += 1
+    return step
+
+
 def _count(n: float, word: str, plural: str | None = None) -> str:
     shown = f"{n:g}"
     return f"{shown} {word if shown == '1' else plural or word + 's'}"

@@ -27,7 +27,7 @@ import psutil
 
 from .. import runs
 from ..runs import step_time
-from ..batching import BatchPlan, at_cycle_boundary, batch_plan, effective_line
+from ..batching import BatchPlan, at_cycle_boundary, batch_plan, cycle_end, effective_line
 from ..config import RunConfig
 from ..errors import ConfigError, RewardError, StudioError
 from ..machine.distributed import LAUNCHER_PID_ENV, RUN_DIR_ENV, rank, world_size
@@ -167,7 +167,9 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
             if _all_ranks_agree(wants_stop, stack):
                 if not boundary and not final:
                     if not stop_flag.get("deferred") and state.is_world_process_zero:
-                        runs.update_status(run_dir, state="stopping")
+                        # The step it stops at, for the page: "after the current step" would be up to a cycle early.
+                        runs.update_status(run_dir, state="stopping", stop_at=min(cycle_end(state.global_step, plan),
+                                                                                  state.max_steps))
                         worker_line(f"stop requested at step {state.global_step}: stopping at the end of this generation cycle "
                             f"(every {plan.steps_per_cycle:g} steps), so a resume continues exactly")
                     stop_flag["deferred"] = True
@@ -176,7 +178,7 @@ def _studio_callback(stack, run_dir: Path, stop_flag: dict, resumed_from: int, p
                 control.should_training_stop = True
                 control.should_save = True  # a checkpoint at this step, so --resume continues from here
                 if state.is_world_process_zero:
-                    runs.update_status(run_dir, state="stopping")
+                    runs.update_status(run_dir, state="stopping", stop_at=state.global_step)
             return control
 
         def on_save(self, args, state, control, **kwargs):

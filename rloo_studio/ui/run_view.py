@@ -89,6 +89,9 @@ def status_markdown(view: RunView | None) -> str:
     if view is None:
         return text.NO_RUN
     state_text = text.STATE_TEXT.get(view.state, view.state)
+    stop_at = view.status.get("stop_at")
+    if view.state == "stopping" and isinstance(stop_at, int) and stop_at > (view.step or 0):
+        state_text = text.STOPPING_AT.format(step=stop_at)
     step = f"{view.step}/{view.max_steps}" if view.max_steps else str(view.step)
     lines = [f"**Run** `{view.run_id}` — **{state_text}**",
              f"Step {step} · elapsed {_duration(elapsed_s(view))} · ETA {_duration(view.status.get('eta_s')) if view.state == 'running' else '—'}"]

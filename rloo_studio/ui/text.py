@@ -166,6 +166,9 @@ STATE_TEXT = {
     "unknown": "unknown (status.json is missing or unreadable)",
 }
 
+# A stop asked mid-cycle waits for the generation cycle's end (num_iterations > 1): a resume then continues exactly.
+STOPPING_AT = "stopping at step {step}, where this generation cycle ends (a checkpoint is saved)"
+
 # ---- Runs -----------------------------------------------------------------------------------------
 RUNS_HEADERS = ["run", "state", "step", "reward (last)", "started", "model"]
 DELETE_CONFIRM = "Yes, delete this run and every file in it"

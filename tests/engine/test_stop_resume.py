@@ -116,3 +116,35 @@ def test_resume_refuses_a_running_run_and_a_non_run_folder(workspace, tmp_path):
     result = run_cli("train", "--resume", run_dir, cwd=workspace.path)
     assert result.returncode == 2
     assert "still running" in result.stderr and "STOP" in result.stderr
+
+
+def test_a_stop_asked_mid_cycle_says_the_step_it_will_stop_at(tmp_path):
+    """With num_iterations 4 a stop waits for the generation cycle's end (a resume then continues exactly), yet the page
+    said "stopping after the current step" for up to three more steps (an audit). The worker's own callback, on
+    transformers' own state objects: asked at step 5, it says it stops at step 8, and stops there."""
+    from rloo_studio.batching import batch_plan
+    from rloo_studio.engine.stack import import_training_stack
+    from rloo_studio.engine.train import _studio_callback
+    from rloo_studio.ui.run_view import status_markdown
+
+    stack = import_training_stack("transformers")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    runs.update_status(run_dir, state="running", step=4, max_steps=20)
+    plan = batch_plan({"per_device_train_batch_size": 4, "num_generations": 4, "num_iterations": 4,
+                       "gradient_accumulation_steps": 1})
+    callback = _studio_callback(stack, run_dir, {}, 0, plan)
+    state, control = stack.transformers.TrainerState(global_step=4, max_steps=20), stack.transformers.TrainerControl()
+    callback.on_step_end(None, state, control)  # a cycle ends at step 4: nothing asked, nothing stops
+    runs.request_stop(run_dir)
+    for step in (5, 6, 7):
+        state.global_step = step
+        control = callback.on_step_end(None, state, stack.transformers.TrainerControl()) or control
+        assert not control.should_training_stop, step
+        status = runs.read_status(run_dir)
+        assert status["state"] == "stopping" and status["stop_at"] == 8, status
+        view = jobs.view(run_dir)
+        assert "stopping at step 8, where this generation cycle ends" in status_markdown(view), status_markdown(view)
+    state.global_step = 8
+    control = callback.on_step_end(None, state, stack.transformers.TrainerControl())
+    assert control.should_training_stop and control.should_save
