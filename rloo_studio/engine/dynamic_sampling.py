@@ -18,7 +18,9 @@ with tied groups (trained on as TRL would have). The rows kept are joined, re-pa
 Per step, metrics.jsonl gets `dynamic_sampling/dropped_share` (the share of generated groups left out),
 `dynamic_sampling/generations` (batches generated) and `dynamic_sampling/tied_kept_share` (the share of the trained
 batch that is tied groups the cap let in). TRL's own reward metrics and the alerts' `no_signal_share` count every
-generated group, dropped ones included. One process only: with several, each rank would drop different groups and the
+generated group, dropped ones included. samples.jsonl keeps the rows of every batch generated (`round`: its number within
+the step), those of a group left out marked `left_out` ("tied", or "extra": an informative group past what the batch holds), which
+the samples table says was not trained on. One process only: with several, each rank would drop different groups and the
 gathered rewards would no longer line up with the rows.
 """
 
@@ -80,11 +82,14 @@ def join_rows(outputs: Sequence[dict], picks: Sequence[tuple[int, int]], k: int,
 
 
 class DynamicSampler:
-    def __init__(self, max_extra_generations: int, seed: int, active: bool = True):
+    def __init__(self, max_extra_generations: int, seed: int, active: bool = True, recorder=None):
         self.max_extra = int(max_extra_generations)
         self.seed = int(seed)
         # Off: TRL's step as it is. Installed off for a run that may switch it on (alerts.on_no_signal: dynamic_sampling).
         self.active = active
+        # The sample rows' recorder (rewards.runtime.SampleRecorder): it sees every batch generated, and is told which
+        # groups were trained on, so the samples table marks the ones left out.
+        self.recorder = recorder
 
     def install(self, trainer, torch) -> None:
         generate_and_score = trainer._generate_and_score_completions
@@ -106,17 +111,24 @@ class DynamicSampler:
             draw = random.Random(self.seed * 1_000_003 + int(trainer.state.global_step))
             outputs, tied_per_round = [], []
             batch = inputs
-            for _ in range(self.max_extra + 1):
-                captured.clear()
-                outputs.append(generate_and_score(batch))
-                rewards = captured[-1].detach().float().cpu().tolist() if captured else []
-                tied_per_round.append(tied_groups(rewards, weights, clip, k))
-                if sum(not t for flags in tied_per_round for t in flags) >= needed:
-                    break
-                size = len(trainer.train_dataset)  # a batch as large as TRL's; fewer rows than that: drawn with repeats
-                rows = draw.sample(range(size), needed) if size >= needed else draw.choices(range(size), k=needed)
-                batch = [trainer.train_dataset[i] for i in rows for _ in range(k)]
-            picks, filled = choose(tied_per_round, needed)
+            picks = None
+            if self.recorder is not None:
+                self.recorder.hold()
+            try:
+                for _ in range(self.max_extra + 1):
+                    captured.clear()
+                    outputs.append(generate_and_score(batch))
+                    rewards = captured[-1].detach().float().cpu().tolist() if captured else []
+                    tied_per_round.append(tied_groups(rewards, weights, clip, k))
+                    if sum(not t for flags in tied_per_round for t in flags) >= needed:
+                        break
+                    size = len(trainer.train_dataset)  # a batch as large as TRL's; fewer rows than that: drawn with repeats
+                    rows = draw.sample(range(size), needed) if size >= needed else draw.choices(range(size), k=needed)
+                    batch = [trainer.train_dataset[i] for i in rows for _ in range(k)]
+                picks, filled = choose(tied_per_round, needed)
+            finally:
+                if self.recorder is not None:
+                    self.recorder.release(None if picks is None else set(picks), tied_per_round)
             generated = sum(len(flags) for flags in tied_per_round)
             metrics = trainer._metrics["train"]
             metrics[DROPPED_KEY].append((generated - needed) / generated if generated else 0.0)

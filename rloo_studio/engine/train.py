@@ -735,7 +735,7 @@ def _train(cfg: RunConfig, stack, rows, run_dir: Path, resume: bool, main: bool,
         # Outside the recorder: it records every generated batch, as the rewards saw them. Off until the no-signal
         # alert switches it on, when the config asks for that instead (and on from the start of a run resumed after).
         sampler = DynamicSampler(cfg.dynamic_sampling.max_extra_generations, int(rloo_config.seed),
-                                 active=cfg.dynamic_sampling.enabled or bool(health and health.sampling_on))
+                                 active=cfg.dynamic_sampling.enabled or bool(health and health.sampling_on), recorder=recorder)
         sampler.install(trainer, stack.torch)
         if health is not None:
             health.sampling_on = sampler.active

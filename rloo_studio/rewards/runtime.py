@@ -198,6 +198,7 @@ class SampleRecorder:
         self._batch_key: int | None = None
         self._values: dict[str, list] = {}
         self._scored: tuple[dict, dict[str, list]] | None = None  # a batch every function has scored
+        self._held: list[list[dict]] | None = None  # while `hold`: each generated batch's rows, until `release`
 
     def on_values(self, name: str, kwargs: dict, values: list) -> None:
         if not self.enabled:
@@ -217,9 +218,33 @@ class SampleRecorder:
         when beta is 0): write its sample rows."""
         with self._lock:
             scored, self._scored = self._scored, None
-        if scored is None or not self.enabled:
+        if not self.enabled:
             return
-        rows = self._rows(*scored, list(advantages), None if kl_penalties is None else list(kl_penalties))
+        rows = [] if scored is None else self._rows(*scored, list(advantages), None if kl_penalties is None else list(kl_penalties))
+        if self._held is not None:  # one entry per generated batch, so the batch's number is its place here
+            self._held.append(rows)
+        elif rows:
+            self.write(rows)
+
+    def hold(self) -> None:
+        """Keep the rows of the batches generated from now on until `release` says which groups are trained on
+        (dynamic sampling generates several batches for one step and trains on some of their groups)."""
+        self._held = []
+
+    def release(self, trained: set[tuple[int, int]] | None, tied: Sequence[Sequence[bool]] = ()) -> None:
+        """Write the held rows, each with its batch's number (`round`); those of a group not in `trained` ((batch,
+        group) pairs) marked `left_out`: "tied" when `tied[batch][group]` (all its totals equal), else "extra" (an
+        informative group beyond what the step's batch holds). Shown, so what the step generated is seen, but not as
+        trained on. `trained` None: which were trained is not known (the step failed); the rows are written unmarked."""
+        held, self._held = self._held or [], None
+        rows = []
+        for number, batch in enumerate(held):
+            for row in batch:
+                row = {**row, "round": number}
+                if trained is not None and (number, row["group"]) not in trained:
+                    flags = tied[number] if number < len(tied) else ()
+                    row["left_out"] = "tied" if row["group"] < len(flags) and flags[row["group"]] else "extra"
+                rows.append(row)
         if rows:
             self.write(rows)
 

@@ -385,6 +385,10 @@ def reply_marks(text: str | None, cut_off: bool, budget: int | None = None, repl
     return "".join(f"[{m}] " for m in marks) + ("\n" if marks else "")
 
 
+LEFT_OUT_MARKS = {"tied": "⏭ not trained on: its group tied, dynamic sampling left it out",
+                  "extra": "⏭ not trained on: dynamic sampling had filled the step's batch with other groups"}
+
+
 def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
     """Newest samples first. "KL penalty" is beta x the completion's KL to the start model (empty when beta is 0);
     "advantage" is the one TRL trained on (older runs recorded a leave-one-out of the total without KL). The answer
@@ -398,6 +402,8 @@ def samples_rows(view: RunView | None, limit: int = 24) -> list[list]:
         if thinking is None:  # runs recorded before a thought cut off before it closed was recorded as thinking
             thinking, answer = split_thinking(s.get("completion") or answer, streaming=True)
         answer = reply_marks(s.get("completion"), bool(s.get("cut_off")), None, answer) + answer
+        if s.get("left_out"):  # dynamic sampling generated it and left its group out: its advantage was not used
+            answer = f"[{LEFT_OUT_MARKS.get(s['left_out'], LEFT_OUT_MARKS['extra'])}] " + answer
         rows.append([s.get("step"), s.get("prompt"), thinking or "", answer, rewards,
                      _rounded(s.get("total")), "" if penalty is None else round(penalty, 4), _rounded(s.get("advantage"))])
         if len(rows) >= limit:

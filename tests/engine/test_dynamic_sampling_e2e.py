@@ -33,6 +33,28 @@ def test_tied_groups_are_dropped_and_refilled_in_training(workspace):
     for m in metrics:
         assert 0.0 <= m[DROPPED_KEY] < 1.0 and m[GENERATIONS_KEY] >= 1 and 0.0 <= m[TIED_KEPT_KEY] <= 1.0
     assert any(m[DROPPED_KEY] > 0 and m[GENERATIONS_KEY] >= 2 for m in metrics), metrics
+    # The samples table: a group left out was shown as if trained on, under the step (an audit). Each generated batch's
+    # rows are kept, those of a left-out group marked (tied, or informative but past a full batch), and the page says
+    # they were not trained on.
+    samples = runs.read_jsonl(run_dir / runs.SAMPLES_FILE)
+    left_out = [s for s in samples if s.get("left_out")]
+    assert left_out, samples
+    groups: dict = {}
+    for s in samples:
+        groups.setdefault((s["step"], s.get("round", 0), s["group"]), []).append(s)
+    for rows in groups.values():
+        assert len({bool(s.get("left_out")) for s in rows}) == 1  # a whole group is left out or kept
+        if rows[0].get("left_out") == "tied":
+            assert len({s["total"] for s in rows}) == 1, rows
+        elif rows[0].get("left_out"):  # an informative group generated after the batch was full
+            assert rows[0]["left_out"] == "extra" and len({s["total"] for s in rows}) > 1, rows
+    assert any(s["left_out"] == "tied" for s in left_out), left_out
+    from rloo_studio.ui.run_view import samples_rows
+    from rloo_studio.workers import jobs
+
+    shown = samples_rows(jobs.view(run_dir, samples_tail=len(samples)), limit=len(samples))
+    marked = [row for row in shown if "not trained on" in row[3]]
+    assert len(marked) == len(left_out), (len(marked), len(left_out))
 
 
 def test_no_signal_switches_dynamic_sampling_on_when_the_config_asks(workspace):
