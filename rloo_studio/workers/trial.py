@@ -67,6 +67,7 @@ class Measurement:
     timed_steps: int           # of which the last ones, after the warm-up cycle, are timed
     seconds_per_step: float    # generation + update, as in the run: the timed steps' mean
     load_s: float | None       # worker start -> first step's start (imports, model, trainer); None: not recorded
+                               # (less the format warm-up, when the run has one: format_warmup_s)
     warmup_s: float            # the first cycle's steps (warm-up included); with load_s None, the loading too
     run_steps: int             # steps the real run would train
     run_s: float               # run_seconds(run_steps): at the trial's pace
@@ -85,6 +86,7 @@ class Measurement:
     run_s_upper: float | None = None  # run_range(run_steps)'s upper end: the steps at SLOWER_PACE
     longest_completion: float | None = None  # the timed steps' longest completion, in tokens (TRL's completions/max_length)
     max_completion_length: int | None = None  # the run's limit on a completion's tokens
+    format_warmup_s: float | None = None  # the format warm-up's supervised steps and checks, before RLOO (warmup.enabled)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,7 +113,7 @@ def run_seconds(m: Measurement, steps: int, pace: float = 1.0) -> float:
     """Seconds a run of `steps` steps takes by the trial: loading, the first cycle (once), then the timed step's time
     for each step after it; `pace` times the steps' part (loading is not a step). A run shorter than the first cycle
     is that cycle's share."""
-    fixed = m.load_s or 0.0
+    fixed = (m.load_s or 0.0) + (m.format_warmup_s or 0.0)
     if steps <= m.cycle_steps:
         return fixed + pace * m.warmup_s * steps / m.cycle_steps
     return fixed + pace * (m.warmup_s + (steps - m.cycle_steps) * m.seconds_per_step)
@@ -206,6 +208,10 @@ def _stage(view, steps: int, timed: int) -> str:
     warm = steps - timed
     if view.state == "queued":
         return "starting the training process (importing torch and the training libraries)"
+    format_warmup = view.status.get("warmup")
+    if isinstance(format_warmup, dict) and not format_warmup.get("finished"):  # (engine/warmup.py: before the trainer)
+        return (f"the format warm-up: supervised step {format_warmup.get('step', 0)} of {format_warmup.get('steps')} "
+                "(once, before RLOO)")
     if not (view.path / runs.TRAINER_ARGS_FILE).exists():
         return "loading the model"
     if view.step < warm:
@@ -293,6 +299,12 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
     own = rows[first].get(step_time.STEP_KEY)
     training_began = rows[first]["time"] - float(own) if first == 1 and isinstance(own, (int, float)) else None
     load = max(0.0, training_began - started) if training_began is not None else None
+    # The format warm-up (warmup.enabled) runs between loading and the first step: its own seconds, said apart.
+    warmed = (runs.read_status(run_dir).get("warmup") or {}).get("seconds")
+    format_warmup = float(warmed) if isinstance(warmed, (int, float)) and load is not None else None
+    if format_warmup is not None:
+        format_warmup = min(format_warmup, load)
+        load -= format_warmup
     warmup = rows[warm]["time"] - (training_began if training_began is not None else started)
     peak_gpu = max((r.get("memory/peak_allocated_gib") or 0.0 for r in rows.values()), default=0.0) or None
     timed_rows = [r for step, r in rows.items() if warm < step <= last]
@@ -304,6 +316,7 @@ def _measurement(cfg: RunConfig, plan: BatchPlan, run_dir: Path, steps: int, tim
         plan = batch_plan(held, int(held.get("world_size") or 1))
     total_steps = run_steps(cfg, plan, train_rows)
     m = Measurement(trial_steps=steps, timed_steps=timed, seconds_per_step=per_step, load_s=load, warmup_s=warmup,
+                    format_warmup_s=format_warmup,
                     run_steps=total_steps or 0, run_s=0.0,
                     epochs=epochs(train_rows, plan, total_steps) if train_rows and total_steps else None,
                     train_rows=train_rows, new_prompts_per_step=plan.new_prompts_per_step,
@@ -350,6 +363,8 @@ def times_line(m: Measurement) -> str:
     timed = f"the next {m.timed_steps} steps' mean" if m.timed_steps != 1 else "the next step"
     loading = (f"loading took {duration(m.load_s)}" if m.load_s is not None
                else "loading is not recorded apart (counted in the warm-up)")
+    if m.format_warmup_s is not None:
+        loading += f", then the format warm-up {duration(m.format_warmup_s)} (once, before RLOO's first step)"
     return (f"{loading}; a step takes {m.seconds_per_step:.1f} s (generation + update, {timed}); {first} took "
             f"{duration(m.warmup_s)} (one-time warm-up costs: counted once, not per step)")
 
@@ -360,7 +375,9 @@ def summary_lines(m: Measurement, minutes: float | None = None) -> list[str]:
     lines = [times_line(m), plan_words(m, minutes)]
     if m.trial_s is not None:
         lines.append(f"the trial's {m.trial_steps} steps took {duration(m.trial_s)} in all, loading included; a run of "
-                     f"S steps: {duration(m.load_s or 0.0)} + {duration(m.warmup_s)} + (S − {m.cycle_steps}) × "
+                     f"S steps: {duration(m.load_s or 0.0)} + "
+                     + (f"{duration(m.format_warmup_s)} (format warm-up) + " if m.format_warmup_s is not None else "")
+                     + f"{duration(m.warmup_s)} + (S − {m.cycle_steps}) × "
                      f"{m.seconds_per_step:.1f} s at the trial's pace")
     lines.append(f"the range: a real run's later steps have taken up to {SLOWER_PACE:g} × the trial's timed step for the "
                  "same work (measured on a CPU; why is not known, and it varies by machine), so the steps suggested fit "

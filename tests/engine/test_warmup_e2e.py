@@ -42,6 +42,7 @@ def test_a_warmup_runs_before_rloo_changes_the_adapter_and_a_resume_skips_it(wor
         assert (run_dir / scanned["folder"] / runs.SCAN_FILE).is_file()
     status = runs.read_status(run_dir)
     assert status["state"] == "finished" and status["warmup"]["finished"]
+    assert status["warmup"]["seconds"] > 0  # the time trial says the warm-up apart from the loading
     assert status["warmup"]["line"].startswith("A 3-step format warm-up (supervised LoRA")
     assert f"The difficulty scan of {warmup.SCAN_PROMPTS} training prompts" in status["warmup"]["line"], status["warmup"]["line"]
     assert "format warm-up step 3/3" in result.stdout

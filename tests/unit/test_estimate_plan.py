@@ -124,6 +124,25 @@ def test_the_records_give_loading_apart_from_the_warm_up_and_the_timed_step(tmp_
     assert trial.summary_lines(old)[0].startswith("loading is not recorded apart (counted in the warm-up); ")
 
 
+def test_the_format_warm_up_is_said_apart_from_the_loading(tmp_path):
+    """A run with the format warm-up: its supervised steps and scans come before RLOO's first step, and the trial
+    called them all "loading" (an audit). The warm-up's own seconds (status.json) are said apart; the run's fixed part
+    stays the same sum."""
+    cfg = RunConfig.from_dict({"model": {"name_or_path": "demo"}, "rloo": {"max_steps": 10}, "warmup": {"enabled": True}})
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, {"step": 1, "time": 1100.0, "time/step": 40.0})
+    runs.append_jsonl(tmp_path / runs.METRICS_FILE, {"step": 2, "time": 1130.0, "time/step": 30.0})
+    runs.update_status(tmp_path, warmup={"step": 3, "steps": 3, "finished": True, "seconds": 25.0, "line": "…"})
+    m = trial._measurement(cfg, cfg.batch_plan(), tmp_path, 2, 1, 1000.0, None, None)
+    assert (m.load_s, m.format_warmup_s, m.warmup_s, m.trial_s) == (35.0, 25.0, 40.0, 130.0)
+    assert m.run_s == 60 + 40 + 9 * 30 and m.trial_s == trial.run_seconds(m, m.trial_steps)
+    assert trial.summary_lines(m, 10)[0].startswith(
+        "loading took 35 s, then the format warm-up 25 s (once, before RLOO's first step); a step takes 30.0 s"), m
+    assert any("a run of S steps: 35 s + 25 s (format warm-up) + 40 s + (S − 1) × 30.0 s" in line
+               for line in trial.summary_lines(m, 10))
+    again = trial.Measurement.from_dict(m.to_dict())
+    assert again == m
+
+
 def test_a_measurement_comes_back_from_its_dict_for_another_budget():
     m = _measured()
     again = trial.Measurement.from_dict(m.to_dict())
@@ -141,6 +160,8 @@ def test_the_trial_logs_every_step_and_saves_only_at_its_end():
 @pytest.mark.parametrize("status, trainer_built, step, said", [
     ({"state": "queued"}, False, 0, "starting the training process (importing torch and the training libraries)"),
     ({"state": "running"}, False, 0, "loading the model"),
+    ({"state": "running", "warmup": {"step": 3, "steps": 40, "finished": False}}, False, 0,
+     "the format warm-up: supervised step 3 of 40 (once, before RLOO)"),
     ({"state": "running"}, True, 0, "first step: warm-up, timed apart"),
     ({"state": "running"}, True, 1, "step 2 of 2: timed"),
 ])
