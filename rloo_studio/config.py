@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .batching import BatchPlan, batch_plan
+from .batching import BatchPlan, batch_plan, trained_steps_for_epochs
 from .errors import ConfigError
 
 BACKENDS = ("auto", "unsloth", "transformers")
@@ -543,6 +543,17 @@ class RunConfig:
     def batch_plan(self, processes: int = 1) -> BatchPlan:
         """How the effective values group completions into steps and generation cycles on `processes` processes."""
         return batch_plan(self.effective_rloo(), processes)
+
+    def trained_steps(self, train_rows: int | None, plan: BatchPlan | None = None) -> int | None:
+        """The optimiser steps the run trains (what `trainer_state.max_steps` holds): max_steps, or for a run by epochs
+        (max_steps -1) the steps num_train_epochs make over `train_rows` as TRL counts them, with `plan` (default: this
+        config's on one process); None when that needs the row count and it is not known."""
+        max_steps = int(self.rloo_value("max_steps") or -1)
+        if max_steps > 0:
+            return max_steps
+        if not train_rows:
+            return None
+        return trained_steps_for_epochs(train_rows, plan or self.batch_plan(), float(self.rloo_value("num_train_epochs")))
 
     def rloo_value(self, key: str, trl_defaults: Mapping[str, Any] | None = None) -> Any:
         """One effective RLOOConfig value (see `effective_rloo`); for a key outside its tables, TRL's default from

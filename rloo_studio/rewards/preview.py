@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..config import RewardSpec
-from ..data import build_prompt, reward_kwargs, use_chat_format
+from ..data import build_prompt, is_hub_source, load_rows, reward_kwargs, use_chat_format
+from ..errors import StudioError
 from ..model_files import missing_tokenizer_error
 from ..paths import DEMO_MODEL_DIR
 from ..protocol import ScoreRequest, ScoreResult, WrittenShape
@@ -204,10 +205,17 @@ class _TokenizerOnDemand:
 
 
 def run_max_steps(cfg) -> int:
-    """The training steps `trainer_state.max_steps` will hold for `cfg` (a schedule reward divides by it); 0 for a run
-    that trains for epochs (-1), whose step count the trainer works out from the data."""
-    steps = cfg.rloo_value("max_steps")
-    return int(steps) if isinstance(steps, (int, float)) and steps > 0 else 0
+    """The training steps `trainer_state.max_steps` will hold for `cfg` (a schedule reward divides by it). A run by
+    epochs counts them over its training rows, read here for a local file or the demo; a hub dataset is not read in
+    the app for its row count: 0 (not known)."""
+    steps = cfg.trained_steps(None)
+    if steps or is_hub_source(cfg.data.source, cfg.base_dir):
+        return steps or 0
+    try:
+        train_rows = len(load_rows(cfg.data, cfg.base_dir, seed=int(cfg.rloo_value("seed"))).train)
+    except StudioError:  # the data's own problem is said where it is read for sampling or training
+        return 0
+    return cfg.trained_steps(train_rows) or 0
 
 
 def scoring_request(cfg, sampled: dict, source: str | None = None) -> ScoreRequest:
@@ -673,8 +681,6 @@ def _limit_memory() -> float | None:
 
 
 def _main() -> None:
-    from ..errors import StudioError
-
     global _MEMORY_LIMIT_GIB
     _MEMORY_LIMIT_GIB = _limit_memory()  # before the request is read and any reward code is imported
     if len(sys.argv) > 2 and sys.argv[1] == PRELOAD_ARG:

@@ -38,7 +38,7 @@ from .. import runs
 from ..runs import step_time
 from . import jobs
 from ..batching import (MANY_EPOCHS, BatchPlan, batch_plan, effective_line, epochs, epochs_sum, epochs_words, steps_for_epochs,
-                        too_many_epochs, trained_steps_for_epochs)
+                        too_many_epochs)
 from ..config import RunConfig
 from ..errors import StudioError
 from ..rewards.judge import judge_time_share
@@ -182,13 +182,8 @@ def trial_config(cfg: RunConfig, steps: int) -> RunConfig:
 
 
 def run_steps(cfg: RunConfig, plan: BatchPlan, train_rows: int | None) -> int | None:
-    """Optimiser steps the real run trains: max_steps, or num_train_epochs over the rows when max_steps is -1."""
-    max_steps = int(cfg.rloo_value("max_steps") or -1)
-    if max_steps > 0:
-        return max_steps
-    if not train_rows:
-        return None
-    return trained_steps_for_epochs(train_rows, plan, float(cfg.rloo_value("num_train_epochs")))
+    """Optimiser steps the real run trains with the trial trainer's `plan` (`RunConfig.trained_steps`)."""
+    return cfg.trained_steps(train_rows, plan)
 
 
 def _peak_rss_gib(pid) -> float | None:

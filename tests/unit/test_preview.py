@@ -474,7 +474,17 @@ def test_a_schedule_reward_reads_the_runs_max_steps_as_in_training():
     cfg = RunConfig.from_dict({"model": {"name_or_path": str(DEMO_MODEL_DIR)}, "data": {"source": "demo"},
                                "rewards": [{"file": "rewards.py"}], "rloo": {"max_steps": 40}})
     assert written_request(cfg, [], None).max_steps == 40
-    assert written_request(RunConfig.from_dict({**cfg.to_dict(), "rloo": {"max_steps": -1}}), [], None).max_steps == 0
+    # A run for epochs: the steps the trainer will count over the training rows (it said 0, as if no step would run).
+    from rloo_studio.batching import trained_steps_for_epochs
+    from rloo_studio.data import load_rows
+
+    epochs = RunConfig.from_dict({**cfg.to_dict(), "rloo": {"max_steps": -1, "num_train_epochs": 2}})
+    train = load_rows(epochs.data, epochs.base_dir, seed=int(epochs.rloo_value("seed"))).train
+    expected = trained_steps_for_epochs(len(train), epochs.batch_plan(), 2)
+    assert expected > 0 and written_request(epochs, [], None).max_steps == expected
+    # A hub dataset is not read in the app to count its rows: unknown, 0 as before.
+    hub = RunConfig.from_dict({**epochs.to_dict(), "data": {"source": "someone/some-dataset"}})
+    assert written_request(hub, [], None).max_steps == 0
     source = ("def ramp(completions, trainer_state, **kwargs):\n"
               "    return [trainer_state.global_step / trainer_state.max_steps] * len(completions)\n")
     result = scorer.score(request(source, [["a", "b"]], probes=False, max_steps=40))
