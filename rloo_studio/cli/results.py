@@ -19,7 +19,8 @@ def _fmt_time(ts) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
 
-SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of this many last logged steps
+SHOW_STEPS = 10  # `runs --show` states the step-time breakdown as the mean of at least this many last logged steps
+# (whole generation cycles: step_time.recent)
 
 
 def _show_run(args: argparse.Namespace) -> int:
@@ -34,7 +35,10 @@ def _show_run(args: argparse.Namespace) -> int:
                                  f"a run directory holds {runs.STATUS_FILE}",
                                  f"pick a RUN from `rloo-studio runs{' --runs-dir ' + str(args.runs_dir) if args.runs_dir != 'runs' else ''}`"))
     summary = runs.summarize_run(run_dir)
-    breakdown = step_time.mean_breakdown(runs.read_jsonl(run_dir / runs.METRICS_FILE)[-SHOW_STEPS:])
+    from ..workers.jobs import cycle_ends
+
+    breakdown = step_time.mean_breakdown(step_time.recent(runs.read_jsonl(run_dir / runs.METRICS_FILE), SHOW_STEPS,
+                                                          cycle_ends(run_dir)))
     if args.json:
         print(json.dumps({**summary.as_dict(), "step_time": breakdown}))
         return EXIT_OK

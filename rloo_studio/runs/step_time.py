@@ -9,6 +9,8 @@ existed have none, and every reader then shows no breakdown.
 
 from __future__ import annotations
 
+from typing import Callable
+
 PARTS = ("generation", "rewards", "logprobs", "optimizer", "other")
 KEYS = tuple(f"time/{part}" for part in PARTS)
 STEP_KEY = "time/step"
@@ -38,6 +40,29 @@ def eta_seconds(begun: tuple[int, float], first_done: tuple[int, float] | None, 
     since, at = first_done if first_done is not None and step > first_done[0] else begun
     per_step = (now - at) / (step - since)
     return round(per_step * max(0, max_steps - step), 1)
+
+
+def recent(records: list[dict], at_least: int, cycle_ends: Callable[[int], bool] | None = None) -> list[dict]:
+    """The last timed records (those with the step's time) a breakdown is the mean of: at least `at_least` of them,
+    and with `cycle_ends(step)` (whether a generation cycle ends at that step) whole cycles — from just after one
+    cycle's end to the last logged end — so that a cycle whose first step generates and whose others reuse the
+    completions (num_iterations > 1) is not counted in part. Without `cycle_ends`, or before a cycle ended, the last
+    `at_least`.
+
+    Cycles of 2 steps, steps 1-9 logged: steps 3-8 (6 records), not 5-9 (three generations of five).
+
+    >>> [r["step"] for r in recent([{"step": s, STEP_KEY: 1.0} for s in range(1, 10)], 5, lambda s: s % 2 == 0)]
+    [3, 4, 5, 6, 7, 8]
+    """
+    timed = [r for r in records if isinstance(r.get(STEP_KEY), (int, float)) and isinstance(r.get("step"), int)]
+    ends = [i for i, r in enumerate(timed) if cycle_ends is not None and cycle_ends(r["step"])]
+    if not ends:
+        return timed[-at_least:]
+    last = ends[-1]
+    # A window opens just after a logged cycle end (or at the first record): the latest one that holds enough records.
+    starts = [0] + [i + 1 for i in ends[:-1]]
+    fitting = [i for i in starts if last + 1 - i >= at_least]
+    return timed[max(fitting) if fitting else 0:last + 1]
 
 
 def mean_breakdown(records: list[dict]) -> dict | None:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .. import runs
 from ..runs import alerts, step_time
-from ..workers.jobs import RunView
+from ..workers.jobs import RunView, cycle_ends
 from ..rewards.builtin import split_thinking
 from ..rewards.judge import judge_share_line
 from ..rewards.repetition import find_loop, loop_note
@@ -159,13 +159,16 @@ def progress_html(view: RunView | None) -> str:
             f'font-size:13px;line-height:22px;padding-left:6px;white-space:nowrap;">{html.escape(label)}</div></div>')
 
 
-STEP_TIME_STEPS = 5  # the live view's breakdown is the mean of this many last logged steps: one slow step does not jump it
+STEP_TIME_STEPS = 5  # the live view's breakdown: the mean of at least this many last logged steps, in whole generation
+# cycles (step_time.recent): one slow step does not jump it, nor a cycle counted in part
 
 
 def step_time_html(view: RunView | None) -> str:
     """Where the last steps' time went, as a small stacked bar (one colour per part) and the same in words.
     Empty for a run whose metrics have no step-time keys (recorded before they existed, or no step logged yet)."""
-    breakdown = step_time.mean_breakdown((view.metrics if view else [])[-STEP_TIME_STEPS:])
+    if view is None:
+        return ""
+    breakdown = step_time.mean_breakdown(step_time.recent(view.metrics, STEP_TIME_STEPS, cycle_ends(view.path)))
     if not breakdown or not breakdown.get(step_time.STEP_KEY):
         return ""
     total = float(breakdown[step_time.STEP_KEY])

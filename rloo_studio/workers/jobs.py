@@ -17,8 +17,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .. import paths, runs
+from ..batching import at_cycle_boundary, batch_plan
 from ..config import RunConfig
 from ..errors import StudioError
 from ..procs import STDOUT, Child
@@ -184,6 +186,19 @@ def read_tail(path: Path, max_bytes: int = 6000) -> str:
     except FileNotFoundError:
         return ""
     return text if size <= max_bytes else text.split("\n", 1)[-1]
+
+
+def cycle_ends(run_dir: str | Path) -> Callable[[int], bool] | None:
+    """Whether a generation cycle ends at a step, as the run's trainer plans its cycles (its trainer_args.json); None
+    before the trainer is built, or for a run from a version that did not record it."""
+    held = (runs.read_json(Path(run_dir) / runs.TRAINER_ARGS_FILE) or {}).get("args")
+    if not held:
+        return None
+    try:
+        plan = batch_plan(held, int(held.get("world_size") or 1))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return lambda step: at_cycle_boundary(step, plan)
 
 
 def view(run_dir: str | Path, samples_tail: int = 40) -> RunView:

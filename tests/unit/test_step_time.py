@@ -144,3 +144,19 @@ def test_the_eta_leaves_the_first_steps_one_time_costs_out():
     assert doctest.testmod(step_time).failed == 0
     assert step_time.eta_seconds((20, 0.0), None, 20, 100, 5.0) is None  # resumed at 20: no step of its own yet
     assert step_time.eta_seconds((20, 0.0), (21, 45.0), 30, 30, 90.0) == 0.0  # the last step
+
+
+def test_the_live_breakdown_covers_whole_generation_cycles(tmp_path):
+    """With num_iterations 2 a step that generates alternates with one that reuses its completions: the mean of the
+    last 5 logged steps held three generations, then two, and the bar's generation share jumped at every step (an
+    audit). The window ends where a cycle ends and holds whole cycles, as the run's trainer plans them."""
+    runs.write_json_atomic(tmp_path / runs.TRAINER_ARGS_FILE, {"args": {
+        "per_device_train_batch_size": 4, "num_generations": 4, "gradient_accumulation_steps": 1, "num_iterations": 2,
+        "world_size": 1}})
+    said = set()
+    for last in range(6, 13):  # the cycle's first step generates (odd steps), its second reuses the completions
+        records = [_record(s, 8.0 if s % 2 else 0.0, 4.0) for s in range(1, last + 1)]
+        view = RunView("r", tmp_path, "running", {"step": last, "max_steps": 20}, metrics=records)
+        said.add(re.search(r"s per step: [^;]*", run_view.step_time_html(view)).group(0))
+    assert said == {"s per step: 4.0 s generation (40 %), 4.0 s forward + backward + optimizer (40 %), 1.2 s log-prob "
+                    "passes (12 %), 0.5 s other (5 %), 0.2 s reward scoring (2 %)"}, said
