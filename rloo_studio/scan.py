@@ -77,8 +77,9 @@ def check_limit(limit: int | None) -> None:
                           "give a positive number, e.g. --limit 50, or leave --limit out to scan every prompt")
 
 
-def groups_per_step(cfg: RunConfig) -> int:
-    """Prompt groups in one generation batch of training (generation batch / k): the prompts one step learns from."""
+def groups_per_generation(cfg: RunConfig) -> int:
+    """Prompt groups in one generation batch of training (generation batch / k): the scan samples this many at once.
+    It serves steps_per_generation / accumulation optimiser steps (one, unless steps_per_generation is set apart)."""
     plan = cfg.batch_plan()
     return max(1, plan.generation_batch // plan.num_generations)
 
@@ -111,7 +112,7 @@ def run_scan(cfg: RunConfig, sample: Callable[[list[dict], int], dict], runs_dir
         raise DataError(f"data.source: {exc.what}", exc.why, exc.fix) from None
     chosen = pick_evenly(len(train), limit)
     k = int(cfg.rloo_value("num_generations"))
-    batch = groups_per_step(cfg)  # one step's generation batch: memory training needs anyway
+    batch = groups_per_generation(cfg)  # one generation batch of training: memory training needs anyway
     batches = [chosen[i:i + batch] for i in range(0, len(chosen), batch)]
     progress(ScanPlan(prompts=len(chosen), of=len(train), k=k, batches=len(batches)))
     records, probes, functions = [], [], {}
@@ -174,7 +175,9 @@ def summarize(records: list[dict], cfg: RunConfig, of: int) -> dict:
     n = len(records)
     counts = {b: sum(r["bucket"] == b for r in records) for b in BUCKETS}
     useful = counts[MIXED] / n if n else 0.0
-    per_step = groups_per_step(cfg)
+    # The prompts an optimiser step trains on: a generation batch (groups_per_generation, the scan's own batch) serves
+    # steps_per_generation / accumulation steps, so with steps_per_generation set apart it is not one step's.
+    per_step = max(1, round(cfg.batch_plan().prompts_per_step))
     examples = {b: [{"prompt": r["prompt"], "mean_total": r["mean_total"], "completions": r["completions"][:2]}
                     for r in records if r["bucket"] == b][:EXAMPLES_PER_BUCKET] for b in BUCKETS}
     return {

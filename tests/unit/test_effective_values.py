@@ -29,7 +29,7 @@ def test_a_config_without_an_rloo_section_plans_what_training_uses(tmp_path):
     # The trial's length of the whole run: the 100 steps training trains, not num_train_epochs over the rows.
     assert trial.run_steps(cfg, training, 30) == 100
     # The difficulty scan samples one training step's prompt groups at a time: 4 completions = 1 prompt.
-    assert scan.groups_per_step(cfg) == 1
+    assert scan.groups_per_generation(cfg) == 1
 
 
 def test_every_effective_value_is_set_and_a_config_value_wins(tmp_path):

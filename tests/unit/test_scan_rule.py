@@ -10,8 +10,8 @@ import pytest
 from rloo_studio import runs
 from rloo_studio.config import RunConfig
 from rloo_studio.errors import StudioError
-from rloo_studio.scan import (ALWAYS_SOLVED, MIXED, NEVER_SOLVED, difficulty_bucket, filtered_paths, groups_per_step, kept,
-                              parse_band, pick_evenly, unscanned_words, write_filtered)
+from rloo_studio.scan import (ALWAYS_SOLVED, MIXED, NEVER_SOLVED, difficulty_bucket, filtered_paths, groups_per_generation,
+                              kept, parse_band, pick_evenly, unscanned_words, write_filtered)
 
 
 def test_bucket_rule_edges():
@@ -40,10 +40,25 @@ def test_band():
     assert kept(records, (0.0, 0.5)) == records[:2]
 
 
-def test_groups_per_step_is_the_generation_batch_over_k():
+def test_the_per_step_numbers_count_an_optimiser_steps_prompts_not_a_generation_batchs():
+    """steps_per_generation 4 with accumulation 2: one generation batch (8 prompts) serves two optimiser steps of 4
+    prompts each; the scan's "per training step" said 8 prompts and the chance of a step without signal for 8 (an
+    audit)."""
+    from rloo_studio import scan
+
+    cfg = RunConfig.from_dict({"rloo": {"num_generations": 4, "per_device_train_batch_size": 8,
+                                        "gradient_accumulation_steps": 2, "steps_per_generation": 4}})
+    records = [{"prompt": f"p{i}", "totals": [1.0, 0.0, 1.0, 1.0] if i % 2 else [1.0] * 4, "completions": ["a"] * 4,
+                "mean_total": 0.5} for i in range(4)]
+    summary = scan.summarize(records, cfg, of=4)
+    assert summary["groups_per_step"] == 4 and summary["useful_groups_per_step"] == 2.0
+    assert summary["steps_without_signal"] == 0.5 ** 4
+
+
+def test_groups_per_generation_is_the_generation_batch_over_k():
     cfg = RunConfig.from_dict({"rloo": {"num_generations": 4, "per_device_train_batch_size": 8,
                                         "gradient_accumulation_steps": 3}})
-    assert groups_per_step(cfg) == 6  # 8 × 3 completions generated at once / 4
+    assert groups_per_generation(cfg) == 6  # 8 × 3 completions generated at once / 4
 
 
 def test_filtered_file_goes_beside_a_local_file_and_never_over_one(tmp_path):
