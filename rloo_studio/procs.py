@@ -136,6 +136,15 @@ class _Spawner:
 _from_spawner = _Spawner()
 
 
+def family(pid: int) -> list[int]:
+    """`pid` and every process it started that still runs (psutil's tree); [] when `pid` is gone."""
+    try:
+        parent = psutil.Process(int(pid))
+        return [parent.pid] + [p.pid for p in parent.children(recursive=True)]
+    except (psutil.Error, TypeError, ValueError):
+        return []
+
+
 def kill_tree(pid: int) -> None:
     """End process `pid` (not one of ours: e.g. a training worker an earlier app started) and everything it started,
     children first, so none is re-parented and left."""

@@ -75,7 +75,7 @@ class Measurement:
     train_rows: int | None
     new_prompts_per_step: float  # prompts drawn from the data per step
     peak_gpu_gib: float | None  # torch's peak allocated GPU memory in the trial (None without CUDA)
-    peak_rss_gib: float | None  # the worker's peak resident memory (Linux), what a CPU run needs
+    peak_rss_gib: float | None  # the peak resident memory of the worker and what it started (Linux): what a CPU run needs
     judge_share: float | None = None  # the judges' share of the timed steps' training time (None without a judge)
     trainer_line: str | None = None   # the batch plan and arguments the trial's trainer used (its trainer_args.json)
     trainer_changed: dict | None = None  # arguments the trainer holds other than it was given: {key: [given, used]}
@@ -187,7 +187,18 @@ def run_steps(cfg: RunConfig, plan: BatchPlan, train_rows: int | None) -> int | 
 
 
 def _peak_rss_gib(pid) -> float | None:
-    """The process's resident-memory high-water mark (VmHWM), Linux only; None elsewhere or once it has exited."""
+    """The resident-memory high-water marks (VmHWM) of the worker and every process it started, summed, Linux only;
+    None elsewhere or once it has exited. With --num-processes the worker is the launcher and the ranks, which hold
+    the models, are its children; a reward sandbox or a local judge is a child too. The sum of the peaks can exceed
+    the peak of the sum a little: the side a memory plan should err on."""
+    from ..procs import family
+
+    peaks = [_own_peak_gib(p) for p in family(pid)]
+    known = [p for p in peaks if p is not None]
+    return sum(known) if known else None
+
+
+def _own_peak_gib(pid: int) -> float | None:
     try:
         for line in Path(f"/proc/{int(pid)}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):

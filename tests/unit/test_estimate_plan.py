@@ -190,3 +190,27 @@ def test_a_run_for_epochs_trains_whole_generation_batches_as_trl_counts_them():
     cfg = RunConfig.from_dict({"rloo": {"max_steps": -1, "num_train_epochs": 3}})
     plan = BatchPlan(per_device=32, accumulation=1, processes=1, num_generations=2, steps_per_generation=1, num_iterations=1)
     assert trial.run_steps(cfg, plan, 50) == 9 and trial.run_steps(cfg, plan, 20) == 3
+
+
+def test_the_trials_peak_memory_counts_the_processes_the_worker_started():
+    """With --num-processes the trial's worker is the launcher and the ranks are its children: the trial read the
+    launcher's own peak memory, a few dozen MB, as what the run needs (an audit). A parent that starts a child holding
+    about 300 MB: the peak counts the child's."""
+    import sys
+    import time
+
+    from rloo_studio.procs import Child, kill_tree
+
+    code = ("import subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; b = bytearray(300 * 1024 * 1024); "
+            "b[::4096] = b\"x\" * len(b[::4096]); print(\"held\", flush=True); time.sleep(60)'])\n"
+            "time.sleep(60)\n")
+    parent = Child([sys.executable, "-c", code])
+    try:
+        deadline, peak = time.time() + 30, None
+        while time.time() < deadline and (peak or 0.0) < 0.28:
+            peak = trial._peak_rss_gib(parent.pid)
+            time.sleep(0.2)
+        assert peak is not None and peak >= 0.28, peak
+    finally:
+        kill_tree(parent.pid)
