@@ -303,12 +303,23 @@ class Settings:
         return self.per_device_train_batch_size * self.steps_per_generation
 
 
+def unsloth_expected(backend: str) -> bool:
+    """Whether a run of `backend` trains with Unsloth: `unsloth`, or `auto` where Unsloth is installed (found, not
+    imported: the app stays light). Installed but failing to import on odd hardware, `auto` falls back to transformers
+    at the run's start (its log says so); that the estimate cannot see without importing it."""
+    if backend == "auto":
+        import importlib.util
+
+        return importlib.util.find_spec("unsloth") is not None
+    return backend == "unsloth"
+
+
 def settings_from_config(cfg: RunConfig, gpu_bf16: bool = True) -> Settings:
     dtype = cfg.model.dtype if cfg.model.dtype != "auto" else ("bfloat16" if gpu_bf16 else "float16")
     return Settings(
         load_in_4bit=cfg.model.load_in_4bit, dtype=dtype,
         lora_r=cfg.lora.r if cfg.lora else None, lora_targets=cfg.lora.target_modules if cfg.lora else None,
-        gradient_checkpointing=cfg.model.gradient_checkpointing, unsloth=cfg.model.backend != "transformers",
+        gradient_checkpointing=cfg.model.gradient_checkpointing, unsloth=unsloth_expected(cfg.model.backend),
         num_generations=int(cfg.rloo_value("num_generations")), per_device_train_batch_size=int(cfg.rloo_value("per_device_train_batch_size")),
         steps_per_generation=_steps_per_generation(cfg),
         max_completion_length=int(cfg.rloo_value("max_completion_length")),

@@ -243,3 +243,18 @@ def test_on_a_cpu_16_bit_weights_are_said_to_load_as_32_bit():
     assert CPU_LOADS_32_BIT not in estimate_config(sixteen, 80.0, True).notes  # a GPU loads 16-bit
     assert CPU_LOADS_32_BIT not in estimate_config(RunConfig.from_dict({"model": {"dtype": "float32"}}), 23.5, False,
                                                    on_cpu=True).notes
+
+
+def test_backend_auto_where_unsloth_is_not_installed_is_estimated_as_the_run_trains(monkeypatch):
+    """`model.backend: auto` trains with transformers + PEFT where Unsloth is not installed, but the estimate counted
+    Unsloth's offloaded checkpointing and chunked logits there, less memory than the run then needs (an audit)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "unsloth" else real(name, *args))
+    auto = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-0.6B"}, "lora": {}})
+    plain = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-0.6B", "backend": "transformers"}, "lora": {}})
+    assert settings_from_config(auto).unsloth is False
+    assert estimate_config(auto, 24.0).total_gib == estimate_config(plain, 24.0).total_gib
+    asked = RunConfig.from_dict({"model": {"name_or_path": "Qwen/Qwen3-0.6B", "backend": "unsloth"}, "lora": {}})
+    assert settings_from_config(asked).unsloth is True  # asked for: the run refuses to start without it, as it says
