@@ -152,8 +152,9 @@ def stop_run(run_dir: str | Path) -> str:
         # so the state stays; the STOP file stops it after its first step, with a checkpoint.
         return f"stopping {run_dir.name} after its first step (it is still loading); a checkpoint is saved so it can be resumed"
     if state != "stopping":
-        runs.update_status(run_dir, state="stopping")
-    return f"stopping {run_dir.name} after the current step; a checkpoint is saved so it can be resumed"
+        runs.update_status(run_dir, state="stopping", stop_at=None)  # the worker says the step (a stop of an earlier session is no answer)
+    return (f"stopping {run_dir.name} after the current step (in the middle of a generation cycle, at the cycle's end); "
+            "a checkpoint is saved so it can be resumed")
 
 
 @dataclass

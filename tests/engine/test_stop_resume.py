@@ -148,3 +148,10 @@ def test_a_stop_asked_mid_cycle_says_the_step_it_will_stop_at(tmp_path):
     state.global_step = 8
     control = callback.on_step_end(None, state, stack.transformers.TrainerControl())
     assert control.should_training_stop and control.should_save
+    # A stop of an earlier session (a run resumed from an earlier checkpoint) leaves no step behind: the app's Stop
+    # clears it until the worker says one.
+    (run_dir / runs.STOP_FILE).unlink(missing_ok=True)
+    runs.update_status(run_dir, state="running", step=3, stop_at=8)
+    assert "after the current step (in the middle of a generation cycle, at the cycle's end)" in jobs.stop_run(run_dir)
+    assert runs.read_status(run_dir)["stop_at"] is None
+    assert "stopping after the current step" in status_markdown(jobs.view(run_dir))
