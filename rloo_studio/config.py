@@ -423,6 +423,7 @@ def four_bit_without_lora(load_in_4bit: bool, lora: LoraConfig | dict | None) ->
 
 
 # The problem four_bit_without_lora reports, in config words: the command line shows it as is, the page translates it.
+NO_REWARDS = "rewards: no reward functions; add at least one (e.g. `- {name: numeric_answer}`)"  # the page: its own words
 FOUR_BIT_NEEDS_LORA = ("model.load_in_4bit: 4-bit weights cannot be trained directly; add a `lora:` section (QLoRA) "
                        "or set load_in_4bit: false")
 
@@ -638,7 +639,7 @@ class RunConfig:
             _check_positive(problems, "data.max_train_samples", d.max_train_samples)
 
         if not self.rewards:
-            problems.append("rewards: no reward functions; add at least one (e.g. `- {name: numeric_answer}`)")
+            problems.append(NO_REWARDS)
         for i, spec in enumerate(self.rewards):
             chosen = [k for k in ("name", "file", "model", "judge") if getattr(spec, k) is not None and getattr(spec, k) != ""]
             if len(chosen) != 1:

@@ -169,7 +169,9 @@ class PageForm:
 
     @staticmethod
     def problems_markdown(problems: list[str]) -> str:
-        return "**Please fix before starting:**\n" + "\n".join(f"- {page_words(p)}" for p in problems) if problems else ""
+        # Each once: a tab and the config's own check can find the same problem (no reward chosen).
+        said = dict.fromkeys(page_words(p) for p in problems)
+        return "**Please fix before starting:**\n" + "\n".join(f"- {p}" for p in said) if problems else ""
 
     @staticmethod
     def state_of(cfg: RunConfig) -> dict:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from .. import runs, sandbox
-from ..config import RunConfig
+from ..config import NO_REWARDS, RunConfig
 from ..data import row_from_cell, reward_columns, unpassed_columns
 from ..errors import ConfigError, RewardError, StudioError
 from ..presets import DEFAULT_CPU_PRESET, get_preset
@@ -479,8 +479,7 @@ class RewardsTab:
             rewards.append(entry)
         rewards += unshown_entries(cfg.get("rewards"))  # kept as they are: this tab cannot show them (unshown_note says so)
         if not rewards and not judge_problems:
-            problems.append(f"Rewards: none chosen — tick at least one builtin reward, one of your functions, or "
-                            f"“{text.JUDGE_USE}”")
+            problems.append(NO_REWARDS)  # in the page's words wherever problems are shown (text.page_words)
         cfg["rewards"] = rewards
         return problems
 

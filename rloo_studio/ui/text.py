@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from ..config import FOUR_BIT_NEEDS_LORA, batch_sizes_around, field_help, field_label, field_labels
+from ..config import FOUR_BIT_NEEDS_LORA, NO_REWARDS, batch_sizes_around, field_help, field_label, field_labels
 from ..rewards.scoring import NONE_COUNTS_AS_ZERO
 
 TITLE = "RLOO Studio"
@@ -198,6 +198,7 @@ def label(key: str) -> str:
 
 # Problems the page says whole, naming what to choose where instead of the config's sections and values.
 _WHOLE = {
+    NO_REWARDS: f"Rewards: none chosen — tick at least one builtin reward, one of your functions, or “{JUDGE_USE}”",
     FOUR_BIT_NEEDS_LORA: f"{label('model.load_in_4bit')}: 4-bit weights cannot be trained directly; choose "
                          f"“{METHOD_CHOICES[0]}” under “{METHOD}”, or 16-bit or 32-bit {label('model.load_in_4bit')} "
                          "for full fine-tuning",

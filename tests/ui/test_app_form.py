@@ -121,7 +121,10 @@ def test_start_refuses_a_form_with_problems_and_starts_nothing(app, runs_dir):
     form[text.BUILTIN_TABLE] = table
     form["Batch per device (completions)"] = 12  # not a multiple of 8 completions per prompt
     problems = form.call("/start_training")[0]
-    assert "Rewards: none chosen" in problems
+    assert problems.count("Rewards: none chosen") == 1
+    # Once, in the page's words: the config's own check ("rewards: no reward functions; add at least one (e.g. `- {name:
+    # numeric_answer}`)") said it again below, in YAML (a walk).
+    assert "no reward functions" not in problems and "{name:" not in problems, problems
     # In the page's words, with values to use; the config keys stay on the command line.
     assert "“Batch per device (completions)” 12 is not divisible by “Completions per prompt (k)” 8" in problems and "use 8 or 16" in problems
     assert "per_device_train_batch_size" not in problems and "num_generations" not in problems
