@@ -136,11 +136,11 @@ class _Spawner:
 _from_spawner = _Spawner()
 
 
-def family(pid: int) -> list[int]:
-    """`pid` and every process it started that still runs (psutil's tree); [] when `pid` is gone."""
+def family(pid) -> list:
+    """Process `pid` and everything it started that still runs (psutil's tree), children first; [] once it is gone."""
     try:
         parent = psutil.Process(int(pid))
-        return [parent.pid] + [p.pid for p in parent.children(recursive=True)]
+        return parent.children(recursive=True) + [parent]
     except (psutil.Error, TypeError, ValueError):
         return []
 
@@ -148,17 +148,13 @@ def family(pid: int) -> list[int]:
 def kill_tree(pid: int) -> None:
     """End process `pid` (not one of ours: e.g. a training worker an earlier app started) and everything it started,
     children first, so none is re-parented and left."""
-    try:
-        parent = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return
-    family = parent.children(recursive=True) + [parent]
-    for p in family:
+    processes = family(pid)
+    for p in processes:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(family, timeout=10)
+    psutil.wait_procs(processes, timeout=10)
 
 
 def _wait_gone(processes: list, timeout_s: float = 10) -> None:
@@ -318,23 +314,19 @@ class Child:
 
     def kill(self) -> None:
         """End the child and everything it started, now (its exit code then says it was killed)."""
-        family = []
-        if self.proc.poll() is None:  # while it runs, descendants that left its group are still found as its own
-            try:
-                family = psutil.Process(self.pid).children(recursive=True)
-            except psutil.Error:
-                pass
+        # While it runs, descendants that left its group are still found as its own (the list ends with the child).
+        descendants = family(self.pid)[:-1] if self.proc.poll() is None else []
         self._end_group()
         try:
             self.proc.kill()  # (not waited for here: the pump reaps it, and so keeps its real exit code)
         except OSError:
             pass
-        for p in family:
+        for p in descendants:
             try:
                 p.kill()
             except psutil.Error:
                 pass
-        _wait_gone(family)
+        _wait_gone(descendants)
 
     def interrupt(self, hard: bool = False) -> None:
         """Ask the child and its process group to stop (SIGTERM; Ctrl-Break on Windows); `hard` ends them at once."""

@@ -193,7 +193,7 @@ def _peak_rss_gib(pid) -> float | None:
     the peak of the sum a little: the side a memory plan should err on."""
     from ..procs import family
 
-    peaks = [_own_peak_gib(p) for p in family(pid)]
+    peaks = [_own_peak_gib(p.pid) for p in family(pid)]
     known = [p for p in peaks if p is not None]
     return sum(known) if known else None
 
